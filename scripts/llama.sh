@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Makes a built llama.cpp available and prints its build directory on the last line.
+#
+#   scripts/llama.sh            the pinned tree from node-llama-cpp@3.21.1 (npm), commit verified
+#   scripts/llama.sh DIR        a user's own llama.cpp checkout
+#
+# The build (static libraries llama + ggml, and the peer tool llama-perplexity that the tests
+# compare against) lives in a cache directory keyed by (commit, flags), so later builds and CI
+# reuse it. Nothing of llama.cpp is ever copied into this repository.
+set -euo pipefail
+
+PIN_PACKAGE="node-llama-cpp@3.21.1"
+PIN_COMMIT="80fb11ac73e66d89eae2c6a91d8a77428fa733ed"
+CACHE="${HETERODYNE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/heterodyne}"
+JOBS="${JOBS:-$(nproc)}"
+EXTRA_FLAGS="${HETERODYNE_LLAMA_FLAGS:-}"
+
+say() { echo "llama.sh: $*" >&2; }
+
+pinned_source() {
+  local src="$CACHE/llama-src/$PIN_COMMIT"
+  if [ ! -f "$src/.heterodyne-verified" ]; then
+    local work; work=$(mktemp -d)
+    say "fetching $PIN_PACKAGE from the npm registry"
+    (cd "$work" && npm pack --silent "$PIN_PACKAGE" >/dev/null)
+    tar -xzf "$work"/node-llama-cpp-*.tgz -C "$work" package/llama/gitRelease.bundle
+    rm -rf "$src" && mkdir -p "$(dirname "$src")"
+    git clone -q "$work/package/llama/gitRelease.bundle" "$src" 2>/dev/null
+    rm -rf "$work"
+    local head; head=$(git -C "$src" rev-parse HEAD)
+    if [ "$head" != "$PIN_COMMIT" ]; then
+      say "bundle HEAD is $head, expected $PIN_COMMIT: refusing to build"
+      rm -rf "$src"; exit 1
+    fi
+    touch "$src/.heterodyne-verified"
+  fi
+  echo "$src"
+}
+
+src="${1:-}"
+if [ -z "$src" ]; then src=$(pinned_source); fi
+src=$(cd "$src" && pwd)
+[ -f "$src/include/llama.h" ] || { say "$src is not a llama.cpp tree (no include/llama.h)"; exit 2; }
+
+commit=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)
+# A user's checkout may carry local edits: they change the numbers, so they change the key.
+dirty=$(git -C "$src" diff HEAD 2>/dev/null | sha256sum | cut -c1-12 || true)
+[ "$(git -C "$src" status --porcelain 2>/dev/null | grep -v '^??' | wc -l)" = 0 ] && dirty=clean
+
+FLAGS="-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=ON -DGGML_RPC=ON \
+-DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+-DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF $EXTRA_FLAGS"
+key=$(printf '%s\n%s\n%s\n%s\n' "$commit" "$dirty" "$FLAGS" "$(c++ --version | head -1)" | sha256sum | cut -c1-16)
+build="$CACHE/llama-build/${commit:0:12}-$key"
+
+if [ ! -f "$build/.heterodyne-built" ]; then
+  say "building llama.cpp $commit into $build (once; later builds reuse it)"
+  mkdir -p "$build"
+  # shellcheck disable=SC2086
+  cmake -S "$src" -B "$build" -G Ninja $FLAGS >"$build/configure.log" 2>&1 ||
+    { say "configure failed, see $build/configure.log"; exit 1; }
+  cmake --build "$build" -j "$JOBS" --target llama ggml llama-perplexity >"$build/build.log" 2>&1 ||
+    { say "build failed, see $build/build.log"; exit 1; }
+  printf 'source=%s\ncommit=%s\nlocal_changes=%s\nflags=%s\n' "$src" "$commit" "$dirty" "$FLAGS" > "$build/heterodyne-llama.txt"
+  touch "$build/.heterodyne-built"
+fi
+echo "$build"
