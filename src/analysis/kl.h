@@ -1,0 +1,40 @@
+// Scores one position from two arms' raw logits over the full vocabulary, in f64.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace hd::analysis {
+
+inline constexpr int kTopK = 5;
+
+struct TopK {
+  std::array<int32_t, kTopK> id{};
+  std::array<float, kTopK> p{};  // probabilities, rounded to f32 for storage
+};
+
+struct PositionScore {
+  double kl = 0;      // KL(A || B) = sum_i pA_i (log pA_i - log pB_i), natural log
+  double nll_a = 0;   // -log pA(next token)
+  double nll_b = 0;
+  TopK top_a;         // top_a.id[0] is A's top-1 (lowest id among ties, as llama-perplexity)
+  TopK top_b;
+};
+
+// Scratch space reused across positions so scoring allocates nothing per call.
+struct ScoreScratch {
+  std::vector<double> p_a;
+};
+
+// log-sum-exp of x, computed as max + log(sum exp(x - max)).
+double log_sum_exp(std::span<const float> logits);
+
+TopK top_k(std::span<const float> logits, double lse);
+
+// Scores logits_a vs logits_b (same length) for the actual next token `next`.
+// Identical inputs give exactly 0: both log-softmaxes are then bitwise equal.
+PositionScore score_position(std::span<const float> logits_a, std::span<const float> logits_b,
+                             int32_t next, ScoreScratch& scratch);
+
+}  // namespace hd::analysis

@@ -1,0 +1,52 @@
+// The rows a diff produces for one chunk: what the store keeps, verify recomputes and show
+// summarizes. Plain data, no behaviour.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/kl.h"
+#include "analysis/residual.h"
+
+namespace hd::analysis {
+
+// Position `pos` of a chunk: the logits there predict token `target` (the chunk's token pos+1).
+struct PositionRow {
+  int pos = 0;
+  int32_t target = 0;
+  bool scored = false;
+  PositionScore score;
+};
+
+// Residual difference after layer `layer` (point l_out-<layer>) at position `pos`.
+struct LayerRow {
+  int layer = 0;
+  int pos = 0;
+  ResidualDiff diff;
+};
+
+// One pair of arms compared on one chunk: A vs B (the diff) or A vs A re-split (the floor).
+struct Comparison {
+  std::vector<PositionRow> positions;
+  std::vector<LayerRow> layers;
+};
+
+// A full residual tensor, kept only with --save-residuals: [n_tokens][width] f32.
+struct ResidualTensor {
+  std::string arm;  // "a" or "b"
+  int layer = 0;
+  int width = 0;
+  std::vector<float> data;
+};
+
+struct ChunkResult {
+  int chunk = 0;
+  std::vector<int32_t> tokens;  // exactly what both arms evaluated (BOS already in place)
+  Comparison diff;
+  std::optional<Comparison> floor;
+  std::vector<ResidualTensor> residuals;
+  double seconds = 0;  // wall time; provenance only, never compared
+};
+
+}  // namespace hd::analysis

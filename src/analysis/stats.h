@@ -1,0 +1,35 @@
+// Means with honest intervals, and the percentile list llama-perplexity prints.
+#pragma once
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace hd::analysis {
+
+struct MeanCI {
+  double mean = 0;
+  double ci95 = 0;      // half-width of the 95 % interval; NaN with fewer than 2 clusters
+  size_t n = 0;         // values
+  size_t clusters = 0;  // chunks
+};
+
+// Two-sided 97.5 % quantile of Student's t with `df` degrees of freedom.
+double t_quantile_975(double df);
+
+// Mean of `values` with a 95 % t-interval from the cluster-robust (CR1) standard error,
+// clusters given per value (tokens inside a chunk are correlated, chunks are not):
+//   mean = sum x / N,  e_g = sum_{i in g} (x_i - mean),
+//   Var(mean) = G / (G - 1) * sum_g e_g^2 / N^2,   ci95 = t_{0.975, G-1} * sqrt(Var).
+MeanCI cluster_mean(std::span<const double> values, std::span<const int> cluster);
+
+struct Percentile {
+  const char* label;  // "max", "99.9%", ..., "min"
+  double fraction;
+  double value;
+};
+
+// llama-perplexity's KLD list: max, 99.9, 99, 95, 90, median, 10, 5, 1, 0.1 %, min, with its
+// linear interpolation between order statistics (p = f * (n - 1)).
+std::vector<Percentile> kl_percentiles(std::vector<double> values);
+
+}  // namespace hd::analysis

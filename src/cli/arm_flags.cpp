@@ -1,0 +1,53 @@
+#include "cli/arm_flags.h"
+
+#include <set>
+
+#include "errors.h"
+
+namespace hd::cli {
+
+void add_arm_flags(CLI::App& cmd, ArmFlags& f, const std::string& p) {
+  const std::string who = p.empty() ? "both arms" : "arm " + p.substr(0, 1).append(" only");
+  cmd.add_option("--" + p + "ctk,--" + p + "cache-type-k", f.cache_type_k, "K cache type for " + who + " (f16)");
+  cmd.add_option("--" + p + "ctv,--" + p + "cache-type-v", f.cache_type_v, "V cache type for " + who + " (f16)");
+  cmd.add_option("--" + p + "fa,--" + p + "flash-attn", f.flash_attn, "flash attention on|off|auto for " + who + " (auto)");
+  cmd.add_option("--" + p + "ub,--" + p + "ubatch-size", f.n_ubatch, "physical batch size for " + who + " (512)");
+  if (p.empty()) {
+    cmd.add_option("-t,--threads", f.n_threads, "threads for both arms (default: all cores)");
+  } else {
+    cmd.add_option("--" + p + "t,--" + p + "threads", f.n_threads, "threads for " + who);
+  }
+}
+
+engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared, const ArmFlags& own) {
+  engine::ArmSettings s;
+  s.model = model;
+  auto pick = [](auto& out, const auto& a, const auto& b) {
+    if (b) out = *b;
+    else if (a) out = *a;
+  };
+  pick(s.cache_type_k, shared.cache_type_k, own.cache_type_k);
+  pick(s.cache_type_v, shared.cache_type_v, own.cache_type_v);
+  pick(s.flash_attn, shared.flash_attn, own.flash_attn);
+  pick(s.n_ubatch, shared.n_ubatch, own.n_ubatch);
+  pick(s.n_threads, shared.n_threads, own.n_threads);
+  // 0 means "default" inside; a user who types -t 0 made a mistake, not a request.
+  if ((shared.n_threads || own.n_threads) && s.n_threads < 1) {
+    throw InputError("thread count must be at least 1, not " + std::to_string(s.n_threads));
+  }
+  return s;
+}
+
+std::vector<std::string> normalize_llama_flags(int argc, char** argv) {
+  static const std::set<std::string> single_dash = {"-ctk", "-ctv", "-fa", "-ub", "-ngl"};
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    const std::string name = a.substr(0, a.find('='));
+    if (single_dash.count(name)) a = "-" + a;
+    out.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace hd::cli

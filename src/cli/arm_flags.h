@@ -1,0 +1,28 @@
+// Arm settings as flags: the same spellings as llama.cpp (-ctk -ctv -fa -ub -t) apply to both
+// arms, and --a-… / --b-… override them for one arm.
+#pragma once
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/arm.h"
+
+namespace hd::cli {
+
+struct ArmFlags {
+  std::optional<std::string> cache_type_k, cache_type_v, flash_attn;
+  std::optional<int> n_ubatch, n_threads;
+};
+
+// Registers the shared flags (prefix "") or one arm's overrides (prefix "a-" / "b-").
+void add_arm_flags(CLI::App& cmd, ArmFlags& flags, const std::string& prefix);
+
+// The shared values, overridden by the arm's own, over llama.cpp's defaults.
+engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared, const ArmFlags& own);
+
+// llama.cpp spells some flags with one dash and several letters (-ctk); CLI11 wants those as
+// long options. Rewrites argv in place of the copy it returns.
+std::vector<std::string> normalize_llama_flags(int argc, char** argv);
+
+}  // namespace hd::cli

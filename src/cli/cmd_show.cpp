@@ -1,0 +1,33 @@
+// heterodyne show run.hdy [--json] [--worst N]
+#include <iostream>
+
+#include "cli/commands.h"
+#include "report/show.h"
+
+namespace hd::cli {
+
+void add_show(CLI::App& app, Context& ctx) {
+  struct Opts {
+    std::string file;
+    bool json = false;
+    int worst = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("show", "print what an experiment file holds");
+  cmd->add_option("file", o->file, "experiment file")->required();
+  cmd->add_flag("--json", o->json, "machine-readable output");
+  cmd->add_option("--worst", o->worst, "also list the N positions with the largest KL");
+  cmd->callback([o, &ctx] {
+    const report::Loaded l = report::load_experiment(o->file);
+    if (o->json) {
+      std::cout << report::summary_json(l, o->worst).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
+    } else {
+      report::print_summary(std::cout, l);
+      if (o->worst > 0) report::print_worst(std::cout, l, o->worst);
+    }
+    ctx.exit_code = 0;
+  });
+}
+
+}  // namespace hd::cli

@@ -1,0 +1,24 @@
+// Each subcommand registers itself on the app; its callback sets the process exit code.
+#pragma once
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace hd::cli {
+
+struct Context {
+  std::string command_line;  // the whole invocation, shell-quoted, for provenance
+  int exit_code = 0;
+};
+
+void add_diff(CLI::App& app, Context& ctx);
+void add_show(CLI::App& app, Context& ctx);
+void add_export(CLI::App& app, Context& ctx);
+void add_verify(CLI::App& app, Context& ctx);
+void add_make_model(CLI::App& app, Context& ctx);
+void add_quantize(CLI::App& app, Context& ctx);
+
+// Progress lines go to stderr, so stdout stays clean for tables and JSON.
+void progress_line(const std::string& line);
+
+}  // namespace hd::cli

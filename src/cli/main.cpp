@@ -1,0 +1,72 @@
+// heterodyne: where and why two llama.cpp configurations of a model disagree.
+// The one place where errors become a line on stderr and an exit code.
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include "build_info.h"
+#include "cli/arm_flags.h"
+#include "cli/commands.h"
+#include "errors.h"
+#include "run/diff.h"
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_of(" \t\n'\"\\$`*?[]{}()<>|&;#~") == std::string::npos) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void on_signal(int) { hd::run::request_stop(); }
+
+int fail(int code, const std::string& msg) {
+  std::fprintf(stderr, "heterodyne: error: %s\n", msg.c_str());
+  return code;
+}
+
+}  // namespace
+
+namespace hd::cli {
+void progress_line(const std::string& line) {
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+}
+}  // namespace hd::cli
+
+int main(int argc, char** argv) {
+  hd::cli::Context ctx;
+  std::vector<std::string> args = hd::cli::normalize_llama_flags(argc, argv);
+  for (size_t i = 0; i < args.size(); ++i) ctx.command_line += (i ? " " : "") + shell_quote(args[i]);
+
+  CLI::App app{"heterodyne: where and why two llama.cpp configurations of a model disagree"};
+  app.set_version_flag("--version", std::string("heterodyne ") + hd::build::kVersion + " (" +
+                                        hd::build::kCommit + ", llama.cpp " + hd::build::kLlamaCommit + ")");
+  app.require_subcommand(1);
+  hd::cli::add_diff(app, ctx);
+  hd::cli::add_show(app, ctx);
+  hd::cli::add_export(app, ctx);
+  hd::cli::add_verify(app, ctx);
+  hd::cli::add_make_model(app, ctx);
+  hd::cli::add_quantize(app, ctx);
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::vector<char*> argp;
+  for (auto& a : args) argp.push_back(a.data());
+  try {
+    app.parse(static_cast<int>(argp.size()), argp.data());
+  } catch (const CLI::Success& e) {  // --help, --help-all, --version
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(2, std::string(e.what()) + " (see heterodyne --help)");
+  } catch (const hd::InputError& e) {
+    return fail(2, e.what());
+  } catch (const hd::RuntimeError& e) {
+    return fail(1, e.what());
+  } catch (const std::exception& e) {
+    return fail(1, std::string("internal error: ") + e.what());
+  }
+  return ctx.exit_code;
+}

@@ -1,0 +1,62 @@
+#include "engine/gguf_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/points.h"
+#include "engine/system.h"
+#include "errors.h"
+#include "ggml.h"
+#include "gguf.h"
+
+namespace hd::engine {
+
+namespace fs = std::filesystem;
+
+GgufSummary gguf_check(const std::string& path) {
+  system_init();  // routes gguf's own complaints through our log filter
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read '" + path + "': " + std::strerror(errno));
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw InputError("'" + path + "' is a directory, not a GGUF file");
+  GgufSummary s;
+  s.file_size = fs::file_size(path, ec);
+  char magic[4] = {};
+  in.read(magic, 4);
+  if (!in || std::memcmp(magic, "GGUF", 4) != 0) {
+    throw InputError("'" + path + "' is not a GGUF file (no GGUF magic)");
+  }
+  gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
+  gguf_context* g = gguf_init_from_file(path.c_str(), params);
+  if (g == nullptr) {
+    throw InputError("'" + path + "' is a corrupt or truncated GGUF (its header or metadata does not parse)");
+  }
+  // The header parses; now make sure every tensor's bytes are inside the file.
+  uint64_t end = 0;
+  s.n_tensors = gguf_get_n_tensors(g);
+  for (int64_t i = 0; i < s.n_tensors; ++i) {
+    end = std::max<uint64_t>(end, gguf_get_tensor_offset(g, i) + gguf_get_tensor_size(g, i));
+  }
+  end += gguf_get_data_offset(g);
+  auto get_str = [&](const char* key) -> std::string {
+    const int64_t k = gguf_find_key(g, key);
+    if (k < 0 || gguf_get_kv_type(g, k) != GGUF_TYPE_STRING) return "";
+    return gguf_get_val_str(g, k);
+  };
+  s.architecture = get_str("general.architecture");
+  s.name = get_str("general.name");
+  gguf_free(g);
+  if (s.n_tensors > 0 && end > s.file_size) {
+    throw InputError("'" + path + "' is truncated: its tensors need " + std::to_string(end) +
+                     " bytes, the file has " + std::to_string(s.file_size));
+  }
+  if (s.architecture.empty()) throw InputError("'" + path + "' has no general.architecture");
+  if (!architecture_supported(s.architecture)) {
+    point_name(s.architecture, PointKind::kLayerOut);  // throws the message naming what is supported
+  }
+  return s;
+}
+
+}  // namespace hd::engine

@@ -1,0 +1,19 @@
+// Checks a GGUF file before llama.cpp sees it, so that a missing, foreign, truncated or
+// unsupported file gets one clear line instead of a crash or a vague "failed to load".
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace hd::engine {
+
+struct GgufSummary {
+  std::string architecture;
+  std::string name;
+  uint64_t file_size = 0;
+  int64_t n_tensors = 0;
+};
+
+// Throws InputError naming the file and what is wrong with it.
+GgufSummary gguf_check(const std::string& path);
+
+}  // namespace hd::engine

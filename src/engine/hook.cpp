@@ -1,0 +1,101 @@
+#include "engine/hook.h"
+
+#include <algorithm>
+
+#include "errors.h"
+#include "ggml-backend.h"
+#include "ggml.h"
+
+namespace hd::engine {
+
+void Hook::capture(const std::string& point) { points_[point].keep = true; }
+
+void Hook::overwrite(const std::string& point, int64_t row_begin, std::span<const float> rows) {
+  points_[point].patches.push_back({row_begin, std::vector<float>(rows.begin(), rows.end())});
+}
+
+const std::vector<float>& Hook::captured(const std::string& point) const {
+  auto it = points_.find(point);
+  if (it == points_.end() || !it->second.keep) {
+    throw RuntimeError("point '" + point + "' was not asked to be captured");
+  }
+  return it->second.data;
+}
+
+int64_t Hook::width(const std::string& point) const {
+  auto it = points_.find(point);
+  return it == points_.end() ? 0 : it->second.width;
+}
+
+void Hook::begin_decode(int64_t n_rows) {
+  n_rows_ = n_rows;
+  error_.clear();
+  for (auto& [name, p] : points_) {
+    p.rows_seen = 0;
+    p.data.clear();
+  }
+}
+
+void Hook::end_decode() {
+  if (!error_.empty()) throw RuntimeError(error_);
+  for (const auto& [name, p] : points_) {
+    if (p.rows_seen == 0) {
+      throw RuntimeError("graph point '" + name + "' was never produced by this model's graph");
+    }
+    if (p.rows_seen != n_rows_) {
+      throw RuntimeError("graph point '" + name + "' produced " + std::to_string(p.rows_seen) +
+                         " rows, expected " + std::to_string(n_rows_));
+    }
+  }
+}
+
+bool Hook::on_eval(ggml_tensor* t, bool ask) {
+  auto it = points_.find(std::string_view(t->name));
+  if (ask) return it != points_.end();
+  if (it == points_.end()) return true;
+  try {
+    handle(it->second, it->first, t);
+    return true;
+  } catch (const std::exception& e) {
+    error_ = e.what();
+    return false;  // aborts the graph: llama_decode reports failure, end_decode() the reason
+  }
+}
+
+void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
+  if (t->type != GGML_TYPE_F32) {
+    throw RuntimeError("graph point '" + name + "' has type " + ggml_type_name(t->type) +
+                       ", expected f32");
+  }
+  if (!ggml_is_contiguous(t) || t->ne[2] != 1 || t->ne[3] != 1) {
+    throw RuntimeError("graph point '" + name + "' is not a contiguous 2-D tensor");
+  }
+  const int64_t width = t->ne[0];
+  const int64_t rows = t->ne[1];
+  if (p.width == 0) p.width = width;
+  if (width != p.width) {
+    throw RuntimeError("graph point '" + name + "' changed width between ubatches");
+  }
+  const int64_t first = p.rows_seen;
+  if (first + rows > n_rows_) {
+    throw RuntimeError("graph point '" + name + "' produced more rows than the batch has");
+  }
+  const size_t row_bytes = sizeof(float) * static_cast<size_t>(width);
+  // Overwrite first, so a capture at the same point sees what downstream sees.
+  for (const auto& patch : p.patches) {
+    const int64_t n_patch = static_cast<int64_t>(patch.rows.size()) / width;
+    const int64_t lo = std::max(first, patch.row_begin);
+    const int64_t hi = std::min(first + rows, patch.row_begin + n_patch);
+    if (lo >= hi) continue;
+    ggml_backend_tensor_set(t, patch.rows.data() + (lo - patch.row_begin) * width,
+                            static_cast<size_t>(lo - first) * row_bytes,
+                            static_cast<size_t>(hi - lo) * row_bytes);
+  }
+  if (p.keep) {
+    p.data.resize(static_cast<size_t>((first + rows) * width));
+    ggml_backend_tensor_get(t, p.data.data() + first * width, 0, static_cast<size_t>(rows) * row_bytes);
+  }
+  p.rows_seen += rows;
+}
+
+}  // namespace hd::engine

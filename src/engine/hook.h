@@ -1,0 +1,60 @@
+// A hook captures or overwrites named graph points while llama.cpp evaluates a batch.
+//
+// llama.cpp calls cb_eval with ask=true for every node ("do you want it?") and, for each node
+// we want, with ask=false once it is computed and before anything downstream reads it. Reading
+// there is a capture; writing there changes what every consumer sees (a transplant).
+//
+// Rows are the tokens of the whole batch in order. The callback fires once per ubatch per
+// node, so rows arrive in pieces; the hook counts them per name and end_decode() fails if a
+// wanted name came short or never came. Overwrites name a row range, so one decode carrying
+// several sequences can patch each at its own point and rows.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+struct ggml_tensor;
+
+namespace hd::engine {
+
+class Hook {
+ public:
+  // Keep every row of `point` (the whole batch).
+  void capture(const std::string& point);
+  // Replace rows [row_begin, row_begin + n) of `point` with `rows` ([n][width], row-major).
+  void overwrite(const std::string& point, int64_t row_begin, std::span<const float> rows);
+
+  bool empty() const { return points_.empty(); }
+  // The captured rows of a point: [rows][width], row-major.
+  const std::vector<float>& captured(const std::string& point) const;
+  int64_t width(const std::string& point) const;
+
+  // Called by the arm around one llama_decode of `n_rows` tokens.
+  void begin_decode(int64_t n_rows);
+  void end_decode();  // throws RuntimeError on missing or short points, or a failed callback
+
+  // The cb_eval entry point. Never throws: an error is kept and the decode is aborted.
+  bool on_eval(ggml_tensor* t, bool ask);
+
+ private:
+  struct Patch {
+    int64_t row_begin;
+    std::vector<float> rows;
+  };
+  struct Point {
+    bool keep = false;
+    std::vector<Patch> patches;
+    std::vector<float> data;
+    int64_t width = 0;
+    int64_t rows_seen = 0;
+  };
+  void handle(Point& p, const std::string& name, ggml_tensor* t);
+
+  std::map<std::string, Point, std::less<>> points_;
+  int64_t n_rows_ = 0;
+  std::string error_;
+};
+
+}  // namespace hd::engine

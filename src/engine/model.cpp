@@ -1,0 +1,125 @@
+#include "engine/model.h"
+
+#include "engine/gguf_file.h"
+#include "engine/system.h"
+#include "errors.h"
+#include "llama.h"
+
+namespace hd::engine {
+
+Model::~Model() {
+  if (model_ != nullptr) llama_model_free(model_);
+}
+
+static int meta_int(const llama_model* m, const std::string& key, int fallback) {
+  char buf[64];
+  if (llama_model_meta_val_str(m, key.c_str(), buf, sizeof buf) < 0) return fallback;
+  return std::atoi(buf);
+}
+
+std::shared_ptr<Model> model_load(const std::string& path) {
+  const GgufSummary summary = gguf_check(path);
+  system_init();
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  std::shared_ptr<Model> m(new Model());
+  m->model_ = llama_model_load_from_file(path.c_str(), mp);
+  if (m->model_ == nullptr) {
+    const std::string why = last_llama_error();
+    throw InputError("llama.cpp could not load '" + path + "'" + (why.empty() ? "" : ": " + why));
+  }
+  ModelInfo& i = m->info_;
+  const llama_model* lm = m->model_;
+  const llama_vocab* vocab = llama_model_get_vocab(lm);
+  i.path = path;
+  i.architecture = summary.architecture;
+  i.name = summary.name;
+  char desc[256];
+  llama_model_desc(lm, desc, sizeof desc);
+  i.description = desc;
+  i.n_layer = llama_model_n_layer(lm);
+  i.n_embd = llama_model_n_embd(lm);
+  i.n_head = llama_model_n_head(lm);
+  i.n_head_kv = llama_model_n_head_kv(lm);
+  const int head_dim = i.n_head > 0 ? i.n_embd / i.n_head : 0;
+  i.head_dim_k = meta_int(lm, i.architecture + ".attention.key_length", head_dim);
+  i.head_dim_v = meta_int(lm, i.architecture + ".attention.value_length", head_dim);
+  i.n_ctx_train = llama_model_n_ctx_train(lm);
+  i.n_vocab = llama_vocab_n_tokens(vocab);
+  i.n_params = llama_model_n_params(lm);
+  i.file_size = summary.file_size;
+  i.add_bos = llama_vocab_get_add_bos(vocab);
+  i.bos = llama_vocab_bos(vocab);
+  return m;
+}
+
+static std::vector<int32_t> tokenize_or_throw(const llama_vocab* vocab, std::string_view text,
+                                              bool add_special) {
+  std::vector<llama_token> out(text.size() + 8);
+  int32_t n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                             static_cast<int32_t>(out.size()), add_special, false);
+  if (n < 0) {
+    out.resize(static_cast<size_t>(-n));
+    n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                       static_cast<int32_t>(out.size()), add_special, false);
+  }
+  if (n < 0) throw RuntimeError("llama_tokenize failed");
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+std::vector<int32_t> Model::tokenize(std::string_view text, bool add_special) const {
+  const llama_vocab* vocab = llama_model_get_vocab(model_);
+  try {
+    return tokenize_or_throw(vocab, text, add_special);
+  } catch (const std::exception&) {
+    // Some vocabularies have no byte fallback and llama.cpp throws (std::out_of_range) on a
+    // character they cannot encode. Find the first line that fails, to name it.
+    size_t start = 0;
+    int line = 1;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string_view::npos) end = text.size();
+      std::string_view l = text.substr(start, end - start);
+      try {
+        tokenize_or_throw(vocab, l, false);
+      } catch (const std::exception&) {
+        std::string shown(l.substr(0, 60));
+        throw InputError("the text cannot be encoded by this model's vocabulary (it has no byte "
+                         "fallback): line " + std::to_string(line) + ": \"" + shown + "\"");
+      }
+      start = end + 1;
+      ++line;
+    }
+    throw InputError("the text cannot be encoded by this model's vocabulary");
+  }
+}
+
+std::string Model::token_text(int32_t token) const {
+  const llama_vocab* vocab = llama_model_get_vocab(model_);
+  char buf[256];
+  const int32_t n = llama_token_to_piece(vocab, token, buf, sizeof buf, 0, true);
+  if (n < 0) return {};
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::optional<std::string> vocab_difference(const Model& a, const Model& b) {
+  const ModelInfo& ia = a.info();
+  const ModelInfo& ib = b.info();
+  if (ia.n_vocab != ib.n_vocab) {
+    return "vocabulary sizes differ: " + std::to_string(ia.n_vocab) + " vs " +
+           std::to_string(ib.n_vocab);
+  }
+  if (ia.add_bos != ib.add_bos || ia.bos != ib.bos) return std::string("BOS settings differ");
+  const llama_vocab* va = llama_model_get_vocab(a.handle());
+  const llama_vocab* vb = llama_model_get_vocab(b.handle());
+  for (int32_t t = 0; t < ia.n_vocab; ++t) {
+    if (std::string_view(llama_vocab_get_text(va, t)) != llama_vocab_get_text(vb, t)) {
+      return "first differing token is id " + std::to_string(t) + ": '" +
+             llama_vocab_get_text(va, t) + "' vs '" + llama_vocab_get_text(vb, t) + "'";
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace hd::engine

@@ -1,0 +1,43 @@
+#include "engine/points.h"
+
+#include <algorithm>
+
+#include "errors.h"
+
+namespace hd::engine {
+
+const std::vector<std::string>& supported_architectures() {
+  static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3"};
+  return archs;
+}
+
+bool architecture_supported(const std::string& arch) {
+  const auto& a = supported_architectures();
+  return std::find(a.begin(), a.end(), arch) != a.end();
+}
+
+static std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::string point_name(const std::string& arch, PointKind kind, int layer) {
+  if (!architecture_supported(arch)) {
+    throw InputError("architecture '" + arch + "' is not supported (supported: " +
+                     join(supported_architectures()) + ")");
+  }
+  const std::string n = std::to_string(layer);
+  switch (kind) {
+    case PointKind::kEmbedding: return "inp_embd";
+    // src/models/qwen2.cpp and qwen3.cpp do not name the projected attention output.
+    case PointKind::kAttnOut: return arch == "llama" ? "attn_out-" + n : "";
+    case PointKind::kFfnInp: return "ffn_inp-" + n;
+    case PointKind::kFfnOut: return "ffn_out-" + n;
+    case PointKind::kLayerOut: return "l_out-" + n;
+    case PointKind::kResultNorm: return "result_norm";
+  }
+  return "";
+}
+
+}  // namespace hd::engine

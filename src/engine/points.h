@@ -1,0 +1,26 @@
+// Named points of the compute graph, per architecture. The graph names tensors "<name>-<layer>"
+// (llama-context.cpp, graph_get_cb); which names exist differs by architecture, so every
+// architecture heterodyne accepts is listed here and anything else is refused by name.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace hd::engine {
+
+enum class PointKind {
+  kEmbedding,   // inp_embd: the token embeddings, layer 0's input
+  kAttnOut,     // after the attention output projection (named attn_out-N in llama only)
+  kFfnInp,      // ffn_inp-N: the residual after attention (TransformerLens hook_resid_mid)
+  kFfnOut,      // ffn_out-N: the MLP output (hook_mlp_out)
+  kLayerOut,    // l_out-N: the residual after the MLP (hook_resid_post)
+  kResultNorm,  // result_norm: after the final norm
+};
+
+const std::vector<std::string>& supported_architectures();
+bool architecture_supported(const std::string& arch);
+
+// The graph tensor name of a point, or "" where the architecture does not name it.
+// Throws InputError for an unsupported architecture.
+std::string point_name(const std::string& arch, PointKind kind, int layer = -1);
+
+}  // namespace hd::engine

@@ -1,0 +1,157 @@
+#include "engine/quantize.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <vector>
+
+#include "engine/file_hash.h"
+#include "engine/system.h"
+#include "errors.h"
+#include "llama.h"
+
+namespace hd::engine {
+namespace {
+
+struct QuantType {
+  const char* name;  // llama-quantize's spelling; aliases resolve to `canonical`
+  const char* canonical;
+  llama_ftype ftype;
+};
+
+// llama-quantize's QUANT_OPTIONS at the pinned commit, minus the types that cannot be made
+// without an importance matrix (IQ1_*, IQ2_*, IQ3_XXS, Q2_K_S), the ternary and MoE-only ones.
+constexpr QuantType kTypes[] = {
+    {"F32", "F32", LLAMA_FTYPE_ALL_F32},
+    {"F16", "F16", LLAMA_FTYPE_MOSTLY_F16},
+    {"BF16", "BF16", LLAMA_FTYPE_MOSTLY_BF16},
+    {"Q8_0", "Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},
+    {"Q6_K", "Q6_K", LLAMA_FTYPE_MOSTLY_Q6_K},
+    {"Q5_K_M", "Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+    {"Q5_K_S", "Q5_K_S", LLAMA_FTYPE_MOSTLY_Q5_K_S},
+    {"Q5_K", "Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+    {"Q5_1", "Q5_1", LLAMA_FTYPE_MOSTLY_Q5_1},
+    {"Q5_0", "Q5_0", LLAMA_FTYPE_MOSTLY_Q5_0},
+    {"Q4_K_M", "Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M},
+    {"Q4_K_S", "Q4_K_S", LLAMA_FTYPE_MOSTLY_Q4_K_S},
+    {"Q4_K", "Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M},
+    {"Q4_1", "Q4_1", LLAMA_FTYPE_MOSTLY_Q4_1},
+    {"Q4_0", "Q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},
+    {"IQ4_NL", "IQ4_NL", LLAMA_FTYPE_MOSTLY_IQ4_NL},
+    {"IQ4_XS", "IQ4_XS", LLAMA_FTYPE_MOSTLY_IQ4_XS},
+    {"Q3_K_L", "Q3_K_L", LLAMA_FTYPE_MOSTLY_Q3_K_L},
+    {"Q3_K_M", "Q3_K_M", LLAMA_FTYPE_MOSTLY_Q3_K_M},
+    {"Q3_K_S", "Q3_K_S", LLAMA_FTYPE_MOSTLY_Q3_K_S},
+    {"Q3_K", "Q3_K_M", LLAMA_FTYPE_MOSTLY_Q3_K_M},
+    {"Q2_K", "Q2_K", LLAMA_FTYPE_MOSTLY_Q2_K},
+};
+
+std::string upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return s;
+}
+
+const QuantType* find_type(const std::string& name) {
+  const std::string key = upper(name);
+  for (const QuantType& t : kTypes) {
+    if (key == t.name) return &t;
+  }
+  return nullptr;
+}
+
+const QuantType& require_type(const std::string& name) {
+  const QuantType* t = find_type(name);
+  if (!t) {
+    throw InputError("unknown quantization type '" + name + "' (valid: " + quantize_type_names() +
+                     ")");
+  }
+  return *t;
+}
+
+void require_file(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) throw InputError("no such model file: " + path);
+}
+
+// ${HETERODYNE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/heterodyne}: the same rule scripts/llama.sh
+// uses, so every heterodyne cache lives in one place. Empty variables count as unset, as in sh.
+std::filesystem::path cache_root() {
+  const auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+  };
+  if (const std::string dir = env("HETERODYNE_CACHE"); !dir.empty()) return dir;
+  if (const std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty()) {
+    return std::filesystem::path(xdg) / "heterodyne";
+  }
+  const std::string home = env("HOME");
+  if (home.empty()) throw RuntimeError("cannot place the cache: HOME and HETERODYNE_CACHE unset");
+  return std::filesystem::path(home) / ".cache" / "heterodyne";
+}
+
+
+}  // namespace
+
+std::string quantize_type_names() {
+  std::string out;
+  for (const QuantType& t : kTypes) out += (out.empty() ? "" : ", ") + std::string(t.name);
+  return out;
+}
+
+bool is_quant_type(const std::string& type) { return find_type(type) != nullptr; }
+
+std::string canonical_quant_type(const std::string& type) { return require_type(type).canonical; }
+
+void quantize_model(const std::string& in, const std::string& out, const std::string& type,
+                    int n_threads) {
+  const QuantType& t = require_type(type);
+  require_file(in);
+  if (out.empty()) throw InputError("no output path given for the quantized model");
+  system_init();  // backends once, as llama-quantize does; and its chatter filtered
+
+  // llama.cpp writes the whole file itself; we give it a temporary name next to the target and
+  // rename only on success, so `out` is either absent, the old file, or complete.
+  const std::string tmp = out + ".part-" + std::to_string(::getpid());
+  llama_model_quantize_params params = llama_model_quantize_default_params();
+  params.nthread = n_threads;
+  params.ftype = t.ftype;
+  const uint32_t rc = llama_model_quantize(in.c_str(), tmp.c_str(), &params);
+  std::error_code ec;
+  if (rc != 0) {
+    std::filesystem::remove(tmp, ec);
+    throw RuntimeError("llama.cpp could not quantize " + in + " to " + t.canonical +
+                       " (see its log)");
+  }
+  std::filesystem::rename(tmp, out, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw RuntimeError("cannot move the quantized model to " + out + ": " + ec.message());
+  }
+}
+
+std::string quantized_cache_path(const std::string& src, const std::string& type) {
+  const std::string canonical = canonical_quant_type(type);
+  require_file(src);
+  const std::string key = sha256_file(src).substr(0, 16);
+  return (cache_root() / "quantized" / (key + "-" + canonical + ".gguf")).string();
+}
+
+std::string ensure_quantized(const std::string& src, const std::string& type, int n_threads) {
+  const std::string path = quantized_cache_path(src, type);
+  if (std::filesystem::is_regular_file(path)) return path;
+
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw RuntimeError("cannot create cache directory " + dir.string() + ": " + ec.message());
+  // Concurrent runs may both quantize; each renames a complete file into place, so the loser
+  // merely replaces an identical file.
+  quantize_model(src, path, type, n_threads);
+  return path;
+}
+
+}  // namespace hd::engine

@@ -1,0 +1,31 @@
+// Quantized variants of a model, made in-process by llama.cpp's own quantizer and cached.
+#pragma once
+#include <string>
+
+namespace hd::engine {
+
+// The accepted type names, comma-separated, in llama-quantize's spelling: "F32, F16, ...".
+// Types that need an importance matrix (IQ1/IQ2/IQ3_XXS, Q2_K_S) are not offered.
+std::string quantize_type_names();
+
+// Whether `type` names one of those types (case-insensitive; Q4_K, Q5_K, Q3_K are aliases).
+bool is_quant_type(const std::string& type);
+
+// The canonical spelling of an accepted type ("q4_k" -> "Q4_K_M"); InputError if unknown.
+std::string canonical_quant_type(const std::string& type);
+
+// Quantizes the F32/F16/BF16 GGUF `in` to `type`, written atomically to `out` (temporary file,
+// then rename). n_threads <= 0 lets llama.cpp use every core. Unknown type or missing input:
+// InputError; llama.cpp refusing the model: RuntimeError.
+void quantize_model(const std::string& in, const std::string& out, const std::string& type,
+                    int n_threads);
+
+// Where the `type` variant of `src` is cached:
+//   ${HETERODYNE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/heterodyne}/quantized/<sha16>-<TYPE>.gguf
+// with <sha16> the first 16 hex digits of the SHA-256 of src's bytes and TYPE canonical.
+std::string quantized_cache_path(const std::string& src, const std::string& type);
+
+// The cached `type` variant of `src`, made first if it is not there yet. Returns its path.
+std::string ensure_quantized(const std::string& src, const std::string& type, int n_threads);
+
+}  // namespace hd::engine

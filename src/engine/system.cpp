@@ -1,0 +1,76 @@
+#include "engine/system.h"
+
+#include <sys/utsname.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "llama.h"
+
+namespace hd::engine {
+
+static std::mutex g_log_mutex;
+static std::string g_last_error;
+
+static void log_filter(ggml_log_level level, const char* text, void*) {
+  static const bool verbose = std::getenv("HETERODYNE_LLAMA_LOG") != nullptr;
+  if (verbose) fputs(text, stderr);
+  if (level == GGML_LOG_LEVEL_ERROR) {
+    std::lock_guard lock(g_log_mutex);
+    g_last_error = text;
+    while (!g_last_error.empty() && (g_last_error.back() == '\n' || g_last_error.back() == ' ')) {
+      g_last_error.pop_back();
+    }
+  }
+}
+
+void system_init() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llama_log_set(log_filter, nullptr);
+    llama_backend_init();
+  });
+}
+
+std::string last_llama_error() {
+  std::lock_guard lock(g_log_mutex);
+  std::string e;
+  e.swap(g_last_error);
+  return e;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "unknown";
+}
+
+std::string cpu_features() {
+  system_init();
+  std::string s = llama_print_system_info();
+  while (!s.empty() && (s.back() == ' ' || s.back() == '|')) s.pop_back();
+  return s;
+}
+
+std::string os_description() {
+  utsname u{};
+  if (uname(&u) != 0) return "unknown";
+  return std::string(u.sysname) + " " + u.release + " " + u.machine;
+}
+
+int default_threads() {
+  // llama.cpp's own default is the physical core count, capped at 4; we follow its spirit
+  // with what the OS gives us, which on small CI machines is the same number.
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 4 : static_cast<int>(std::min(n, 16u));
+}
+
+}  // namespace hd::engine

@@ -1,0 +1,18 @@
+// Process-wide llama.cpp set-up and the facts about this machine and build that provenance
+// records.
+#pragma once
+#include <string>
+
+namespace hd::engine {
+
+// Initialises llama.cpp's backends once and installs a log filter: llama.cpp's chatter is
+// hidden (HETERODYNE_LLAMA_LOG=1 shows it), its last error line is kept for our messages.
+void system_init();
+std::string last_llama_error();  // "" when llama.cpp logged no error since the last call
+
+std::string cpu_model();        // /proc/cpuinfo "model name"
+std::string cpu_features();     // llama_print_system_info()
+std::string os_description();   // uname
+int default_threads();          // what -t defaults to: the physical cores we may use
+
+}  // namespace hd::engine

@@ -1,0 +1,190 @@
+#include "report/show.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "store/experiment.h"
+
+namespace hd::report {
+
+using analysis::ChunkResult;
+using analysis::PositionRow;
+
+Loaded load_experiment(const std::string& path) {
+  const store::Experiment e = store::Experiment::open(path, false);
+  Loaded l;
+  l.path = path;
+  l.status = e.meta("status").value_or("unknown");
+  l.config = nlohmann::json::parse(e.meta("config").value_or("{}"));
+  l.provenance = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
+  l.chunks = e.read_all();
+  l.pieces = e.pieces();
+  l.summary = analysis::summarize(l.chunks);
+  return l;
+}
+
+std::string printable(const std::string& piece) {
+  std::string out;
+  for (char c : piece) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else out += c;
+  }
+  return out;
+}
+
+static std::string piece(const Loaded& l, int32_t id) {
+  auto it = l.pieces.find(id);
+  return it == l.pieces.end() ? fmt::format("<{}>", id) : printable(it->second);
+}
+
+static std::string ci(const analysis::MeanCI& m, double scale = 1, int digits = 6) {
+  if (std::isnan(m.ci95)) return fmt::format("{:.{}f}", m.mean * scale, digits);
+  return fmt::format("{:.{}f} ± {:.{}f}", m.mean * scale, digits, m.ci95 * scale, digits);
+}
+
+static std::string arm_line(const nlohmann::json& arm) {
+  if (arm.is_null()) return "?";
+  return fmt::format("{}  [-ctk {} -ctv {} -fa {} -ub {} -t {}]", arm.value("model", "?"),
+                     arm.value("cache_type_k", "?"), arm.value("cache_type_v", "?"),
+                     arm.value("flash_attn", "?"), arm.value("n_ubatch", 0), arm.value("n_threads_used", 0));
+}
+
+void print_summary(std::ostream& os, const Loaded& l) {
+  const auto& s = l.summary;
+  const auto& arms = l.provenance["arms"];
+  os << fmt::format("{}  ({}, {} chunks of {} tokens, {} scored positions, score-from {})\n", l.path,
+                    l.status, s.n_chunks, l.config.value("chunk", 0), s.diff.n_scored,
+                    l.config.value("score_from", "?"));
+  os << "  A  " << arm_line(arms["a"]) << "\n";
+  os << "  B  " << arm_line(arms["b"]) << "\n";
+  if (s.n_chunks == 0) {
+    os << "no chunk is stored yet\n";
+    return;
+  }
+  const bool fl = s.has_floor;
+  const std::string floor_head =
+      fl ? fmt::format("floor (A vs A at ubatch {})", l.provenance.value("floor_ubatch", 0)) : "floor: not measured";
+  os << fmt::format("\n  {:<16} {:<28} {}\n", "", "A vs B", floor_head);
+  os << fmt::format("  {:<16} {:<28} {}\n", "mean KL", ci(s.diff.kl), fl ? ci(s.floor.kl) : "");
+  os << fmt::format("  {:<16} {:<28} {}\n", "top-1 change %", ci(s.diff.top1_change, 100, 3),
+                    fl ? ci(s.floor.top1_change, 100, 3) : "");
+  os << fmt::format("  {:<16} {:<28} {}\n", "PPL A", fmt::format("{:.4f}", s.diff.ppl_a), "");
+  os << fmt::format("  {:<16} {:<28} {}\n", "PPL B", fmt::format("{:.4f}", s.diff.ppl_b),
+                    fl ? fmt::format("{:.4f} (A re-split)", s.floor.ppl_b) : "");
+  os << "\n  KL percentiles  ";
+  for (const auto& p : s.diff.kl_percentiles) os << fmt::format("{} {:.6f}  ", p.label, p.value);
+  os << "\n\n  residual after each layer (l_out-N), scored positions:\n";
+  os << fmt::format("  {:>5}  {:<26} {:>10} {:>12} {:>14}\n", "layer", "rel. L2 error", "cosine", "max |Δ|",
+                    "floor rel err");
+  for (const auto& r : s.layers) {
+    os << fmt::format("  {:>5}  {:<26} {:>10.6f} {:>12.5g} {:>14.3g}\n", r.layer, ci(r.rel_err, 1, 6),
+                      r.cosine_mean, r.max_abs, r.floor_rel_err_mean);
+  }
+}
+
+static std::vector<const PositionRow*> worst_rows(const Loaded& l, int n, std::vector<int>& chunk_of) {
+  std::vector<std::pair<const PositionRow*, int>> rows;
+  for (const auto& c : l.chunks) {
+    for (const auto& p : c.diff.positions) {
+      if (p.scored) rows.push_back({&p, c.chunk});
+    }
+  }
+  const size_t k = std::min(rows.size(), static_cast<size_t>(std::max(n, 0)));
+  std::partial_sort(rows.begin(), rows.begin() + static_cast<long>(k), rows.end(),
+                    [](const auto& x, const auto& y) { return x.first->score.kl > y.first->score.kl; });
+  std::vector<const PositionRow*> out;
+  for (size_t i = 0; i < k; ++i) {
+    out.push_back(rows[i].first);
+    chunk_of.push_back(rows[i].second);
+  }
+  return out;
+}
+
+static const ChunkResult& chunk_by_id(const Loaded& l, int id) {
+  for (const auto& c : l.chunks) {
+    if (c.chunk == id) return c;
+  }
+  return l.chunks.front();
+}
+
+static std::string top_list(const Loaded& l, const analysis::TopK& t) {
+  std::string s;
+  for (size_t k = 0; k < t.id.size(); ++k) {
+    s += fmt::format("{}'{}' {:.3f}", k ? "  " : "", piece(l, t.id[k]), t.p[k]);
+  }
+  return s;
+}
+
+void print_worst(std::ostream& os, const Loaded& l, int n) {
+  std::vector<int> chunk_of;
+  const auto rows = worst_rows(l, n, chunk_of);
+  os << fmt::format("\nthe {} positions with the largest KL(A‖B):\n", rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const PositionRow& r = *rows[i];
+    const ChunkResult& c = chunk_by_id(l, chunk_of[i]);
+    std::string before;
+    for (int p = std::max(0, r.pos - 12); p <= r.pos; ++p) before += piece(l, c.tokens[static_cast<size_t>(p)]);
+    os << fmt::format("\n  {}:{}  KL {:.5f}  NLL A {:.3f}  B {:.3f}{}\n", c.chunk, r.pos, r.score.kl,
+                      r.score.nll_a, r.score.nll_b,
+                      r.score.top_a.id[0] != r.score.top_b.id[0] ? "  top-1 flipped" : "");
+    os << fmt::format("    …{}[{}]\n", before, piece(l, r.target));
+    os << "    A: " << top_list(l, r.score.top_a) << "\n";
+    os << "    B: " << top_list(l, r.score.top_b) << "\n";
+  }
+}
+
+static nlohmann::json comparison_json(const analysis::ComparisonSummary& s) {
+  nlohmann::json pct;
+  for (const auto& p : s.kl_percentiles) pct[p.label] = p.value;
+  return {{"n_scored", s.n_scored},        {"kl_mean", s.kl.mean},
+          {"kl_ci95", s.kl.ci95},          {"kl_percentiles", pct},
+          {"top1_change_rate", s.top1_change.mean}, {"top1_change_rate_ci95", s.top1_change.ci95},
+          {"ppl_a", s.ppl_a},              {"ppl_b", s.ppl_b}};
+}
+
+nlohmann::json summary_json(const Loaded& l, int worst) {
+  const auto& s = l.summary;
+  nlohmann::json j = comparison_json(s.diff);
+  j["file"] = l.path;
+  j["status"] = l.status;
+  j["n_chunks"] = s.n_chunks;
+  j["floor_kl_mean"] = s.has_floor ? s.floor.kl.mean : NAN;
+  j["floor_kl_ci95"] = s.has_floor ? s.floor.kl.ci95 : NAN;
+  j["floor_top1_change_rate"] = s.has_floor ? s.floor.top1_change.mean : NAN;
+  if (s.has_floor) j["floor"] = comparison_json(s.floor);
+  j["layers"] = nlohmann::json::array();
+  for (const auto& r : s.layers) {
+    j["layers"].push_back({{"layer", r.layer},
+                           {"rel_err_mean", r.rel_err.mean},
+                           {"rel_err_ci95", r.rel_err.ci95},
+                           {"cosine_mean", r.cosine_mean},
+                           {"max_abs", r.max_abs},
+                           {"floor_rel_err_mean", r.floor_rel_err_mean}});
+  }
+  j["config"] = l.config;
+  j["provenance"] = l.provenance;
+  if (worst > 0) {
+    std::vector<int> chunk_of;
+    const auto rows = worst_rows(l, worst, chunk_of);
+    j["worst"] = nlohmann::json::array();
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = *rows[i];
+      auto top = [&](const analysis::TopK& t) {
+        nlohmann::json a = nlohmann::json::array();
+        for (size_t k = 0; k < t.id.size(); ++k) a.push_back({{"id", t.id[k]}, {"text", piece(l, t.id[k])}, {"p", t.p[k]}});
+        return a;
+      };
+      j["worst"].push_back({{"chunk", chunk_of[i]}, {"pos", r.pos}, {"token_id", r.target},
+                            {"token_text", piece(l, r.target)}, {"kl", r.score.kl},
+                            {"nll_a", r.score.nll_a}, {"nll_b", r.score.nll_b},
+                            {"top5_a", top(r.score.top_a)}, {"top5_b", top(r.score.top_b)}});
+    }
+  }
+  return j;
+}
+
+}  // namespace hd::report

@@ -1,0 +1,36 @@
+// `heterodyne show`: the totals of a diff as a terminal table or JSON, and the worst tokens.
+#pragma once
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/records.h"
+#include "analysis/summary.h"
+
+namespace hd::report {
+
+// Everything show needs, read once from the experiment file.
+struct Loaded {
+  std::string path;
+  std::string status;
+  nlohmann::json config;
+  nlohmann::json provenance;
+  std::vector<analysis::ChunkResult> chunks;
+  std::map<int32_t, std::string> pieces;
+  analysis::Summary summary;
+};
+
+Loaded load_experiment(const std::string& path);
+
+nlohmann::json summary_json(const Loaded& l, int worst);
+void print_summary(std::ostream& os, const Loaded& l);
+// The `n` scored positions with the largest KL, with their text and both arms' top-5.
+void print_worst(std::ostream& os, const Loaded& l, int n);
+
+// A token's text made printable on one line (newlines and tabs shown as escapes).
+std::string printable(const std::string& piece);
+
+}  // namespace hd::report

@@ -1,0 +1,87 @@
+#include "run/config.h"
+
+#include <algorithm>
+
+#include "errors.h"
+
+namespace hd::run {
+
+nlohmann::json to_json(const engine::ArmSettings& s) {
+  return {{"model", s.model},           {"cache_type_k", s.cache_type_k},
+          {"cache_type_v", s.cache_type_v}, {"flash_attn", s.flash_attn},
+          {"n_ubatch", s.n_ubatch},     {"n_threads", s.n_threads}};
+}
+
+engine::ArmSettings arm_settings_from_json(const nlohmann::json& j) {
+  engine::ArmSettings s;
+  s.model = j.at("model").get<std::string>();
+  s.cache_type_k = j.at("cache_type_k").get<std::string>();
+  s.cache_type_v = j.at("cache_type_v").get<std::string>();
+  s.flash_attn = j.at("flash_attn").get<std::string>();
+  s.n_ubatch = j.at("n_ubatch").get<int>();
+  s.n_threads = j.at("n_threads").get<int>();
+  return s;
+}
+
+nlohmann::json to_json(const DiffConfig& c) {
+  return {{"a", to_json(c.a)},
+          {"b", to_json(c.b)},
+          {"b_quant", c.b_quant},
+          {"text_file", c.text_file},
+          {"chunk", c.chunk},
+          {"max_chunks", c.max_chunks},
+          {"score_from", c.score_from},
+          {"floor", c.floor},
+          {"floor_ubatch", c.floor_ubatch},
+          {"save_residuals", c.save_residuals}};
+}
+
+DiffConfig diff_config_from_json(const nlohmann::json& j) {
+  DiffConfig c;
+  c.a = arm_settings_from_json(j.at("a"));
+  c.b = arm_settings_from_json(j.at("b"));
+  c.b_quant = j.at("b_quant").get<std::string>();
+  c.text_file = j.at("text_file").get<std::string>();
+  c.chunk = j.at("chunk").get<int>();
+  c.max_chunks = j.at("max_chunks").get<int>();
+  c.score_from = j.at("score_from").get<std::string>();
+  c.floor = j.at("floor").get<bool>();
+  c.floor_ubatch = j.at("floor_ubatch").get<int>();
+  c.save_residuals = j.at("save_residuals").get<bool>();
+  return c;
+}
+
+int first_scored_target(const std::string& score_from, int n) {
+  if (score_from == "half") return n / 2 + 1;
+  return std::stoi(score_from);
+}
+
+int floor_ubatch_for(int chunk, int a_ubatch) {
+  const int effective = std::min(a_ubatch, chunk);
+  int ub = (effective / 2) | 1;  // odd, so the chunk splits into unequal ubatches
+  if (ub == effective) ub = effective > 2 ? effective - 2 : effective + 2;
+  return std::max(ub, 1);
+}
+
+void validate(const DiffConfig& c) {
+  if (c.chunk < 2) {
+    throw InputError("chunk must be at least 2 tokens (one to read, one to predict), not " +
+                     std::to_string(c.chunk));
+  }
+  if (c.max_chunks < 0) throw InputError("--max-chunks must be 0 (all) or more");
+  if (c.score_from != "half") {
+    size_t used = 0;
+    int n = -1;
+    try {
+      n = std::stoi(c.score_from, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != c.score_from.size() || n < 1 || n >= c.chunk) {
+      throw InputError("--score-from must be 'half' or a token index from 1 to chunk - 1, not '" +
+                       c.score_from + "'");
+    }
+  }
+  if (c.floor_ubatch < 0) throw InputError("--floor-ub must be at least 1");
+}
+
+}  // namespace hd::run

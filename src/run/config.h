@@ -1,0 +1,40 @@
+// What a diff was asked to do: stored verbatim (as JSON) in the experiment file, so that
+// --resume and verify rebuild exactly the same run.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/arm.h"
+
+namespace hd::run {
+
+struct DiffConfig {
+  engine::ArmSettings a;
+  engine::ArmSettings b;
+  std::string b_quant;        // when set, B's model is A's quantized to this type
+  std::string text_file;
+  int chunk = 128;
+  int max_chunks = 0;         // 0: every whole chunk of the text
+  std::string score_from = "1";  // N (first predicted token index scored) or "half"
+  bool floor = true;
+  int floor_ubatch = 0;       // 0: chosen by floor_ubatch_for()
+  bool save_residuals = false;
+};
+
+nlohmann::json to_json(const DiffConfig& c);
+DiffConfig diff_config_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const engine::ArmSettings& s);
+engine::ArmSettings arm_settings_from_json(const nlohmann::json& j);
+
+// The first predicted-token index that is scored, for a chunk of n tokens: "half" is
+// llama-perplexity's convention (logits from position n/2 on, so tokens n/2 + 1 ...).
+int first_scored_target(const std::string& score_from, int n);
+
+// An odd ubatch that splits the chunk differently from arm A's: the numerical floor's arm.
+int floor_ubatch_for(int chunk, int a_ubatch);
+
+// Throws InputError for values no run can use.
+void validate(const DiffConfig& c);
+
+}  // namespace hd::run

@@ -1,0 +1,145 @@
+#include "run/diff.h"
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "build_info.h"
+#include "common/sha256.h"
+#include "engine/system.h"
+#include "errors.h"
+#include "run/session.h"
+#include "store/experiment.h"
+
+namespace hd::run {
+
+static std::atomic<bool> g_stop{false};
+void request_stop() { g_stop = true; }
+bool stop_requested() { return g_stop; }
+
+static std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+static std::string sha256_of_tokens(const std::vector<std::vector<int32_t>>& chunks) {
+  std::string bytes;
+  for (const auto& c : chunks) {
+    for (int32_t t : c) {
+      for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((static_cast<uint32_t>(t) >> (8 * i)) & 0xff));
+    }
+  }
+  return sha256_bytes(bytes);
+}
+
+static nlohmann::json provenance(const Session& s, const std::string& text,
+                                 const std::vector<std::vector<int32_t>>& chunks,
+                                 const std::string& command_line) {
+  nlohmann::json p;
+  p["heterodyne"] = {{"version", build::kVersion}, {"commit", build::kCommit}};
+  p["llama_cpp"] = {{"commit", build::kLlamaCommit}, {"flags", build::kLlamaFlags}};
+  p["machine"] = {{"cpu", engine::cpu_model()},
+                  {"cpu_features", engine::cpu_features()},
+                  {"os", engine::os_description()}};
+  p["arms"] = s.arms_provenance();
+  p["floor_ubatch"] = s.floor_ubatch();
+  p["text"] = {{"path", s.config().text_file},
+               {"sha256", sha256_bytes(text)},
+               {"bytes", text.size()}};
+  size_t n_tokens = 0;
+  for (const auto& c : chunks) n_tokens += c.size();
+  p["tokens"] = {{"n_chunks", chunks.size()}, {"count", n_tokens}, {"sha256", sha256_of_tokens(chunks)}};
+  p["command_line"] = command_line;
+  p["started_at"] = now_utc();
+  return p;
+}
+
+// Runs every chunk not yet in the file; seals it when all are there.
+static int run_missing(store::Experiment& e, Session& s,
+                       const std::vector<std::vector<int32_t>>& chunks, const ProgressFn& progress) {
+  const auto done_list = e.finished_chunks();
+  const std::set<int> done(done_list.begin(), done_list.end());
+  const int total = static_cast<int>(chunks.size());
+  int finished = static_cast<int>(done.size());
+  for (int c = 0; c < total; ++c) {
+    if (done.count(c)) continue;
+    if (stop_requested()) break;
+    const auto t0 = std::chrono::steady_clock::now();
+    analysis::ChunkResult r = s.compute(c, chunks[static_cast<size_t>(c)]);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    e.put_chunk(r, s.pieces_of(r));
+    ++finished;
+    double kl = 0;
+    size_t n = 0;
+    for (const auto& p : r.diff.positions) {
+      if (p.scored) kl += p.score.kl, ++n;
+    }
+    progress(fmt::format("chunk {}/{}  mean KL {:.6f}  {:.2f} s", finished, total,
+                         n ? kl / static_cast<double>(n) : 0.0, r.seconds));
+  }
+  const int missing = total - finished;
+  if (missing == 0) {
+    auto prov = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
+    prov["finished_at"] = now_utc();
+    e.set_meta("provenance", prov.dump());
+    e.seal();
+  }
+  return missing;
+}
+
+int diff_run(const DiffConfig& config, const std::string& out, bool replace,
+             const std::string& command_line, const ProgressFn& progress) {
+  validate(config);
+  const std::string text = read_text_file(config.text_file);
+  Session s(config);
+  const auto chunks = s.chunks_of(text);
+  progress(fmt::format("{} chunks of {} tokens; A: {}  B: {}", chunks.size(), config.chunk,
+                       s.arm_a().model_info().description, s.arm_b().model_info().description));
+  store::Experiment e = store::Experiment::create(out, replace);
+  e.set_meta("kind", "diff");
+  e.set_meta("config", to_json(s.config()).dump());
+  e.set_meta("provenance", provenance(s, text, chunks, command_line).dump());
+  return run_missing(e, s, chunks, progress);
+}
+
+// The models and text a stored run used must be the ones on disk now.
+static void check_same_inputs(const nlohmann::json& prov, const Session& s, const std::string& text) {
+  const auto arms = s.arms_provenance();
+  for (const char* arm : {"a", "b"}) {
+    const std::string was = prov["arms"][arm]["model_sha256"];
+    const std::string now = arms[arm]["model_sha256"];
+    if (was != now) {
+      throw InputError(fmt::format("arm {}'s model '{}' is not the file this run used (sha256 {} now, {} then)",
+                                   arm, arms[arm]["model"].get<std::string>(), now.substr(0, 12), was.substr(0, 12)));
+    }
+  }
+  if (prov["text"]["sha256"] != sha256_bytes(text)) {
+    throw InputError("the text file '" + s.config().text_file + "' has changed since this run started");
+  }
+}
+
+int diff_resume(const std::string& path, const std::string& command_line, const ProgressFn& progress) {
+  store::Experiment e = store::Experiment::open(path, true);
+  if (e.meta("kind").value_or("") != "diff") throw InputError("'" + path + "' is not a diff experiment");
+  if (e.meta("status").value_or("") == "complete") {
+    progress("'" + path + "' is already complete");
+    return 0;
+  }
+  const auto config = diff_config_from_json(nlohmann::json::parse(e.meta("config").value()));
+  auto prov = nlohmann::json::parse(e.meta("provenance").value());
+  const std::string text = read_text_file(config.text_file);
+  Session s(config);
+  check_same_inputs(prov, s, text);
+  const auto chunks = s.chunks_of(text);
+  prov["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
+  e.set_meta("provenance", prov.dump());
+  progress(fmt::format("resuming: {} of {} chunks already stored", e.finished_chunks().size(), chunks.size()));
+  return run_missing(e, s, chunks, progress);
+}
+
+}  // namespace hd::run

@@ -1,0 +1,219 @@
+#include "run/session.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "analysis/kl.h"
+#include "engine/file_hash.h"
+#include "engine/points.h"
+#include "engine/quantize.h"
+#include "errors.h"
+
+namespace hd::run {
+
+using analysis::ChunkResult;
+using analysis::Comparison;
+
+static std::string utf8_problem(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return "byte " + std::to_string(i);
+    for (size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return "byte " + std::to_string(i);
+    }
+    i += len;
+  }
+  return "";
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read text file '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  if (text.empty()) throw InputError("text file '" + path + "' is empty");
+  const std::string bad = utf8_problem(text);
+  if (!bad.empty()) throw InputError("text file '" + path + "' is not valid UTF-8 (at " + bad + ")");
+  return text;
+}
+
+Session::Session(DiffConfig config) : config_(std::move(config)) {
+  validate(config_);
+  const int threads_a = config_.a.n_threads > 0 ? config_.a.n_threads : 0;
+  if (!config_.b_quant.empty()) {
+    config_.b.model = engine::ensure_quantized(config_.a.model, config_.b_quant,
+                                               threads_a > 0 ? threads_a : 2);
+  }
+  std::map<std::string, std::shared_ptr<engine::Model>> models;  // one load per file
+  auto load = [&](const std::string& path) {
+    auto& m = models[path];
+    if (!m) m = engine::model_load(path);
+    return m;
+  };
+  auto model_a = load(config_.a.model);
+  auto model_b = load(config_.b.model);
+  if (auto why = engine::vocab_difference(*model_a, *model_b)) {
+    throw InputError("the arms have different vocabularies (" + *why + ")");
+  }
+  a_ = std::make_unique<engine::Arm>(model_a, config_.a, config_.chunk);
+  b_ = std::make_unique<engine::Arm>(model_b, config_.b, config_.chunk);
+  if (config_.floor) {
+    engine::ArmSettings fs = config_.a;
+    floor_ub_ = config_.floor_ubatch > 0 ? config_.floor_ubatch
+                                         : floor_ubatch_for(config_.chunk, config_.a.n_ubatch);
+    fs.n_ubatch = floor_ub_;
+    floor_ = std::make_unique<engine::Arm>(model_a, fs, config_.chunk);
+  }
+  for (const auto& [path, m] : models) sha256_[path] = engine::sha256_file(path);
+}
+
+std::vector<std::vector<int32_t>> Session::chunks_of(const std::string& text) const {
+  const engine::Model& m = a_->model();
+  const std::vector<int32_t> all = m.tokenize(text, true);
+  const size_t n = static_cast<size_t>(config_.chunk);
+  size_t count = all.size() / n;
+  if (count == 0) {
+    throw InputError("the text has " + std::to_string(all.size()) +
+                     " tokens, fewer than one chunk of " + std::to_string(n));
+  }
+  if (config_.max_chunks > 0) count = std::min(count, static_cast<size_t>(config_.max_chunks));
+  std::vector<std::vector<int32_t>> out;
+  for (size_t c = 0; c < count; ++c) {
+    std::vector<int32_t> chunk(all.begin() + static_cast<long>(c * n), all.begin() + static_cast<long>((c + 1) * n));
+    if (m.info().add_bos) chunk[0] = m.info().bos;
+    out.push_back(std::move(chunk));
+  }
+  return out;
+}
+
+// Runs `fn(i)` for i in [0, n) on up to `threads` threads, in contiguous blocks.
+static void parallel_for(int n, int threads, const std::function<void(int, int)>& fn) {
+  threads = std::max(1, std::min(threads, n));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) {
+    pool.emplace_back([&, t] { fn(n * t / threads, n * (t + 1) / threads); });
+  }
+  fn(0, n / threads);
+  for (auto& th : pool) th.join();
+}
+
+struct ArmOutput {
+  std::vector<float> logits;
+  engine::Hook hook;
+};
+
+static ArmOutput run_arm(engine::Arm& arm, std::span<const int32_t> tokens) {
+  ArmOutput out;
+  for (int l = 0; l < arm.model_info().n_layer; ++l) {
+    out.hook.capture(engine::point_name(arm.model_info().architecture, engine::PointKind::kLayerOut, l));
+  }
+  arm.run_chunk(tokens, &out.hook, out.logits);
+  return out;
+}
+
+static Comparison compare(const ArmOutput& a, const ArmOutput& b, std::span<const int32_t> tokens,
+                          int first_target, int n_vocab, int n_layer, const std::string& arch,
+                          int threads) {
+  Comparison c;
+  const int n = static_cast<int>(tokens.size());
+  c.positions.resize(static_cast<size_t>(n - 1));
+  const size_t v = static_cast<size_t>(n_vocab);
+  parallel_for(n - 1, threads, [&](int lo, int hi) {
+    analysis::ScoreScratch scratch;
+    for (int p = lo; p < hi; ++p) {
+      auto& row = c.positions[static_cast<size_t>(p)];
+      row.pos = p;
+      row.target = tokens[static_cast<size_t>(p + 1)];
+      row.scored = p + 1 >= first_target;
+      row.score = analysis::score_position({a.logits.data() + static_cast<size_t>(p) * v, v},
+                                           {b.logits.data() + static_cast<size_t>(p) * v, v},
+                                           row.target, scratch);
+    }
+  });
+  for (int l = 0; l < n_layer; ++l) {
+    const std::string name = engine::point_name(arch, engine::PointKind::kLayerOut, l);
+    const auto& ra = a.hook.captured(name);
+    const auto& rb = b.hook.captured(name);
+    const size_t w = static_cast<size_t>(a.hook.width(name));
+    for (int p = 0; p < n; ++p) {
+      const size_t off = static_cast<size_t>(p) * w;
+      c.layers.push_back({l, p, analysis::residual_diff({ra.data() + off, w}, {rb.data() + off, w})});
+    }
+  }
+  return c;
+}
+
+ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
+  const auto& info = a_->model_info();
+  const int first = first_scored_target(config_.score_from, static_cast<int>(tokens.size()));
+  const int threads = a_->n_threads();
+  ChunkResult r;
+  r.chunk = chunk;
+  r.tokens.assign(tokens.begin(), tokens.end());
+  const ArmOutput a = run_arm(*a_, tokens);
+  {
+    const ArmOutput b = run_arm(*b_, tokens);
+    r.diff = compare(a, b, tokens, first, info.n_vocab, info.n_layer, info.architecture, threads);
+    if (config_.save_residuals) {
+      // Arm-major, layer-minor: the order the store reads them back in.
+      for (const ArmOutput* out : {&a, &b}) {
+        for (int l = 0; l < info.n_layer; ++l) {
+          const std::string name = engine::point_name(info.architecture, engine::PointKind::kLayerOut, l);
+          r.residuals.push_back({out == &a ? "a" : "b", l, static_cast<int>(out->hook.width(name)),
+                                 out->hook.captured(name)});
+        }
+      }
+    }
+  }
+  if (floor_) {
+    const ArmOutput f = run_arm(*floor_, tokens);
+    r.floor = compare(a, f, tokens, first, info.n_vocab, info.n_layer, info.architecture, threads);
+  }
+  return r;
+}
+
+std::map<int32_t, std::string> Session::pieces_of(const ChunkResult& c) const {
+  std::map<int32_t, std::string> out;
+  auto add = [&](int32_t id) {
+    if (id >= 0 && !out.count(id)) out[id] = a_->model().token_text(id);
+  };
+  for (int32_t t : c.tokens) add(t);
+  for (const Comparison* cmp : {&c.diff, c.floor ? &*c.floor : nullptr}) {
+    if (cmp == nullptr) continue;
+    for (const auto& p : cmp->positions) {
+      for (int32_t id : p.score.top_a.id) add(id);
+      for (int32_t id : p.score.top_b.id) add(id);
+    }
+  }
+  return out;
+}
+
+static nlohmann::json arm_json(const engine::Arm& arm, const std::string& sha) {
+  const auto& m = arm.model_info();
+  nlohmann::json j = to_json(arm.settings());
+  j["n_threads_used"] = arm.n_threads();
+  j["model_sha256"] = sha;
+  j["model_size"] = m.file_size;
+  j["model_description"] = m.description;
+  j["architecture"] = m.architecture;
+  j["n_layer"] = m.n_layer;
+  j["n_embd"] = m.n_embd;
+  j["n_vocab"] = m.n_vocab;
+  j["n_params"] = m.n_params;
+  return j;
+}
+
+nlohmann::json Session::arms_provenance() const {
+  nlohmann::json j;
+  j["a"] = arm_json(*a_, sha256_.at(config_.a.model));
+  j["b"] = arm_json(*b_, sha256_.at(config_.b.model));
+  if (floor_) j["floor"] = arm_json(*floor_, sha256_.at(config_.a.model));
+  return j;
+}
+
+}  // namespace hd::run

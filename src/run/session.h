@@ -1,0 +1,52 @@
+// The arms of one diff, built from its configuration: A, B and the floor arm (A again, split
+// into other ubatches). Computes a chunk's full result; diff, resume and verify all use this
+// one path, which is what makes verify's bitwise comparison meaningful.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/records.h"
+#include "engine/arm.h"
+#include "run/config.h"
+
+namespace hd::run {
+
+class Session {
+ public:
+  // Loads the models (B quantized from A first when config.b_quant is set), checks that both
+  // arms share one vocabulary, and creates the arms. Throws InputError / RuntimeError.
+  explicit Session(DiffConfig config);
+
+  const DiffConfig& config() const { return config_; }
+  const engine::Arm& arm_a() const { return *a_; }
+  const engine::Arm& arm_b() const { return *b_; }
+  int floor_ubatch() const { return floor_ub_; }
+
+  // The text's chunks: tokenized as the model asks (BOS first when it wants one), cut into
+  // whole chunks, each chunk's first token replaced by BOS (llama-perplexity's convention).
+  std::vector<std::vector<int32_t>> chunks_of(const std::string& text) const;
+
+  analysis::ChunkResult compute(int chunk, std::span<const int32_t> tokens);
+
+  // Text of every token id that `c` mentions (inputs, targets, top-k).
+  std::map<int32_t, std::string> pieces_of(const analysis::ChunkResult& c) const;
+
+  // Settings and model facts of the three arms, with each model file's sha256.
+  nlohmann::json arms_provenance() const;
+
+ private:
+  DiffConfig config_;
+  std::unique_ptr<engine::Arm> a_, b_, floor_;
+  int floor_ub_ = 0;
+  std::map<std::string, std::string> sha256_;  // model path -> file hash
+};
+
+std::string read_text_file(const std::string& path);  // InputError: missing, empty, not UTF-8
+
+}  // namespace hd::run

@@ -1,0 +1,61 @@
+#include "run/verify.h"
+
+#include <fmt/format.h>
+
+#include "analysis/compare.h"
+#include "build_info.h"
+#include "errors.h"
+#include "run/session.h"
+#include "store/experiment.h"
+
+namespace hd::run {
+
+static void check_integrity(const store::Experiment& e, const ProgressFn& progress) {
+  const auto stored = e.meta("integrity_sha256");
+  if (!stored) {
+    throw InputError("'" + e.path() + "' is not complete (" + std::to_string(e.finished_chunks().size()) +
+                     " chunks stored): finish it with diff --resume; the integrity hash is written at the end");
+  }
+  const std::string now = e.compute_integrity();
+  if (now != *stored) {
+    throw RuntimeError("integrity check failed: the stored hash is " + stored->substr(0, 16) +
+                       "…, the contents hash to " + now.substr(0, 16) + "… (the file was modified)");
+  }
+  progress("integrity: ok (sha256 " + now + ")");
+}
+
+int verify(const std::string& path, const VerifyOptions& options, const ProgressFn& progress) {
+  const store::Experiment e = store::Experiment::open(path, false);
+  check_integrity(e, progress);
+  if (options.integrity_only) return 0;
+
+  const auto prov = nlohmann::json::parse(e.meta("provenance").value());
+  const std::string commit = prov["llama_cpp"]["commit"];
+  if (commit != build::kLlamaCommit && !options.force) {
+    throw InputError("this run was made with llama.cpp " + commit.substr(0, 12) + ", this build uses " +
+                     std::string(build::kLlamaCommit).substr(0, 12) + " (--force to compare anyway)");
+  }
+  Session s(diff_config_from_json(nlohmann::json::parse(e.meta("config").value())));
+  const auto arms = s.arms_provenance();
+  for (const char* arm : {"a", "b"}) {
+    const std::string was = prov["arms"][arm]["model_sha256"];
+    const std::string now = arms[arm]["model_sha256"];
+    if (was != now && !options.force) {
+      throw InputError(fmt::format("arm {}'s model '{}' has sha256 {}…, the run used {}… (--force to compare anyway)",
+                                   arm, arms[arm]["model"].get<std::string>(), now.substr(0, 12), was.substr(0, 12)));
+    }
+  }
+  const auto chunks = e.finished_chunks();
+  for (int c : chunks) {
+    const analysis::ChunkResult stored = e.read_chunk(c);
+    const analysis::ChunkResult again = s.compute(c, stored.tokens);
+    if (auto m = analysis::first_mismatch(stored, again)) {
+      throw RuntimeError("verify failed: " + *m);
+    }
+    progress(fmt::format("chunk {}/{}: identical", c + 1, chunks.size()));
+  }
+  progress(fmt::format("verify: all {} chunks reproduce bitwise", chunks.size()));
+  return 0;
+}
+
+}  // namespace hd::run

@@ -1,0 +1,107 @@
+#include "store/sqlite.h"
+
+#include "errors.h"
+
+namespace hd::store {
+
+static void check(sqlite3* db, int rc, std::string_view what) {
+  if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
+  std::string msg = std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  if (rc == SQLITE_FULL) msg = std::string(what) + ": the disk is full";
+  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) msg = std::string(what) + ": the file is locked by another process";
+  throw RuntimeError(msg);
+}
+
+Statement::Statement(sqlite3* db, std::string_view sql) : db_(db) {
+  check(db_, sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr),
+        "preparing a query on the experiment file");
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement& Statement::bind(int i, int64_t v) {
+  check(db_, sqlite3_bind_int64(stmt_, i, v), "bind");
+  return *this;
+}
+Statement& Statement::bind(int i, double v) {
+  check(db_, sqlite3_bind_double(stmt_, i, v), "bind");
+  return *this;
+}
+Statement& Statement::bind(int i, std::string_view v) {
+  check(db_, sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT), "bind");
+  return *this;
+}
+Statement& Statement::bind_blob(int i, std::span<const uint8_t> v) {
+  check(db_, sqlite3_bind_blob64(stmt_, i, v.data(), v.size(), SQLITE_TRANSIENT), "bind");
+  return *this;
+}
+Statement& Statement::bind_null(int i) {
+  check(db_, sqlite3_bind_null(stmt_, i), "bind");
+  return *this;
+}
+
+bool Statement::step() {
+  const int rc = sqlite3_step(stmt_);
+  check(db_, rc, "reading or writing the experiment file");
+  return rc == SQLITE_ROW;
+}
+
+void Statement::run() {
+  while (step()) {
+  }
+  reset();
+}
+
+void Statement::reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+int Statement::columns() const { return sqlite3_column_count(stmt_); }
+int Statement::type(int col) const { return sqlite3_column_type(stmt_, col); }
+int64_t Statement::integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+double Statement::real(int col) const { return sqlite3_column_double(stmt_, col); }
+std::string Statement::text(int col) const {
+  const auto* p = sqlite3_column_text(stmt_, col);
+  return p ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, col))) : "";
+}
+std::span<const uint8_t> Statement::blob(int col) const {
+  const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(stmt_, col));
+  return {p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col))};
+}
+
+Database::Database(const std::string& path, bool writable, bool create) {
+  int flags = writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
+  if (create) flags |= SQLITE_OPEN_CREATE;
+  const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw InputError("cannot open experiment file '" + path + "': " + why);
+  }
+  sqlite3_busy_timeout(db_, 2000);
+}
+
+Database::~Database() { sqlite3_close(db_); }
+
+void Database::exec(std::string_view sql) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &err);
+  std::string msg = err ? err : "";
+  sqlite3_free(err);
+  if (rc != SQLITE_OK) check(db_, rc, "experiment file");
+}
+
+Transaction::Transaction(Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
+
+Transaction::~Transaction() {
+  if (!done_) sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void Transaction::commit() {
+  db_.exec("COMMIT");
+  done_ = true;
+}
+
+}  // namespace hd::store

@@ -1,0 +1,67 @@
+// A thin RAII layer over SQLite's C API: a connection and prepared statements, errors as
+// RuntimeError. Nothing heterodyne-specific lives here.
+#pragma once
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace hd::store {
+
+class Statement {
+ public:
+  Statement(sqlite3* db, std::string_view sql);
+  ~Statement();
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, int64_t v);
+  Statement& bind(int i, double v);
+  Statement& bind(int i, std::string_view v);
+  Statement& bind_blob(int i, std::span<const uint8_t> v);
+  Statement& bind_null(int i);
+  bool step();  // true while a row is available
+  void run();   // step to completion, then reset for reuse
+  void reset();
+
+  int columns() const;
+  int type(int col) const;  // SQLITE_INTEGER, SQLITE_FLOAT, SQLITE_TEXT, SQLITE_BLOB, SQLITE_NULL
+  int64_t integer(int col) const;
+  double real(int col) const;
+  std::string text(int col) const;
+  std::span<const uint8_t> blob(int col) const;
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+class Database {
+ public:
+  Database(const std::string& path, bool writable, bool create);
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  sqlite3* handle() const { return db_; }
+  void exec(std::string_view sql);
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// Commits on commit(), rolls back otherwise: a chunk is either wholly in the file or not at all.
+class Transaction {
+ public:
+  explicit Transaction(Database& db);
+  ~Transaction();
+  void commit();
+
+ private:
+  Database& db_;
+  bool done_ = false;
+};
+
+}  // namespace hd::store
