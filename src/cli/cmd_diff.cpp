@@ -1,5 +1,7 @@
 // heterodyne diff --a A.gguf --b B.gguf | --b-quant TYPE --text-file T [--chunk N] ... -o run.hdy
 // heterodyne diff --resume run.hdy
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "cli/arm_flags.h"
@@ -47,11 +49,13 @@ void add_diff(CLI::App& app, Context& ctx) {
       if (o->b.empty() == o->b_quant.empty()) throw InputError("diff needs exactly one of --b MODEL.gguf or --b-quant TYPE");
       if (o->text.empty()) throw InputError("diff needs --text-file FILE");
       if (o->out.empty()) throw InputError("diff needs -o FILE.hdy");
+      // Absolute paths: resume and verify may run from another directory.
+      auto absolute = [](const std::string& p) { return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string(); };
       run::DiffConfig cfg = o->cfg;
-      cfg.a = resolve_arm(o->a, o->shared, o->own_a);
-      cfg.b = resolve_arm(o->b, o->shared, o->own_b);
+      cfg.a = resolve_arm(absolute(o->a), o->shared, o->own_a);
+      cfg.b = resolve_arm(absolute(o->b), o->shared, o->own_b);
       cfg.b_quant = o->b_quant;
-      cfg.text_file = o->text;
+      cfg.text_file = absolute(o->text);
       cfg.floor = !o->no_floor;
       missing = run::diff_run(cfg, o->out, o->force, ctx.command_line, progress_line);
     }

@@ -1,0 +1,119 @@
+// The hook and the arms on a real model: exact zeros, row accounting, overwrites that land.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "engine/arm.h"
+#include "engine/points.h"
+#include "errors.h"
+#include "run/session.h"
+#include "test_support.h"
+
+using namespace hd;
+
+namespace {
+
+std::vector<int32_t> first_chunk(const engine::Model& m, int n) {
+  auto t = m.tokenize(run::read_text_file(test::shared_path("corpora/tom-sawyer.txt")).substr(0, 4000), true);
+  t.resize(static_cast<size_t>(n));
+  return t;
+}
+
+engine::ArmSettings settings_for(const std::string& model, int ubatch = 512) {
+  engine::ArmSettings s;
+  s.model = model;
+  s.n_ubatch = ubatch;
+  s.n_threads = 2;
+  return s;
+}
+
+}  // namespace
+
+TEST(Engine, IdenticalArmsGiveExactlyZeroEverywhere) {
+  HD_REQUIRE_SHARED();
+  run::DiffConfig c;
+  c.a = c.b = settings_for(test::shared_path("models/stories260K.gguf"));
+  c.chunk = 64;
+  run::Session s(c);
+  const auto chunks = s.chunks_of(run::read_text_file(test::shared_path("corpora/tom-sawyer.txt")).substr(0, 2000));
+  ASSERT_GE(chunks.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const auto r = s.compute(i, chunks[static_cast<size_t>(i)]);
+    ASSERT_EQ(r.diff.positions.size(), 63u);
+    for (const auto& p : r.diff.positions) {
+      EXPECT_EQ(p.score.kl, 0.0);
+      EXPECT_EQ(p.score.nll_a, p.score.nll_b);
+      EXPECT_EQ(p.score.top_a.id, p.score.top_b.id);
+    }
+    ASSERT_EQ(r.diff.layers.size(), 5u * 64u);
+    for (const auto& l : r.diff.layers) {
+      EXPECT_EQ(l.diff.rel_err, 0.0);
+      EXPECT_EQ(l.diff.max_abs, 0.0);
+      EXPECT_EQ(l.diff.cosine, 1.0);
+    }
+  }
+}
+
+TEST(Engine, RowsAreCountedAcrossUbatches) {
+  HD_REQUIRE_SHARED();
+  auto m = engine::model_load(test::shared_path("models/stories260K.gguf"));
+  engine::Arm arm(m, settings_for(m->info().path, 7), 64);  // 64 = 9 ubatches of 7 + 1
+  engine::Hook hook;
+  hook.capture("l_out-0");
+  hook.capture("l_out-4");
+  std::vector<float> logits;
+  arm.run_chunk(first_chunk(*m, 64), &hook, logits);
+  EXPECT_EQ(hook.captured("l_out-0").size(), 64u * 64u);
+  EXPECT_EQ(hook.captured("l_out-4").size(), 64u * 64u);
+  EXPECT_EQ(logits.size(), 64u * 512u);
+}
+
+TEST(Engine, ANameNeverProducedIsAnError) {
+  HD_REQUIRE_SHARED();
+  auto m = engine::model_load(test::shared_path("models/stories260K.gguf"));
+  engine::Arm arm(m, settings_for(m->info().path), 32);
+  engine::Hook hook;
+  hook.capture("l_out-5");  // the model has layers 0..4
+  std::vector<float> logits;
+  try {
+    arm.run_chunk(first_chunk(*m, 32), &hook, logits);
+    FAIL() << "a missing point was accepted";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("'l_out-5' was never produced"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Engine, OverwritesChangeWhatDownstreamSees) {
+  HD_REQUIRE_SHARED();
+  auto m = engine::model_load(test::shared_path("models/stories260K.gguf"));
+  engine::Arm arm(m, settings_for(m->info().path, 5), 16);
+  const auto tokens = first_chunk(*m, 16);
+  engine::Hook cap;
+  cap.capture("l_out-2");
+  std::vector<float> base, same, changed;
+  arm.run_chunk(tokens, &cap, base);
+  const std::vector<float> l2 = cap.captured("l_out-2");
+
+  // Writing back exactly what was there changes nothing, bit for bit.
+  engine::Hook put_same;
+  put_same.overwrite("l_out-2", 0, l2);
+  arm.run_chunk(tokens, &put_same, same);
+  EXPECT_EQ(std::memcmp(base.data(), same.data(), base.size() * sizeof(float)), 0);
+
+  // Zeroing rows 3..5 (crossing a ubatch boundary at 5) changes position 3 on, not 0..2.
+  engine::Hook put_zero;
+  put_zero.overwrite("l_out-2", 3, std::vector<float>(3 * 64, 0.0f));
+  arm.run_chunk(tokens, &put_zero, changed);
+  const size_t v = 512;
+  EXPECT_EQ(std::memcmp(base.data(), changed.data(), 3 * v * sizeof(float)), 0);
+  for (size_t p = 3; p < 6; ++p) {
+    EXPECT_NE(std::memcmp(base.data() + p * v, changed.data() + p * v, v * sizeof(float)), 0) << p;
+  }
+}
+
+TEST(Engine, ArchitectureNamesAreMapped) {
+  EXPECT_EQ(engine::point_name("qwen3", engine::PointKind::kLayerOut, 3), "l_out-3");
+  EXPECT_EQ(engine::point_name("llama", engine::PointKind::kAttnOut, 0), "attn_out-0");
+  EXPECT_EQ(engine::point_name("qwen2", engine::PointKind::kAttnOut, 0), "");
+  EXPECT_THROW(engine::point_name("gpt2", engine::PointKind::kLayerOut, 0), InputError);
+}

@@ -1,0 +1,82 @@
+// Intervals and percentiles on hand-computed cases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "analysis/residual.h"
+#include "analysis/stats.h"
+
+using namespace hd::analysis;
+
+TEST(Stats, StudentTQuantilesMatchTables) {
+  EXPECT_NEAR(t_quantile_975(1), 12.7062, 1e-4);
+  EXPECT_NEAR(t_quantile_975(2), 4.3027, 1e-4);
+  EXPECT_NEAR(t_quantile_975(5), 2.5706, 1e-4);
+  EXPECT_NEAR(t_quantile_975(10), 2.2281, 1e-4);
+  EXPECT_NEAR(t_quantile_975(30), 2.0423, 1e-4);
+  EXPECT_NEAR(t_quantile_975(1e6), 1.95996, 1e-4);
+}
+
+TEST(Stats, ClusterMeanByHand) {
+  // Clusters: {1, 3} and {5, 7}, mean 4. Residual totals e_1 = -4, e_2 = 4.
+  // Var = G/(G-1) * (16 + 16) / N^2 = 2 * 32 / 16 = 4, SE = 2, t(1) = 12.7062.
+  std::vector<double> v = {1, 3, 5, 7};
+  std::vector<int> c = {0, 0, 1, 1};
+  const MeanCI m = cluster_mean(v, c);
+  EXPECT_DOUBLE_EQ(m.mean, 4.0);
+  EXPECT_EQ(m.clusters, 2u);
+  EXPECT_NEAR(m.ci95, 2.0 * 12.7062047, 1e-5);
+}
+
+TEST(Stats, ClustersWiderThanIidWhenTokensCorrelate) {
+  // Equal values inside each cluster: N = 6, G = 3. CR1 var = 3/2 * sum e_g^2 / 36.
+  std::vector<double> v = {0, 0, 1, 1, 2, 2};
+  std::vector<int> c = {0, 0, 1, 1, 2, 2};
+  const MeanCI m = cluster_mean(v, c);
+  const double var = 1.5 * (4.0 + 0.0 + 4.0) / 36.0;
+  EXPECT_NEAR(m.ci95, t_quantile_975(2) * std::sqrt(var), 1e-12);
+}
+
+TEST(Stats, OneClusterHasNoInterval) {
+  std::vector<double> v = {1, 2};
+  std::vector<int> c = {0, 0};
+  const MeanCI m = cluster_mean(v, c);
+  EXPECT_DOUBLE_EQ(m.mean, 1.5);
+  EXPECT_TRUE(std::isnan(m.ci95));
+}
+
+TEST(Stats, ZeroValuesHaveZeroWidth) {
+  std::vector<double> v(10, 0.0);
+  std::vector<int> c = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4};
+  const MeanCI m = cluster_mean(v, c);
+  EXPECT_EQ(m.mean, 0.0);
+  EXPECT_EQ(m.ci95, 0.0);
+}
+
+TEST(Stats, PercentilesInterpolateAsThePeer) {
+  std::vector<double> v = {4, 0, 3, 1, 2};  // sorted 0..4, p = f * 4
+  const auto p = kl_percentiles(v);
+  EXPECT_EQ(p.front().value, 4.0);     // max
+  EXPECT_EQ(p.back().value, 0.0);      // min
+  EXPECT_DOUBLE_EQ(p[5].value, 2.0);   // median
+  EXPECT_NEAR(p[1].value, 3.996, 1e-12);  // 99.9 %: 0.999 * 4 = 3.996
+  EXPECT_NEAR(p[6].value, 0.4, 1e-12);    // 10 %
+}
+
+TEST(Residual, ByHand) {
+  std::vector<float> a = {3, 4};
+  std::vector<float> b = {3, 5};
+  const auto r = residual_diff(a, b);
+  EXPECT_DOUBLE_EQ(r.rel_err, 1.0 / 5.0);
+  EXPECT_DOUBLE_EQ(r.max_abs, 1.0);
+  EXPECT_NEAR(r.cosine, (9.0 + 20.0) / (5.0 * std::sqrt(34.0)), 1e-15);
+}
+
+TEST(Residual, IdenticalRowsAreExact) {
+  std::vector<float> a = {0.1f, -2.f, 7.25f};
+  const auto r = residual_diff(a, a);
+  EXPECT_EQ(r.rel_err, 0.0);
+  EXPECT_EQ(r.cosine, 1.0);
+  EXPECT_EQ(r.max_abs, 0.0);
+}

@@ -1,0 +1,62 @@
+#include "test_support.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace hd::test {
+
+namespace fs = std::filesystem;
+
+std::string shared_path(const std::string& rel) { return std::string(HD_SOURCE_DIR) + "/../shared/" + rel; }
+
+bool shared_available() { return fs::exists(shared_path("models/stories260K.gguf")); }
+
+std::string temp_dir(const std::string& name) {
+  const fs::path p = fs::path(testing::TempDir()) / ("hd-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+static std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CliResult run_cli(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const std::string base = temp_dir("cli") + "/" + std::to_string(counter++);
+  const std::string out = base + ".out", err = base + ".err";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    std::string bin = HD_BINARY;
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr)) _exit(127);
+    ::execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+}
+
+}  // namespace hd::test

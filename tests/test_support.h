@@ -1,0 +1,33 @@
+// Shared helpers for the tests: where things are, and running the heterodyne binary.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace hd::test {
+
+// ../shared from the repository root; tests that need it skip with a message when absent.
+std::string shared_path(const std::string& rel);
+bool shared_available();
+#define HD_REQUIRE_SHARED()                                                            \
+  do {                                                                                 \
+    if (!::hd::test::shared_available())                                               \
+      GTEST_SKIP() << "../shared (models and corpora) is absent: skipping this test"; \
+  } while (0)
+
+// A fresh directory under the test temp dir, removed by nothing: tests may inspect it later.
+std::string temp_dir(const std::string& name);
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+// Runs the built heterodyne binary with `args` (no shell interpretation of the arguments).
+CliResult run_cli(const std::vector<std::string>& args);
+
+// Writes `text` to `path`.
+void write_file(const std::string& path, const std::string& text);
+
+}  // namespace hd::test
