@@ -1,5 +1,6 @@
 # heterodyne: the two commands of the README, and their helpers.
-#   make demo   builds everything, makes a model and its Q4_0, diffs them, shows the result
+#   make demo   builds everything, makes a model and its Q4_0, diffs them on llama.cpp's own
+#               README (a text every installation has), shows the result
 #   make test   installs what is missing (Debian packages), builds, runs every test
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -33,7 +34,7 @@ test: build
 demo: build
 	@mkdir -p $(DEMO)
 	@test -f $(DEMO)/tiny-llama-f16.gguf || $(HD) make-model --preset tiny-llama --seed 1 --type f16 -o $(DEMO)/tiny-llama-f16.gguf
-	$(HD) diff --a $(DEMO)/tiny-llama-f16.gguf --b-quant Q4_0 --text-file ../shared/corpora/tom-sawyer.txt \
+	$(HD) diff --a $(DEMO)/tiny-llama-f16.gguf --b-quant Q4_0 --text-file "$$(cat $(BUILD)/llama-source-dir.txt)/README.md" \
 	  --chunk 128 --max-chunks 4 -o $(DEMO)/tiny-llama-f16-vs-q4_0.hdy --force
 	$(HD) show $(DEMO)/tiny-llama-f16-vs-q4_0.hdy --worst 5
 

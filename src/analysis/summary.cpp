@@ -10,9 +10,11 @@ namespace hd::analysis {
 ComparisonSummary summarize_comparison(const std::vector<const Comparison*>& chunks) {
   std::vector<double> kl, flip, nll_a, nll_b;
   std::vector<int> cluster;
+  bool identical = true;
   for (size_t c = 0; c < chunks.size(); ++c) {
     for (const auto& row : chunks[c]->positions) {
       if (!row.scored) continue;
+      identical = identical && row.score.kl == 0 && row.score.nll_a == row.score.nll_b;
       kl.push_back(row.score.kl);
       flip.push_back(row.score.top_a.id[0] != row.score.top_b.id[0] ? 1.0 : 0.0);
       nll_a.push_back(row.score.nll_a);
@@ -22,6 +24,7 @@ ComparisonSummary summarize_comparison(const std::vector<const Comparison*>& chu
   }
   ComparisonSummary s;
   s.n_scored = kl.size();
+  s.bitwise_identical = identical && !kl.empty();
   s.kl = cluster_mean(kl, cluster);
   s.top1_change = cluster_mean(flip, cluster);
   s.nll_a = cluster_mean(nll_a, cluster);

@@ -16,6 +16,7 @@ struct ComparisonSummary {
   double ppl_b = 0;
   MeanCI nll_a;
   MeanCI nll_b;
+  bool bitwise_identical = false;  // every scored KL is exactly 0 and both NLLs equal
 };
 
 struct LayerSummary {

@@ -41,9 +41,12 @@ static std::string piece(const Loaded& l, int32_t id) {
   return it == l.pieces.end() ? fmt::format("<{}>", id) : printable(it->second);
 }
 
-static std::string ci(const analysis::MeanCI& m, double scale = 1, int digits = 6) {
-  if (std::isnan(m.ci95)) return fmt::format("{:.{}f}", m.mean * scale, digits);
-  return fmt::format("{:.{}f} ± {:.{}f}", m.mean * scale, digits, m.ci95 * scale, digits);
+// Four significant digits: KL spans 1e-7 (a floor) to 1 (a broken quant) and all of it matters.
+static std::string num(double v) { return v == 0 ? "0" : fmt::format("{:.4g}", v); }
+
+static std::string ci(const analysis::MeanCI& m, double scale = 1) {
+  if (std::isnan(m.ci95)) return num(m.mean * scale);
+  return num(m.mean * scale) + " ± " + num(m.ci95 * scale);
 }
 
 static std::string arm_line(const nlohmann::json& arm) {
@@ -69,19 +72,20 @@ void print_summary(std::ostream& os, const Loaded& l) {
   const std::string floor_head =
       fl ? fmt::format("floor (A vs A at ubatch {})", l.provenance.value("floor_ubatch", 0)) : "floor: not measured";
   os << fmt::format("\n  {:<16} {:<28} {}\n", "", "A vs B", floor_head);
-  os << fmt::format("  {:<16} {:<28} {}\n", "mean KL", ci(s.diff.kl), fl ? ci(s.floor.kl) : "");
-  os << fmt::format("  {:<16} {:<28} {}\n", "top-1 change %", ci(s.diff.top1_change, 100, 3),
-                    fl ? ci(s.floor.top1_change, 100, 3) : "");
+  const std::string floor_kl = !fl ? "" : s.floor.bitwise_identical ? "0 (bitwise identical logits)" : ci(s.floor.kl);
+  os << fmt::format("  {:<16} {:<28} {}\n", "mean KL", ci(s.diff.kl), floor_kl);
+  os << fmt::format("  {:<16} {:<28} {}\n", "top-1 change %", ci(s.diff.top1_change, 100),
+                    fl ? ci(s.floor.top1_change, 100) : "");
   os << fmt::format("  {:<16} {:<28} {}\n", "PPL A", fmt::format("{:.4f}", s.diff.ppl_a), "");
   os << fmt::format("  {:<16} {:<28} {}\n", "PPL B", fmt::format("{:.4f}", s.diff.ppl_b),
                     fl ? fmt::format("{:.4f} (A re-split)", s.floor.ppl_b) : "");
   os << "\n  KL percentiles  ";
-  for (const auto& p : s.diff.kl_percentiles) os << fmt::format("{} {:.6f}  ", p.label, p.value);
+  for (const auto& p : s.diff.kl_percentiles) os << fmt::format("{} {}  ", p.label, num(p.value));
   os << "\n\n  residual after each layer (l_out-N), scored positions:\n";
   os << fmt::format("  {:>5}  {:<26} {:>10} {:>12} {:>14}\n", "layer", "rel. L2 error", "cosine", "max |Δ|",
                     "floor rel err");
   for (const auto& r : s.layers) {
-    os << fmt::format("  {:>5}  {:<26} {:>10.6f} {:>12.5g} {:>14.3g}\n", r.layer, ci(r.rel_err, 1, 6),
+    os << fmt::format("  {:>5}  {:<26} {:>10.6f} {:>12.5g} {:>14.3g}\n", r.layer, ci(r.rel_err),
                       r.cosine_mean, r.max_abs, r.floor_rel_err_mean);
   }
 }
