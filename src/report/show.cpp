@@ -36,10 +36,12 @@ std::string printable(const std::string& piece) {
   return out;
 }
 
-static std::string piece(const Loaded& l, int32_t id) {
+static std::string raw_piece(const Loaded& l, int32_t id) {
   auto it = l.pieces.find(id);
-  return it == l.pieces.end() ? fmt::format("<{}>", id) : printable(it->second);
+  return it == l.pieces.end() ? fmt::format("<{}>", id) : it->second;
 }
+
+static std::string piece(const Loaded& l, int32_t id) { return printable(raw_piece(l, id)); }
 
 // Four significant digits: KL spans 1e-7 (a floor) to 1 (a broken quant) and all of it matters.
 static std::string num(double v) { return v == 0 ? "0" : fmt::format("{:.4g}", v); }
@@ -179,11 +181,11 @@ nlohmann::json summary_json(const Loaded& l, int worst) {
       const auto& r = *rows[i];
       auto top = [&](const analysis::TopK& t) {
         nlohmann::json a = nlohmann::json::array();
-        for (size_t k = 0; k < t.id.size(); ++k) a.push_back({{"id", t.id[k]}, {"text", piece(l, t.id[k])}, {"p", t.p[k]}});
+        for (size_t k = 0; k < t.id.size(); ++k) a.push_back({{"id", t.id[k]}, {"text", raw_piece(l, t.id[k])}, {"p", t.p[k]}});
         return a;
       };
       j["worst"].push_back({{"chunk", chunk_of[i]}, {"pos", r.pos}, {"token_id", r.target},
-                            {"token_text", piece(l, r.target)}, {"kl", r.score.kl},
+                            {"token_text", raw_piece(l, r.target)}, {"kl", r.score.kl},
                             {"nll_a", r.score.nll_a}, {"nll_b", r.score.nll_b},
                             {"top5_a", top(r.score.top_a)}, {"top5_b", top(r.score.top_b)}});
     }

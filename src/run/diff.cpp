@@ -109,15 +109,7 @@ int diff_run(const DiffConfig& config, const std::string& out, bool replace,
 
 // The models and text a stored run used must be the ones on disk now.
 static void check_same_inputs(const nlohmann::json& prov, const Session& s, const std::string& text) {
-  const auto arms = s.arms_provenance();
-  for (const char* arm : {"a", "b"}) {
-    const std::string was = prov["arms"][arm]["model_sha256"];
-    const std::string now = arms[arm]["model_sha256"];
-    if (was != now) {
-      throw InputError(fmt::format("arm {}'s model '{}' is not the file this run used (sha256 {} now, {} then)",
-                                   arm, arms[arm]["model"].get<std::string>(), now.substr(0, 12), was.substr(0, 12)));
-    }
-  }
+  if (auto change = s.model_change(prov["arms"])) throw InputError(*change + ": cannot resume");
   if (prov["text"]["sha256"] != sha256_bytes(text)) {
     throw InputError("the text file '" + s.config().text_file + "' has changed since this run started");
   }

@@ -216,4 +216,17 @@ nlohmann::json Session::arms_provenance() const {
   return j;
 }
 
+std::optional<std::string> Session::model_change(const nlohmann::json& stored) const {
+  const auto now = arms_provenance();
+  for (const char* arm : {"a", "b"}) {
+    const std::string was = stored[arm]["model_sha256"];
+    const std::string is = now[arm]["model_sha256"];
+    if (was != is) {
+      return "arm " + std::string(arm) + "'s model '" + now[arm]["model"].get<std::string>() +
+             "' has sha256 " + is.substr(0, 12) + "…, the run used " + was.substr(0, 12) + "…";
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace hd::run

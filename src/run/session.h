@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,6 +40,10 @@ class Session {
 
   // Settings and model facts of the three arms, with each model file's sha256.
   nlohmann::json arms_provenance() const;
+
+  // Where a model on disk is not the file a stored run used (`stored` is its provenance
+  // "arms"), a one-line description; nullopt when both hash as recorded.
+  std::optional<std::string> model_change(const nlohmann::json& stored) const;
 
  private:
   DiffConfig config_;

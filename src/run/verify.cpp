@@ -36,14 +36,8 @@ int verify(const std::string& path, const VerifyOptions& options, const Progress
                      std::string(build::kLlamaCommit).substr(0, 12) + " (--force to compare anyway)");
   }
   Session s(diff_config_from_json(nlohmann::json::parse(e.meta("config").value())));
-  const auto arms = s.arms_provenance();
-  for (const char* arm : {"a", "b"}) {
-    const std::string was = prov["arms"][arm]["model_sha256"];
-    const std::string now = arms[arm]["model_sha256"];
-    if (was != now && !options.force) {
-      throw InputError(fmt::format("arm {}'s model '{}' has sha256 {}…, the run used {}… (--force to compare anyway)",
-                                   arm, arms[arm]["model"].get<std::string>(), now.substr(0, 12), was.substr(0, 12)));
-    }
+  if (auto change = s.model_change(prov["arms"]); change && !options.force) {
+    throw InputError(*change + " (--force to compare anyway)");
   }
   const auto chunks = e.finished_chunks();
   for (int c : chunks) {

@@ -1,0 +1,180 @@
+// heterodyne's benchmarks, each reported as a ratio against a baseline measured in the same
+// invocation (never as absolute times in tests):
+//   1. diff (no floor, no residual save) vs llama-perplexity's base pass + KL pass, same model
+//      (qwen3-0.6b shapes), text, chunks and threads. Target <= 1.10.
+//   2. one chunk capturing every l_out-N vs the same chunk with no hook. Target <= 1.05.
+//   3. peak RSS of a diff over 16 chunks vs over 4 chunks. Target: flat (~1.0).
+// Models are made once into ~/.cache/heterodyne/bench (make-model, quantize).
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "build_info.h"
+#include "engine/arm.h"
+#include "engine/model_maker.h"
+#include "engine/points.h"
+#include "engine/quantize.h"
+#include "run/session.h"
+
+namespace fs = std::filesystem;
+using namespace hd;
+
+namespace {
+
+const int kThreads = 2;
+const int kChunks = 4;
+
+struct Setup {
+  std::string dir, big_a, big_b, small, text, bin;
+};
+
+const Setup& setup() {
+  static Setup s = [] {
+    Setup x;
+    const char* cache = std::getenv("HETERODYNE_CACHE");
+    x.dir = (cache ? fs::path(cache) : fs::path(std::getenv("HOME")) / ".cache" / "heterodyne") / "bench";
+    fs::create_directories(x.dir);
+    x.big_a = x.dir + "/qwen3-0.6b-f16.gguf";
+    if (!fs::exists(x.big_a)) engine::make_model({"qwen3-0.6b", 1, "f16"}, x.big_a);
+    x.big_b = engine::ensure_quantized(x.big_a, "Q4_K_M", kThreads);
+    x.small = x.dir + "/tiny-llama-f16.gguf";
+    if (!fs::exists(x.small)) engine::make_model({"tiny-llama", 1, "f16"}, x.small);
+    x.text = std::string(build::kLlamaSource) + "/README.md";
+    x.bin = fs::path(HD_BINARY_DIR) / "heterodyne";
+    return x;
+  }();
+  return s;
+}
+
+struct Child {
+  int status = 0;
+  long max_rss_kb = 0;
+};
+
+Child run(const std::vector<std::string>& args) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  Child c;
+  rusage ru{};
+  wait4(pid, &c.status, 0, &ru);
+  c.max_rss_kb = ru.ru_maxrss;
+  if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) {
+    std::fprintf(stderr, "benchmark command failed: %s ...\n", args[0].c_str());
+    std::exit(1);
+  }
+  return c;
+}
+
+void BM_PeerBasePlusKl(benchmark::State& state) {
+  const Setup& s = setup();
+  const std::string peer = build::kLlamaPerplexity;
+  const std::string kld = s.dir + "/base.kld";
+  const std::vector<std::string> common = {"-f", s.text, "-c", "128", "-b", "128", "-t", std::to_string(kThreads),
+                                           "--chunks", std::to_string(kChunks), "--kl-divergence-base", kld};
+  for (auto _ : state) {
+    std::vector<std::string> base = {peer, "-m", s.big_a};
+    base.insert(base.end(), common.begin(), common.end());
+    std::vector<std::string> kl = {peer, "-m", s.big_b};
+    kl.insert(kl.end(), common.begin(), common.end());
+    kl.push_back("--kl-divergence");
+    run(base);
+    run(kl);
+  }
+}
+
+void BM_HeterodyneDiff(benchmark::State& state) {
+  const Setup& s = setup();
+  for (auto _ : state) {
+    run({s.bin, "diff", "--a", s.big_a, "--b", s.big_b, "--text-file", s.text, "--chunk", "128", "--max-chunks",
+         std::to_string(kChunks), "-t", std::to_string(kThreads), "--no-floor", "-o", s.dir + "/bench.hdy", "--force"});
+  }
+}
+
+// One 128-token chunk of the big model, with or without a hook capturing every l_out-N.
+void chunk_pass(benchmark::State& state, bool capture) {
+  const Setup& s = setup();
+  static std::shared_ptr<engine::Model> model = engine::model_load(s.big_a);
+  engine::ArmSettings settings;
+  settings.model = s.big_a;
+  settings.n_threads = kThreads;
+  engine::Arm arm(model, settings, 128);
+  std::vector<int32_t> tokens = model->tokenize(run::read_text_file(s.text), true);
+  tokens.resize(128);
+  std::vector<float> logits;
+  for (auto _ : state) {
+    engine::Hook hook;
+    if (capture) {
+      for (int l = 0; l < model->info().n_layer; ++l) {
+        hook.capture(engine::point_name("qwen3", engine::PointKind::kLayerOut, l));
+      }
+    }
+    arm.run_chunk(tokens, capture ? &hook : nullptr, logits);
+  }
+}
+void BM_ChunkNoHook(benchmark::State& state) { chunk_pass(state, false); }
+void BM_ChunkCaptureEveryLayer(benchmark::State& state) { chunk_pass(state, true); }
+
+std::map<int, long> g_rss;
+void BM_PeakRss(benchmark::State& state) {
+  const Setup& s = setup();
+  const int chunks = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    const Child c = run({s.bin, "diff", "--a", s.small, "--b-quant", "Q4_0", "--text-file", s.text, "--chunk", "128",
+                         "--max-chunks", std::to_string(chunks), "-t", std::to_string(kThreads), "-o",
+                         s.dir + "/rss.hdy", "--force"});
+    g_rss[chunks] = c.max_rss_kb;
+  }
+  state.counters["peak_rss_MiB"] = static_cast<double>(g_rss[chunks]) / 1024.0;
+}
+
+// Interleaved so that machine noise hits baseline and candidate alike.
+BENCHMARK(BM_PeerBasePlusKl)->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(3);
+BENCHMARK(BM_HeterodyneDiff)->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(3);
+BENCHMARK(BM_ChunkNoHook)->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(3);
+BENCHMARK(BM_ChunkCaptureEveryLayer)->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(3);
+BENCHMARK(BM_PeakRss)->Arg(4)->Arg(16)->Unit(benchmark::kSecond)->Iterations(1);
+
+// Keeps the median real time of every benchmark to print the ratios at the end.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  std::map<std::string, double> median;
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const auto& r : runs) {
+      if (r.aggregate_name == "median" || (r.run_type == Run::RT_Iteration && !median.count(r.run_name.function_name)))
+        median[r.run_name.function_name] = r.GetAdjustedRealTime();
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  setup();
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  auto ratio = [&](const char* a, const char* b) { return reporter.median[a] / reporter.median[b]; };
+  std::printf("\nratios (medians, same invocation):\n");
+  std::printf("  diff / (peer base + KL pass)            %.3f   target <= 1.10\n",
+              ratio("BM_HeterodyneDiff", "BM_PeerBasePlusKl"));
+  std::printf("  capture every l_out-N / no hook         %.3f   target <= 1.05\n",
+              ratio("BM_ChunkCaptureEveryLayer", "BM_ChunkNoHook"));
+  std::printf("  peak RSS 16 chunks / 4 chunks           %.3f   target ~1.0 (%ld vs %ld KiB)\n",
+              static_cast<double>(g_rss[16]) / static_cast<double>(g_rss[4]), g_rss[16], g_rss[4]);
+  return 0;
+}
