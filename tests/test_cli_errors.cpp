@@ -32,12 +32,12 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Running the binary and judging its answer
 
-struct Run {
+struct Invocation {
   std::string command;  // for failure messages
   CliResult r;
 };
 
-Run cli(const std::vector<std::string>& args) {
+Invocation cli(const std::vector<std::string>& args) {
   std::string command = "heterodyne";
   for (const auto& a : args) command += " " + a;
   return {command, hd::test::run_cli(args)};
@@ -59,7 +59,7 @@ std::vector<std::string> lines_of(const std::string& s) {
   return out;
 }
 
-std::string describe(const Run& run) {
+std::string describe(const Invocation& run) {
   std::string out = run.r.out.substr(0, 400);
   return "\n  command: " + run.command + "\n  exit code: " + std::to_string(run.r.exit_code) +
          "\n  stderr (" + std::to_string(lines_of(run.r.err).size()) + " lines):\n" + run.r.err +
@@ -69,7 +69,7 @@ std::string describe(const Run& run) {
 constexpr const char* kPrefix = "heterodyne: error: ";
 
 // Checks the message line itself: the prefix, every phrase of `all`, at least one of `any`.
-testing::AssertionResult message_ok(const Run& run, const std::string& line, const std::vector<std::string>& all,
+testing::AssertionResult message_ok(const Invocation& run, const std::string& line, const std::vector<std::string>& all,
                                     const std::vector<std::string>& any) {
   if (line.rfind(kPrefix, 0) != 0) {
     return testing::AssertionFailure() << "the error line does not start with '" << kPrefix << "'" << describe(run);
@@ -86,7 +86,7 @@ testing::AssertionResult message_ok(const Run& run, const std::string& line, con
 }
 
 // The whole contract: exit `code`, nothing on stdout, one stderr line naming the problem.
-testing::AssertionResult Fails(const Run& run, int code, const std::vector<std::string>& all,
+testing::AssertionResult Fails(const Invocation& run, int code, const std::vector<std::string>& all,
                                const std::vector<std::string>& any = {}) {
   if (run.r.exit_code != code) {
     return testing::AssertionFailure() << "exit code " << run.r.exit_code << ", expected " << code << describe(run);
@@ -101,7 +101,7 @@ testing::AssertionResult Fails(const Run& run, int code, const std::vector<std::
 
 // As Fails, for a command that legitimately reports progress before it fails (verify after its
 // integrity check passed): the error is the last line and the only one with the prefix.
-testing::AssertionResult FailsAfterProgress(const Run& run, int code, const std::vector<std::string>& all,
+testing::AssertionResult FailsAfterProgress(const Invocation& run, int code, const std::vector<std::string>& all,
                                             const std::vector<std::string>& any = {}) {
   if (run.r.exit_code != code) {
     return testing::AssertionFailure() << "exit code " << run.r.exit_code << ", expected " << code << describe(run);
@@ -223,7 +223,7 @@ class CliErrors : public testing::Test {
   }
 
   // diff with arm B a file (`b`) or, when `b` starts with "quant:", --b-quant of what follows.
-  // Two chunks of 64 tokens and no floor unless `extra` sets --chunk, so that a run which is
+  // Two chunks of 64 tokens (unless `extra` sets --chunk / --max-chunks) and no floor, so that a run which is
   // wrongly accepted still ends quickly.
   static std::vector<std::string> diff(const std::string& a, const std::string& b, const std::string& txt,
                                        const std::string& out, const std::vector<std::string>& extra = {}) {
@@ -247,7 +247,7 @@ class CliErrors : public testing::Test {
     static std::string made;
     if (made.empty()) {
       const std::string p = path("real.hdy");
-      const Run run = cli({"diff", "--a", s260k(), "--b-quant", "Q8_0", "--text-file", tom(), "--chunk", "64",
+      const Invocation run = cli({"diff", "--a", s260k(), "--b-quant", "Q8_0", "--text-file", tom(), "--chunk", "64",
                            "--max-chunks", "2", "--no-floor", "-o", p});
       if (run.r.exit_code != 0 || !fs::exists(p)) {
         ADD_FAILURE() << "could not make the experiment every reader test starts from" << describe(run);
@@ -329,7 +329,7 @@ class CliErrors : public testing::Test {
     static std::string made;
     if (made.empty()) {
       const std::string p = path("tiny-llama.gguf");
-      const Run run = cli({"make-model", "--preset", "tiny-llama", "--seed", "1", "--type", "f16", "-o", p});
+      const Invocation run = cli({"make-model", "--preset", "tiny-llama", "--seed", "1", "--type", "f16", "-o", p});
       if (run.r.exit_code != 0) {
         ADD_FAILURE() << "make-model failed" << describe(run);
         return "";
@@ -371,7 +371,7 @@ TEST_F(CliErrors, DiffMissingModelFile) {
   HD_REQUIRE_SHARED();
   const std::string missing = path("no-such-model.gguf");
   const std::string out = path("missing-model.hdy");
-  const std::vector<std::string> no_such = {"no such file", "does not exist", "not found"};
+  const std::vector<std::string> no_such = {"no such", "does not exist", "not found"};
   EXPECT_TRUE(Fails(cli(diff(missing, s260k(), tom(), out)), 2, {"no-such-model.gguf"}, no_such));
   EXPECT_TRUE(Fails(cli(diff(s260k(), missing, tom(), out)), 2, {"no-such-model.gguf"}, no_such));
   EXPECT_TRUE(Fails(cli(diff(missing, "quant:Q8_0", tom(), out)), 2, {"no-such-model.gguf"}, no_such));
@@ -393,13 +393,13 @@ TEST_F(CliErrors, DiffUnreadableModelFile) {
 
 TEST_F(CliErrors, DiffModelIsADirectory) {
   HD_REQUIRE_SHARED();
-  const std::string d = path("a-directory.gguf");
+  const std::string d = path("folder-as-model.gguf");
   fs::create_directories(d);
   const std::string out = path("dir-model.hdy");
-  EXPECT_TRUE(Fails(cli(diff(d, s260k(), tom(), out)), 2, {"a-directory.gguf", "directory"}));
-  EXPECT_TRUE(Fails(cli(diff(s260k(), d, tom(), out)), 2, {"a-directory.gguf", "directory"}));
+  EXPECT_TRUE(Fails(cli(diff(d, s260k(), tom(), out)), 2, {"folder-as-model.gguf", "directory"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), d, tom(), out)), 2, {"folder-as-model.gguf", "directory"}));
   // With --b-quant, arm A is quantized first: it must be checked before that.
-  EXPECT_TRUE(Fails(cli(diff(d, "quant:Q8_0", tom(), out)), 2, {"a-directory.gguf", "directory"}));
+  EXPECT_TRUE(Fails(cli(diff(d, "quant:Q8_0", tom(), out)), 2, {"folder-as-model.gguf", "directory"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -415,10 +415,10 @@ TEST_F(CliErrors, DiffModelIsNotGguf) {
 
 TEST_F(CliErrors, DiffModelIsEmpty) {
   HD_REQUIRE_SHARED();
-  const std::string e = text("empty-model.gguf", "");
-  const std::string out = path("empty-model.hdy");
-  EXPECT_TRUE(Fails(cli(diff(e, s260k(), tom(), out)), 2, {"empty-model.gguf"}, {"not a GGUF", "empty"}));
-  EXPECT_TRUE(Fails(cli(diff(e, "quant:Q8_0", tom(), out)), 2, {"empty-model.gguf"}, {"not a GGUF", "empty"}));
+  const std::string e = text("zero-bytes.gguf", "");
+  const std::string out = path("zero-bytes-model.hdy");
+  EXPECT_TRUE(Fails(cli(diff(e, s260k(), tom(), out)), 2, {"zero-bytes.gguf"}, {"not a GGUF", "empty"}));
+  EXPECT_TRUE(Fails(cli(diff(e, "quant:Q8_0", tom(), out)), 2, {"zero-bytes.gguf"}, {"not a GGUF", "empty"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -507,7 +507,7 @@ TEST_F(CliErrors, DiffTextFileIsADirectory) {
 TEST_F(CliErrors, DiffTextFileEmpty) {
   HD_REQUIRE_SHARED();
   const std::string out = path("text-empty.hdy");
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), text("empty.txt", ""), out)), 2, {"empty.txt", "is empty"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), text("zero-bytes.txt", ""), out)), 2, {"zero-bytes.txt", "is empty"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -797,9 +797,9 @@ TEST_F(CliErrors, ReadersTextFile) {
 }
 
 TEST_F(CliErrors, ReadersEmptyFile) {
-  const std::string t = text("empty.hdy", "");
+  const std::string t = text("zero-bytes.hdy", "");
   for (const auto& r : kReaders) {
-    EXPECT_TRUE(Fails(cli(reader(r, t)), 2, {"empty.hdy"}, {"not a heterodyne experiment", "empty"}));
+    EXPECT_TRUE(Fails(cli(reader(r, t)), 2, {"zero-bytes.hdy"}, {"not a heterodyne experiment", "empty"}));
   }
   EXPECT_EQ(fs::file_size(t), 0u);
 }
@@ -856,7 +856,7 @@ TEST_F(CliErrors, ReadersMissingSchemaVersion) {
   ASSERT_FALSE(e.empty());
   ASSERT_EQ(sql(e, "DELETE FROM meta WHERE key = 'schema_version'"), 1);
   for (const auto& r : kReaders) {
-    const Run run = cli(reader(r, e));
+    const Invocation run = cli(reader(r, e));
     EXPECT_TRUE(Fails(run, 2, {"no-schema.hdy"}, {"schema", "damaged", "not a heterodyne experiment"}));
     // A file without a version is not "newer" than anything.
     EXPECT_FALSE(icontains(run.r.err, "newer")) << describe(run);
@@ -888,7 +888,7 @@ TEST_F(CliErrors, VerifyWhenAModelIsGone) {
   // An experiment over a private copy of the model, which then disappears.
   const std::string model = path("gone.gguf"), e = path("model-gone.hdy");
   copy(s260k(), model);
-  const Run made = cli(diff(model, model, tom(), e, {"--max-chunks", "1"}));
+  const Invocation made = cli(diff(model, model, tom(), e, {"--max-chunks", "1"}));
   ASSERT_EQ(made.r.exit_code, 0) << describe(made);
   fs::remove(model);
   // "integrity: ok" comes first, legitimately: the file itself is fine.
@@ -1032,7 +1032,7 @@ TEST_F(CliErrors, MakeModelOutputIsADirectory) {
   EXPECT_TRUE(Fails(cli({"make-model", "--preset", "tiny-llama", "-o", d}), 2, {"model-dir.gguf", "directory"}));
   EXPECT_TRUE(fs::is_directory(d));
   EXPECT_TRUE(fs::is_empty(d));
-  EXPECT_TRUE(NothingWritten(d + "/x"));  // no temporaries next to it either
+  // No temporary left next to it either.
   for (const auto& entry : fs::directory_iterator(*dir_)) {
     EXPECT_EQ(entry.path().filename().string().find("model-dir.gguf.part-"), std::string::npos) << entry.path();
   }
@@ -1077,9 +1077,9 @@ TEST_F(CliErrors, QuantizeInputIsADirectory) {
 TEST_F(CliErrors, QuantizeInputIsNotGguf) {
   const std::string out = path("q-text.gguf");
   const std::string t = text("q-input.txt", "not a model\n");
-  const std::string e = text("q-empty.gguf", "");
+  const std::string e = text("q-zero-bytes.gguf", "");
   EXPECT_TRUE(Fails(cli({"quantize", t, out, "Q8_0"}), 2, {"q-input.txt", "not a GGUF"}));
-  EXPECT_TRUE(Fails(cli({"quantize", e, out, "Q8_0"}), 2, {"q-empty.gguf"}, {"not a GGUF", "empty"}));
+  EXPECT_TRUE(Fails(cli({"quantize", e, out, "Q8_0"}), 2, {"q-zero-bytes.gguf"}, {"not a GGUF", "empty"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 

@@ -34,10 +34,14 @@ void add_diff(CLI::App& app, Context& ctx) {
   cmd->add_flag("--save-residuals", o->cfg.save_residuals, "store every l_out-N tensor of both arms");
   cmd->add_option("-o,--output", o->out, "experiment file to write");
   cmd->add_flag("--force", o->force, "replace an existing output file");
-  cmd->add_option("--resume", o->resume, "finish an interrupted experiment file");
+  CLI::Option* resume = cmd->add_option("--resume", o->resume, "finish an interrupted experiment file (its own settings)");
   add_arm_flags(*cmd, o->shared, "");
   add_arm_flags(*cmd, o->own_a, "a-");
   add_arm_flags(*cmd, o->own_b, "b-");
+  // A resumed run uses its stored settings; a flag that would change them is a mistake.
+  for (CLI::Option* opt : cmd->get_options()) {
+    if (opt != resume && opt->get_name() != "--help") resume->excludes(opt);
+  }
   cmd->callback([o, &ctx] {
     int missing = 0;
     std::string path = o->out;

@@ -1,8 +1,12 @@
 // heterodyne export run.hdy --positions --format csv|jsonl [-o FILE]
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "cli/commands.h"
+#include "common/output_path.h"
 #include "errors.h"
 #include "report/export.h"
 
@@ -21,15 +25,33 @@ void add_export(CLI::App& app, Context& ctx) {
   cmd->add_option("-o,--output", o->out, "write here instead of stdout");
   cmd->callback([o, &ctx] {
     if (!o->positions) throw InputError("export needs --positions");
+    if (o->format != "csv" && o->format != "jsonl") {
+      throw InputError("--format must be csv or jsonl, not '" + o->format + "'");
+    }
+    if (!o->out.empty()) {
+      check_output_path(o->out);
+      std::error_code ec;
+      if (std::filesystem::equivalent(o->out, o->file, ec)) {
+        throw InputError("refusing to export over the experiment file itself ('" + o->out + "')");
+      }
+    }
     const report::Loaded l = report::load_experiment(o->file);
     if (o->out.empty()) {
       report::export_positions(std::cout, l, o->format);
-    } else {
-      std::ofstream f(o->out);
+      return;
+    }
+    // A temporary file renamed into place: a failed export never leaves half a file behind.
+    const std::string tmp = o->out + ".part-" + std::to_string(::getpid());
+    {
+      std::ofstream f(tmp);
       if (!f) throw InputError("cannot write '" + o->out + "'");
       report::export_positions(f, l, o->format);
-      if (!f.flush()) throw RuntimeError("writing '" + o->out + "' failed");
+      if (!f.flush()) {
+        std::filesystem::remove(tmp);
+        throw RuntimeError("writing '" + o->out + "' failed (disk full?)");
+      }
     }
+    std::filesystem::rename(tmp, o->out);
     ctx.exit_code = 0;
   });
 }

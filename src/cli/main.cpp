@@ -51,6 +51,16 @@ int main(int argc, char** argv) {
   hd::cli::add_make_model(app, ctx);
   hd::cli::add_quantize(app, ctx);
 
+  // CLI11 reports a mistyped command as "a subcommand is required"; name what was typed.
+  if (args.size() > 1) {
+    const std::string& first = args[1];
+    const bool known = !app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == first; }).empty();
+    const bool global = first == "--help" || first == "-h" || first == "--help-all" || first == "--version";
+    if (!known && !global) {
+      return fail(2, std::string(first[0] == '-' ? "unknown option '" : "unknown command '") + first +
+                         "' (commands: diff, show, export, verify, make-model, quantize; see heterodyne --help)");
+    }
+  }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::vector<char*> argp;

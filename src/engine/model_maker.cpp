@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "build_info.h"
+#include "common/output_path.h"
 #include "errors.h"
 #include "ggml.h"
 #include "gguf.h"
@@ -314,6 +315,7 @@ class TempFile {
  public:
   explicit TempFile(std::string target)
       : target_(std::move(target)), path_(target_ + ".part-" + std::to_string(::getpid())) {
+    check_output_path(target_);
     file_ = std::fopen(path_.c_str(), "wb");
     if (!file_) {
       throw InputError("cannot write " + target_ + " (does its directory exist, writable?)");

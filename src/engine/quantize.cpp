@@ -9,7 +9,9 @@
 #include <mutex>
 #include <vector>
 
+#include "common/output_path.h"
 #include "engine/file_hash.h"
+#include "engine/gguf_file.h"
 #include "engine/system.h"
 #include "errors.h"
 #include "llama.h"
@@ -73,9 +75,6 @@ const QuantType& require_type(const std::string& name) {
   return *t;
 }
 
-void require_file(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path)) throw InputError("no such model file: " + path);
-}
 
 // ${HETERODYNE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/heterodyne}: the same rule scripts/llama.sh
 // uses, so every heterodyne cache lives in one place. Empty variables count as unset, as in sh.
@@ -109,8 +108,8 @@ std::string canonical_quant_type(const std::string& type) { return require_type(
 void quantize_model(const std::string& in, const std::string& out, const std::string& type,
                     int n_threads) {
   const QuantType& t = require_type(type);
-  require_file(in);
-  if (out.empty()) throw InputError("no output path given for the quantized model");
+  gguf_check(in);  // a missing, foreign or truncated input gets its own clear line
+  check_output_path(out);
   system_init();  // backends once, as llama-quantize does; and its chatter filtered
 
   // llama.cpp writes the whole file itself; we give it a temporary name next to the target and
@@ -123,19 +122,21 @@ void quantize_model(const std::string& in, const std::string& out, const std::st
   std::error_code ec;
   if (rc != 0) {
     std::filesystem::remove(tmp, ec);
+    const std::string why = last_llama_error();
     throw RuntimeError("llama.cpp could not quantize " + in + " to " + t.canonical +
-                       " (see its log)");
+                       (why.empty() ? "" : ": " + why));
   }
   std::filesystem::rename(tmp, out, ec);
   if (ec) {
+    const std::string why = ec.message();
     std::filesystem::remove(tmp, ec);
-    throw RuntimeError("cannot move the quantized model to " + out + ": " + ec.message());
+    throw RuntimeError("cannot move the quantized model to " + out + ": " + why);
   }
 }
 
 std::string quantized_cache_path(const std::string& src, const std::string& type) {
   const std::string canonical = canonical_quant_type(type);
-  require_file(src);
+  gguf_check(src);
   const std::string key = sha256_file(src).substr(0, 16);
   return (cache_root() / "quantized" / (key + "-" + canonical + ".gguf")).string();
 }

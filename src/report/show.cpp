@@ -17,6 +17,8 @@ Loaded load_experiment(const std::string& path) {
   Loaded l;
   l.path = path;
   l.status = e.meta("status").value_or("unknown");
+  const auto sealed = e.meta("integrity_sha256");
+  l.integrity = !sealed ? "not sealed" : *sealed == e.compute_integrity() ? "ok" : "MISMATCH";
   l.config = nlohmann::json::parse(e.meta("config").value_or("{}"));
   l.provenance = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
   l.chunks = e.read_all();
@@ -64,6 +66,9 @@ void print_summary(std::ostream& os, const Loaded& l) {
   os << fmt::format("{}  ({}, {} chunks of {} tokens, {} scored positions, score-from {})\n", l.path,
                     l.status, s.n_chunks, l.config.value("chunk", 0), s.diff.n_scored,
                     l.config.value("score_from", "?"));
+  if (l.integrity == "MISMATCH") {
+    os << "  WARNING: integrity check failed: this file was changed after the run sealed it\n";
+  }
   os << "  A  " << arm_line(arms["a"]) << "\n";
   os << "  B  " << arm_line(arms["b"]) << "\n";
   if (s.n_chunks == 0) {
@@ -157,6 +162,7 @@ nlohmann::json summary_json(const Loaded& l, int worst) {
   nlohmann::json j = comparison_json(s.diff);
   j["file"] = l.path;
   j["status"] = l.status;
+  j["integrity"] = l.integrity;
   j["n_chunks"] = s.n_chunks;
   j["floor_kl_mean"] = s.has_floor ? s.floor.kl.mean : NAN;
   j["floor_kl_ci95"] = s.has_floor ? s.floor.kl.ci95 : NAN;

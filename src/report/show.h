@@ -16,6 +16,7 @@ namespace hd::report {
 struct Loaded {
   std::string path;
   std::string status;
+  std::string integrity;  // "ok", "MISMATCH" (the file was changed after it was sealed), "not sealed"
   nlohmann::json config;
   nlohmann::json provenance;
   std::vector<analysis::ChunkResult> chunks;

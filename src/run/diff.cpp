@@ -95,6 +95,7 @@ static int run_missing(store::Experiment& e, Session& s,
 int diff_run(const DiffConfig& config, const std::string& out, bool replace,
              const std::string& command_line, const ProgressFn& progress) {
   validate(config);
+  store::Experiment::check_creatable(out, replace);  // before minutes of loading and quantizing
   const std::string text = read_text_file(config.text_file);
   Session s(config);
   const auto chunks = s.chunks_of(text);

@@ -1,6 +1,7 @@
 #include "run/session.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -31,6 +32,8 @@ static std::string utf8_problem(const std::string& s) {
 }
 
 std::string read_text_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError("text file '" + path + "' is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read text file '" + path + "'");
   std::ostringstream ss;

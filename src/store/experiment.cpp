@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "common/output_path.h"
 #include "common/sha256.h"
 #include "errors.h"
 #include "store/sqlite.h"
@@ -74,16 +75,19 @@ Experiment::~Experiment() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
+void Experiment::check_creatable(const std::string& path, bool replace) {
+  check_output_path(path);
+  std::error_code ec;
+  if (fs::exists(path, ec) && !replace) {
+    throw InputError("'" + path + "' already exists: use --resume to finish it, or --force to replace it");
+  }
+}
+
 Experiment Experiment::create(const std::string& path, bool replace) {
+  check_creatable(path, replace);
   std::error_code ec;
   const fs::path p(path);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec)) throw InputError("output directory '" + dir.string() + "' does not exist");
-  if (::access(dir.c_str(), W_OK) != 0) throw InputError("output directory '" + dir.string() + "' is not writable");
   if (fs::exists(p, ec)) {
-    if (!replace) {
-      throw InputError("'" + path + "' already exists: use --resume to finish it, or --force to replace it");
-    }
     const int fd = take_lock(path);  // never replace a file another run is writing
     fs::remove(p, ec);
     fs::remove(path + "-journal", ec);
@@ -121,7 +125,8 @@ Experiment Experiment::open(const std::string& path, bool writable) {
   }
   Experiment e(path, std::move(db), fd);
   const auto version = e.meta("schema_version");
-  if (!version || std::atoi(version->c_str()) > kSchemaVersion) {
+  if (!version) throw InputError("'" + path + "' has no schema version: it is damaged or not a heterodyne experiment");
+  if (std::atoi(version->c_str()) > kSchemaVersion) {
     throw InputError("'" + path + "' has schema version " + version.value_or("?") +
                      ", newer than this heterodyne reads (" + std::to_string(kSchemaVersion) + ")");
   }

@@ -20,6 +20,8 @@ class Experiment {
  public:
   // A new file (refuses to replace an existing one unless `replace`), for writing.
   static Experiment create(const std::string& path, bool replace);
+  // What create() would refuse, checked before any work is done. Throws InputError.
+  static void check_creatable(const std::string& path, bool replace);
   // An existing file; `writable` takes the writer's lock (refused while another holds it).
   static Experiment open(const std::string& path, bool writable);
 
