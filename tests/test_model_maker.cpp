@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/file_hash.h"
+#include "common/sha256.h"
 #include "engine/model_maker.h"
 #include "engine/quantize.h"
 #include "errors.h"
@@ -71,14 +71,14 @@ TEST_F(ModelMakerTest, ListsPresets) {
 TEST_F(ModelMakerTest, SameSeedGivesIdenticalBytes) {
   const std::string again = path("again.gguf");
   hd::engine::make_model({"tiny-llama", 7, "F16"}, again);
-  EXPECT_EQ(hd::engine::sha256_file(*f16_), hd::engine::sha256_file(again));
+  EXPECT_EQ(hd::sha256_file(*f16_), hd::sha256_file(again));
 }
 
 TEST_F(ModelMakerTest, DifferentSeedGivesDifferentBytes) {
   const std::string other = path("seed8.gguf");
   hd::engine::make_model({"tiny-llama", 8, "f16"}, other);
   EXPECT_EQ(fs::file_size(other), fs::file_size(*f16_));
-  EXPECT_NE(hd::engine::sha256_file(*f16_), hd::engine::sha256_file(other));
+  EXPECT_NE(hd::sha256_file(*f16_), hd::sha256_file(other));
 }
 
 TEST_F(ModelMakerTest, LeavesNoTemporaryFiles) {

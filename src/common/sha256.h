@@ -26,4 +26,10 @@ class Sha256 {
 
 std::string sha256_bytes(std::string_view bytes);
 
+// SHA-256 of a file's bytes, streamed in 1 MiB blocks. Hashing a multi-gigabyte model takes
+// seconds, so the result is remembered in the cache directory under the file's identity
+// (absolute path, device, inode, size, modification and change times, in nanoseconds): any
+// write to the file changes that identity. InputError when the file cannot be read.
+std::string sha256_file(const std::string& path);
+
 }  // namespace hd

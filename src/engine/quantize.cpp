@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "common/output_path.h"
-#include "engine/file_hash.h"
+#include "common/cache_dir.h"
+#include "common/sha256.h"
 #include "engine/gguf_file.h"
 #include "engine/system.h"
 #include "errors.h"
@@ -76,23 +77,6 @@ const QuantType& require_type(const std::string& name) {
 }
 
 
-// ${HETERODYNE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/heterodyne}: the same rule scripts/llama.sh
-// uses, so every heterodyne cache lives in one place. Empty variables count as unset, as in sh.
-std::filesystem::path cache_root() {
-  const auto env = [](const char* name) -> std::string {
-    const char* v = std::getenv(name);
-    return v ? std::string(v) : std::string();
-  };
-  if (const std::string dir = env("HETERODYNE_CACHE"); !dir.empty()) return dir;
-  if (const std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty()) {
-    return std::filesystem::path(xdg) / "heterodyne";
-  }
-  const std::string home = env("HOME");
-  if (home.empty()) throw RuntimeError("cannot place the cache: HOME and HETERODYNE_CACHE unset");
-  return std::filesystem::path(home) / ".cache" / "heterodyne";
-}
-
-
 }  // namespace
 
 std::string quantize_type_names() {
@@ -138,7 +122,7 @@ std::string quantized_cache_path(const std::string& src, const std::string& type
   const std::string canonical = canonical_quant_type(type);
   gguf_check(src);
   const std::string key = sha256_file(src).substr(0, 16);
-  return (cache_root() / "quantized" / (key + "-" + canonical + ".gguf")).string();
+  return (cache_dir() / "quantized" / (key + "-" + canonical + ".gguf")).string();
 }
 
 std::string ensure_quantized(const std::string& src, const std::string& type, int n_threads) {

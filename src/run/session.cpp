@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "analysis/kl.h"
-#include "engine/file_hash.h"
+#include "common/sha256.h"
 #include "engine/points.h"
 #include "engine/quantize.h"
 #include "errors.h"
@@ -72,7 +72,7 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
     fs.n_ubatch = floor_ub_;
     floor_ = std::make_unique<engine::Arm>(model_a, fs, config_.chunk);
   }
-  for (const auto& [path, m] : models) sha256_[path] = engine::sha256_file(path);
+  for (const auto& [path, m] : models) sha256_[path] = sha256_file(path);
 }
 
 std::vector<std::vector<int32_t>> Session::chunks_of(const std::string& text) const {
