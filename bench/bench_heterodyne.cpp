@@ -1,7 +1,8 @@
 // heterodyne's benchmarks, each reported as a ratio against a baseline measured in the same
 // invocation (never as absolute times in tests):
 //   1. diff (no floor, no residual save) vs llama-perplexity's base pass + KL pass, same model
-//      (qwen3-0.6b shapes), text, chunks and threads. Target <= 1.10.
+//      (qwen3-0.6b shapes), text, chunks, threads and scored positions (the second half of each
+//      chunk; llama-perplexity with -b 128, one sequence per decode as ours). Target <= 1.10.
 //   2. one chunk capturing every l_out-N vs the same chunk with no hook. Target <= 1.05.
 //   3. peak RSS of a diff over 16 chunks vs over 4 chunks. Target: flat (~1.0).
 // Models are made once into ~/.cache/heterodyne/bench (make-model, quantize).
@@ -99,8 +100,10 @@ void BM_PeerBasePlusKl(benchmark::State& state) {
 void BM_HeterodyneDiff(benchmark::State& state) {
   const Setup& s = setup();
   for (auto _ : state) {
+    // --score-from half: the peer's positions, so both compute and score the same logits.
     run({s.bin, "diff", "--a", s.big_a, "--b", s.big_b, "--text-file", s.text, "--chunk", "128", "--max-chunks",
-         std::to_string(kChunks), "-t", std::to_string(kThreads), "--no-floor", "-o", s.dir + "/bench.hdy", "--force"});
+         std::to_string(kChunks), "-t", std::to_string(kThreads), "--score-from", "half", "--no-floor", "-o",
+         s.dir + "/bench.hdy", "--force"});
   }
 }
 

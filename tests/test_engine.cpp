@@ -117,3 +117,36 @@ TEST(Engine, ArchitectureNamesAreMapped) {
   EXPECT_EQ(engine::point_name("qwen2", engine::PointKind::kAttnOut, 0), "");
   EXPECT_THROW(engine::point_name("gpt2", engine::PointKind::kLayerOut, 0), InputError);
 }
+
+TEST(Engine, FewerLogitsKeepOnlyOutputRowsInTheLastLayer) {
+  HD_REQUIRE_SHARED();
+  auto m = engine::model_load(test::shared_path("models/stories260K.gguf"));
+  engine::Arm arm(m, settings_for(m->info().path, 7), 32);
+  const auto tokens = first_chunk(*m, 32);
+  engine::Hook all, part;
+  for (auto* h : {&all, &part}) {
+    h->capture("l_out-0");
+    h->capture("l_out-4");
+  }
+  std::vector<float> full, tail;
+  arm.run_chunk(tokens, &all, full);
+  arm.run_chunk(tokens, &part, tail, 20);
+  EXPECT_EQ(tail.size(), 12u * 512u);
+  EXPECT_EQ(part.first_row("l_out-0"), 0);
+  EXPECT_EQ(part.captured("l_out-0").size(), 32u * 64u);
+  EXPECT_EQ(part.first_row("l_out-4"), 20);
+  ASSERT_EQ(part.captured("l_out-4").size(), 12u * 64u);
+  // The same rows as the full pass: only where they sit in the buffer differs.
+  for (size_t i = 0; i < 12u * 64u; ++i) {
+    ASSERT_NEAR(part.captured("l_out-4")[i], all.captured("l_out-4")[20 * 64 + i], 1e-4) << i;
+  }
+  for (size_t i = 0; i < 12u * 512u; ++i) ASSERT_NEAR(tail[i], full[20 * 512 + i], 1e-3) << i;
+
+  // An overwrite names batch positions, also on a point that keeps output rows only.
+  engine::Hook zero;
+  zero.overwrite("l_out-4", 25, std::vector<float>(64, 0.0f));
+  std::vector<float> patched;
+  arm.run_chunk(tokens, &zero, patched, 20);
+  EXPECT_EQ(std::memcmp(patched.data(), tail.data(), 5 * 512 * sizeof(float)), 0);
+  EXPECT_NE(std::memcmp(patched.data() + 5 * 512, tail.data() + 5 * 512, 512 * sizeof(float)), 0);
+}

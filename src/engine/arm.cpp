@@ -107,9 +107,11 @@ bool Arm::eval_callback(ggml_tensor* t, bool ask, void* self) {
   return hook->on_eval(t, ask);
 }
 
-void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<float>& logits) {
+void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<float>& logits,
+                    int first_output) {
   const int32_t n = static_cast<int32_t>(tokens.size());
   if (n < 1 || n > n_ctx_) throw RuntimeError("chunk length out of range for this arm");
+  if (first_output < 0 || first_output >= n) throw RuntimeError("first output position out of range");
   llama_memory_clear(llama_get_memory(ctx_), true);
   llama_batch batch = llama_batch_init(n, 0, 1);
   for (int32_t i = 0; i < n; ++i) {
@@ -117,11 +119,11 @@ void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<flo
     batch.pos[i] = i;
     batch.n_seq_id[i] = 1;
     batch.seq_id[i][0] = 0;
-    batch.logits[i] = 1;  // every position: the last layer then keeps all rows (l_out is full)
+    batch.logits[i] = i >= first_output ? 1 : 0;
   }
   batch.n_tokens = n;
   hook_ = hook != nullptr && !hook->empty() ? hook : nullptr;
-  if (hook_ != nullptr) hook_->begin_decode(n);
+  if (hook_ != nullptr) hook_->begin_decode(n, first_output, model_->info().n_layer);
   const int32_t rc = llama_decode(ctx_, batch);
   llama_batch_free(batch);
   Hook* used = hook_;
@@ -133,11 +135,11 @@ void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<flo
                        (why.empty() ? "" : ": " + why));
   }
   const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
-  logits.resize(static_cast<size_t>(n) * n_vocab);
-  for (int32_t i = 0; i < n; ++i) {
+  logits.resize(static_cast<size_t>(n - first_output) * n_vocab);
+  for (int32_t i = first_output; i < n; ++i) {
     const float* row = llama_get_logits_ith(ctx_, i);
     if (row == nullptr) throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(i));
-    std::memcpy(logits.data() + static_cast<size_t>(i) * n_vocab, row, n_vocab * sizeof(float));
+    std::memcpy(logits.data() + static_cast<size_t>(i - first_output) * n_vocab, row, n_vocab * sizeof(float));
   }
 }
 

@@ -44,9 +44,12 @@ class Arm {
   const ArmSettings& settings() const { return settings_; }
   int n_threads() const { return n_threads_; }
 
-  // Evaluates `tokens` (positions 0..n-1, one sequence) and writes raw logits of every
-  // position into `logits` ([n][n_vocab]). The hook, if any, sees this decode only.
-  void run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<float>& logits);
+  // Evaluates `tokens` (positions 0..n-1, one sequence) and writes the raw logits of positions
+  // first_output..n-1 into `logits` ([n - first_output][n_vocab]); asking for fewer logits
+  // spares the output head the other rows, as llama-perplexity does. The hook, if any, sees
+  // this decode only. `logits` keeps its allocation between calls.
+  void run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<float>& logits,
+                 int first_output = 0);
 
  private:
   static bool eval_callback(struct ggml_tensor* t, bool ask, void* self);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/points.h"
 #include "errors.h"
 #include "ggml-backend.h"
 #include "ggml.h"
@@ -27,24 +28,30 @@ int64_t Hook::width(const std::string& point) const {
   return it == points_.end() ? 0 : it->second.width;
 }
 
-void Hook::begin_decode(int64_t n_rows) {
+int64_t Hook::first_row(const std::string& point) const {
+  auto it = points_.find(point);
+  return it == points_.end() ? 0 : it->second.first_row;
+}
+
+void Hook::begin_decode(int64_t n_rows, int64_t first_output, int n_layer) {
   n_rows_ = n_rows;
   error_.clear();
   for (auto& [name, p] : points_) {
-    p.rows_seen = 0;
-    p.data.clear();
+    p.rows_seen = 0;  // captured data keeps its size: a chunk of the same length reuses it
+    p.first_row = point_has_output_rows_only(name, n_layer) ? first_output : 0;
   }
 }
 
 void Hook::end_decode() {
   if (!error_.empty()) throw RuntimeError(error_);
-  for (const auto& [name, p] : points_) {
+  for (auto& [name, p] : points_) {
+    if (p.keep) p.data.resize(static_cast<size_t>(p.rows_seen * p.width));  // never grows here
     if (p.rows_seen == 0) {
       throw RuntimeError("graph point '" + name + "' was never produced by this model's graph");
     }
-    if (p.rows_seen != n_rows_) {
+    if (p.rows_seen != n_rows_ - p.first_row) {
       throw RuntimeError("graph point '" + name + "' produced " + std::to_string(p.rows_seen) +
-                         " rows, expected " + std::to_string(n_rows_));
+                         " rows, expected " + std::to_string(n_rows_ - p.first_row));
     }
   }
 }
@@ -76,23 +83,25 @@ void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
   if (width != p.width) {
     throw RuntimeError("graph point '" + name + "' changed width between ubatches");
   }
-  const int64_t first = p.rows_seen;
-  if (first + rows > n_rows_) {
+  const int64_t first = p.rows_seen;  // in this point's own rows
+  if (first + rows > n_rows_ - p.first_row) {
     throw RuntimeError("graph point '" + name + "' produced more rows than the batch has");
   }
   const size_t row_bytes = sizeof(float) * static_cast<size_t>(width);
   // Overwrite first, so a capture at the same point sees what downstream sees.
+  const int64_t pos = p.first_row + first;  // the batch position of this piece's row 0
   for (const auto& patch : p.patches) {
     const int64_t n_patch = static_cast<int64_t>(patch.rows.size()) / width;
-    const int64_t lo = std::max(first, patch.row_begin);
-    const int64_t hi = std::min(first + rows, patch.row_begin + n_patch);
+    const int64_t lo = std::max(pos, patch.row_begin);
+    const int64_t hi = std::min(pos + rows, patch.row_begin + n_patch);
     if (lo >= hi) continue;
     ggml_backend_tensor_set(t, patch.rows.data() + (lo - patch.row_begin) * width,
-                            static_cast<size_t>(lo - first) * row_bytes,
+                            static_cast<size_t>(lo - pos) * row_bytes,
                             static_cast<size_t>(hi - lo) * row_bytes);
   }
   if (p.keep) {
-    p.data.resize(static_cast<size_t>((first + rows) * width));
+    const size_t need = static_cast<size_t>((first + rows) * width);
+    if (p.data.size() < need) p.data.resize(need);
     ggml_backend_tensor_get(t, p.data.data() + first * width, 0, static_cast<size_t>(rows) * row_bytes);
   }
   p.rows_seen += rows;

@@ -8,6 +8,9 @@
 // node, so rows arrive in pieces; the hook counts them per name and end_decode() fails if a
 // wanted name came short or never came. Overwrites name a row range, so one decode carrying
 // several sequences can patch each at its own point and rows.
+//
+// When logits are wanted only from position `first_output` on, the last layer's points keep
+// only those rows (see point_has_output_rows_only); their row 0 is then that position.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -30,9 +33,11 @@ class Hook {
   // The captured rows of a point: [rows][width], row-major.
   const std::vector<float>& captured(const std::string& point) const;
   int64_t width(const std::string& point) const;
+  int64_t first_row(const std::string& point) const;  // the position of captured row 0
 
-  // Called by the arm around one llama_decode of `n_rows` tokens.
-  void begin_decode(int64_t n_rows);
+  // Called by the arm around one llama_decode of `n_rows` tokens whose logits are wanted from
+  // position `first_output` on, in a model of `n_layer` layers.
+  void begin_decode(int64_t n_rows, int64_t first_output, int n_layer);
   void end_decode();  // throws RuntimeError on missing or short points, or a failed callback
 
   // The cb_eval entry point. Never throws: an error is kept and the decode is aborted.
@@ -49,6 +54,7 @@ class Hook {
     std::vector<float> data;
     int64_t width = 0;
     int64_t rows_seen = 0;
+    int64_t first_row = 0;  // position of row 0: first_output for output-only points
   };
   void handle(Point& p, const std::string& name, ggml_tensor* t);
 

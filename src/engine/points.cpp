@@ -40,4 +40,12 @@ std::string point_name(const std::string& arch, PointKind kind, int layer) {
   return "";
 }
 
+bool point_has_output_rows_only(const std::string& name, int n_layer) {
+  if (name == "result_norm" || name == "result_output") return true;
+  const size_t dash = name.rfind('-');
+  if (dash == std::string::npos || name.substr(dash + 1) != std::to_string(n_layer - 1)) return false;
+  const std::string base = name.substr(0, dash);
+  return base == "ffn_inp" || base == "ffn_norm" || base == "ffn_out" || base == "l_out";
+}
+
 }  // namespace hd::engine

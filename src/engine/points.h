@@ -23,4 +23,9 @@ bool architecture_supported(const std::string& arch);
 // Throws InputError for an unsupported architecture.
 std::string point_name(const std::string& arch, PointKind kind, int layer = -1);
 
+// When a batch asks for logits at only some positions, the graph drops the other rows inside
+// the last layer (ggml_get_rows on inp_out_ids, before ffn_inp-(L-1) in every supported
+// architecture): these points then carry output rows only.
+bool point_has_output_rows_only(const std::string& name, int n_layer);
+
 }  // namespace hd::engine

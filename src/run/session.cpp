@@ -63,20 +63,20 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   if (auto why = engine::vocab_difference(*model_a, *model_b)) {
     throw InputError("the arms have different vocabularies (" + *why + ")");
   }
-  a_ = std::make_unique<engine::Arm>(model_a, config_.a, config_.chunk);
-  b_ = std::make_unique<engine::Arm>(model_b, config_.b, config_.chunk);
+  a_ = make_run(model_a, config_.a);
+  b_ = make_run(model_b, config_.b);
   if (config_.floor) {
     engine::ArmSettings fs = config_.a;
     floor_ub_ = config_.floor_ubatch > 0 ? config_.floor_ubatch
                                          : floor_ubatch_for(config_.chunk, config_.a.n_ubatch);
     fs.n_ubatch = floor_ub_;
-    floor_ = std::make_unique<engine::Arm>(model_a, fs, config_.chunk);
+    floor_ = make_run(model_a, fs);
   }
   for (const auto& [path, m] : models) sha256_[path] = sha256_file(path);
 }
 
 std::vector<std::vector<int32_t>> Session::chunks_of(const std::string& text) const {
-  const engine::Model& m = a_->model();
+  const engine::Model& m = a_.arm->model();
   const std::vector<int32_t> all = m.tokenize(text, true);
   const size_t n = static_cast<size_t>(config_.chunk);
   size_t count = all.size() / n;
@@ -105,46 +105,52 @@ static void parallel_for(int n, int threads, const std::function<void(int, int)>
   for (auto& th : pool) th.join();
 }
 
-struct ArmOutput {
-  std::vector<float> logits;
-  engine::Hook hook;
-};
-
-static ArmOutput run_arm(engine::Arm& arm, std::span<const int32_t> tokens) {
-  ArmOutput out;
-  for (int l = 0; l < arm.model_info().n_layer; ++l) {
-    out.hook.capture(engine::point_name(arm.model_info().architecture, engine::PointKind::kLayerOut, l));
+Session::ArmRun Session::make_run(std::shared_ptr<engine::Model> model,
+                                  const engine::ArmSettings& settings) const {
+  ArmRun r;
+  const auto& info = model->info();
+  r.arm = std::make_unique<engine::Arm>(std::move(model), settings, config_.chunk);
+  for (int l = 0; l < info.n_layer; ++l) {
+    r.hook.capture(engine::point_name(info.architecture, engine::PointKind::kLayerOut, l));
   }
-  arm.run_chunk(tokens, &out.hook, out.logits);
-  return out;
+  return r;
 }
 
-static Comparison compare(const ArmOutput& a, const ArmOutput& b, std::span<const int32_t> tokens,
-                          int first_target, int n_vocab, int n_layer, const std::string& arch,
-                          int threads) {
+void Session::run(ArmRun& r, std::span<const int32_t> tokens, int first_output) {
+  r.arm->run_chunk(tokens, &r.hook, r.logits, first_output);
+}
+
+// Positions first_output..n-2 (each predicts the next token); residuals at every position
+// the point has rows for (the last layer keeps only first_output..n-1).
+analysis::Comparison Session::compare(const ArmRun& a, const ArmRun& b, std::span<const int32_t> tokens,
+                                      int first_output) const {
+  const auto& info = a.arm->model_info();
+  const int first_target = first_scored_target(config_.score_from, static_cast<int>(tokens.size()));
   Comparison c;
   const int n = static_cast<int>(tokens.size());
-  c.positions.resize(static_cast<size_t>(n - 1));
-  const size_t v = static_cast<size_t>(n_vocab);
-  parallel_for(n - 1, threads, [&](int lo, int hi) {
+  c.positions.resize(static_cast<size_t>(n - 1 - first_output));
+  const size_t v = static_cast<size_t>(info.n_vocab);
+  parallel_for(n - 1 - first_output, a.arm->n_threads(), [&](int lo, int hi) {
     analysis::ScoreScratch scratch;
-    for (int p = lo; p < hi; ++p) {
-      auto& row = c.positions[static_cast<size_t>(p)];
+    for (int i = lo; i < hi; ++i) {
+      const int p = first_output + i;
+      auto& row = c.positions[static_cast<size_t>(i)];
       row.pos = p;
       row.target = tokens[static_cast<size_t>(p + 1)];
       row.scored = p + 1 >= first_target;
-      row.score = analysis::score_position({a.logits.data() + static_cast<size_t>(p) * v, v},
-                                           {b.logits.data() + static_cast<size_t>(p) * v, v},
+      row.score = analysis::score_position({a.logits.data() + static_cast<size_t>(i) * v, v},
+                                           {b.logits.data() + static_cast<size_t>(i) * v, v},
                                            row.target, scratch);
     }
   });
-  for (int l = 0; l < n_layer; ++l) {
-    const std::string name = engine::point_name(arch, engine::PointKind::kLayerOut, l);
+  for (int l = 0; l < info.n_layer; ++l) {
+    const std::string name = engine::point_name(info.architecture, engine::PointKind::kLayerOut, l);
     const auto& ra = a.hook.captured(name);
     const auto& rb = b.hook.captured(name);
     const size_t w = static_cast<size_t>(a.hook.width(name));
-    for (int p = 0; p < n; ++p) {
-      const size_t off = static_cast<size_t>(p) * w;
+    const int first_row = static_cast<int>(a.hook.first_row(name));
+    for (int p = first_row; p < n; ++p) {
+      const size_t off = static_cast<size_t>(p - first_row) * w;
       c.layers.push_back({l, p, analysis::residual_diff({ra.data() + off, w}, {rb.data() + off, w})});
     }
   }
@@ -152,30 +158,29 @@ static Comparison compare(const ArmOutput& a, const ArmOutput& b, std::span<cons
 }
 
 ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
-  const auto& info = a_->model_info();
-  const int first = first_scored_target(config_.score_from, static_cast<int>(tokens.size()));
-  const int threads = a_->n_threads();
+  const auto& info = a_.arm->model_info();
+  // Logits only where they are scored: the output head skips the rest, as in llama-perplexity.
+  const int first_output =
+      first_scored_target(config_.score_from, static_cast<int>(tokens.size())) - 1;
   ChunkResult r;
   r.chunk = chunk;
   r.tokens.assign(tokens.begin(), tokens.end());
-  const ArmOutput a = run_arm(*a_, tokens);
-  {
-    const ArmOutput b = run_arm(*b_, tokens);
-    r.diff = compare(a, b, tokens, first, info.n_vocab, info.n_layer, info.architecture, threads);
-    if (config_.save_residuals) {
-      // Arm-major, layer-minor: the order the store reads them back in.
-      for (const ArmOutput* out : {&a, &b}) {
-        for (int l = 0; l < info.n_layer; ++l) {
-          const std::string name = engine::point_name(info.architecture, engine::PointKind::kLayerOut, l);
-          r.residuals.push_back({out == &a ? "a" : "b", l, static_cast<int>(out->hook.width(name)),
-                                 out->hook.captured(name)});
-        }
+  run(a_, tokens, first_output);
+  run(b_, tokens, first_output);
+  r.diff = compare(a_, b_, tokens, first_output);
+  if (config_.save_residuals) {
+    // Arm-major, layer-minor: the order the store reads them back in.
+    for (const ArmRun* ar : {&a_, &b_}) {
+      for (int l = 0; l < info.n_layer; ++l) {
+        const std::string name = engine::point_name(info.architecture, engine::PointKind::kLayerOut, l);
+        r.residuals.push_back({ar == &a_ ? "a" : "b", l, static_cast<int>(ar->hook.width(name)),
+                               ar->hook.captured(name)});
       }
     }
   }
-  if (floor_) {
-    const ArmOutput f = run_arm(*floor_, tokens);
-    r.floor = compare(a, f, tokens, first, info.n_vocab, info.n_layer, info.architecture, threads);
+  if (floor_.arm) {
+    run(floor_, tokens, first_output);
+    r.floor = compare(a_, floor_, tokens, first_output);
   }
   return r;
 }
@@ -183,7 +188,7 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
 std::map<int32_t, std::string> Session::pieces_of(const ChunkResult& c) const {
   std::map<int32_t, std::string> out;
   auto add = [&](int32_t id) {
-    if (id >= 0 && !out.count(id)) out[id] = a_->model().token_text(id);
+    if (id >= 0 && !out.count(id)) out[id] = a_.arm->model().token_text(id);
   };
   for (int32_t t : c.tokens) add(t);
   for (const Comparison* cmp : {&c.diff, c.floor ? &*c.floor : nullptr}) {
@@ -213,9 +218,9 @@ static nlohmann::json arm_json(const engine::Arm& arm, const std::string& sha) {
 
 nlohmann::json Session::arms_provenance() const {
   nlohmann::json j;
-  j["a"] = arm_json(*a_, sha256_.at(config_.a.model));
-  j["b"] = arm_json(*b_, sha256_.at(config_.b.model));
-  if (floor_) j["floor"] = arm_json(*floor_, sha256_.at(config_.a.model));
+  j["a"] = arm_json(*a_.arm, sha256_.at(config_.a.model));
+  j["b"] = arm_json(*b_.arm, sha256_.at(config_.b.model));
+  if (floor_.arm) j["floor"] = arm_json(*floor_.arm, sha256_.at(config_.a.model));
   return j;
 }
 

@@ -25,8 +25,8 @@ class Session {
   explicit Session(DiffConfig config);
 
   const DiffConfig& config() const { return config_; }
-  const engine::Arm& arm_a() const { return *a_; }
-  const engine::Arm& arm_b() const { return *b_; }
+  const engine::Arm& arm_a() const { return *a_.arm; }
+  const engine::Arm& arm_b() const { return *b_.arm; }
   int floor_ubatch() const { return floor_ub_; }
 
   // The text's chunks: tokenized as the model asks (BOS first when it wants one), cut into
@@ -46,8 +46,19 @@ class Session {
   std::optional<std::string> model_change(const nlohmann::json& stored) const;
 
  private:
+  // An arm with the hook and buffers it reuses chunk after chunk (no per-chunk allocations).
+  struct ArmRun {
+    std::unique_ptr<engine::Arm> arm;
+    engine::Hook hook;
+    std::vector<float> logits;  // positions first_output..n-1
+  };
+  void run(ArmRun& r, std::span<const int32_t> tokens, int first_output);
+  analysis::Comparison compare(const ArmRun& a, const ArmRun& b, std::span<const int32_t> tokens,
+                               int first_output) const;
+  ArmRun make_run(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings) const;
+
   DiffConfig config_;
-  std::unique_ptr<engine::Arm> a_, b_, floor_;
+  ArmRun a_, b_, floor_;
   int floor_ub_ = 0;
   std::map<std::string, std::string> sha256_;  // model path -> file hash
 };
