@@ -41,22 +41,6 @@ std::vector<std::string> diff_args(const Fixture& f, const std::string& out) {
           "--max-chunks", "8", "-t", "2", "-o", out};
 }
 
-pid_t spawn(const std::vector<std::string>& args) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    std::string bin = HD_BINARY;
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (!freopen("/dev/null", "w", stderr)) _exit(127);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
 int stored_chunks(const std::string& path) {
   sqlite3* db = nullptr;
   int n = 0;
@@ -74,7 +58,7 @@ int stored_chunks(const std::string& path) {
 
 // Starts a run and sends `sig` once `after` chunks are stored. Returns the exit status.
 int interrupt(const std::vector<std::string>& args, const std::string& path, int after, int sig) {
-  const pid_t pid = spawn(args);
+  const pid_t pid = test::spawn_cli(args, "/dev/null", "/dev/null");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (stored_chunks(path) < after && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

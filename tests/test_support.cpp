@@ -29,10 +29,7 @@ static std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-CliResult run_cli(const std::vector<std::string>& args) {
-  static int counter = 0;
-  const std::string base = temp_dir("cli") + "/" + std::to_string(counter++);
-  const std::string out = base + ".out", err = base + ".err";
+int spawn_cli(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     std::vector<char*> argv;
@@ -45,6 +42,14 @@ CliResult run_cli(const std::vector<std::string>& args) {
     ::execv(bin.c_str(), argv.data());
     _exit(127);
   }
+  return pid;
+}
+
+CliResult run_cli(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const std::string base = temp_dir("cli") + "/" + std::to_string(counter++);
+  const std::string out = base + ".out", err = base + ".err";
+  const pid_t pid = spawn_cli(args, out, err);
   int status = 0;
   ::waitpid(pid, &status, 0);
   CliResult r;

@@ -26,6 +26,8 @@ struct CliResult {
 };
 // Runs the built heterodyne binary with `args` (no shell interpretation of the arguments).
 CliResult run_cli(const std::vector<std::string>& args);
+// Starts it without waiting, its stdout and stderr going to the given files. Returns the pid.
+int spawn_cli(const std::vector<std::string>& args, const std::string& out, const std::string& err);
 
 // Writes `text` to `path`.
 void write_file(const std::string& path, const std::string& text);
