@@ -39,6 +39,7 @@ pinned_source() {
 
 src="${1:-}"
 if [ -z "$src" ]; then src=$(pinned_source); fi
+[ -d "$src" ] || { say "$src: no such directory"; exit 2; }
 src=$(cd "$src" && pwd)
 [ -f "$src/include/llama.h" ] || { say "$src is not a llama.cpp tree (no include/llama.h)"; exit 2; }
 
