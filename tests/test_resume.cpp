@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/compare.h"
 #include "store/experiment.h"
 #include "test_support.h"
@@ -148,4 +150,26 @@ TEST(Verify, ReproducesBitwiseAndCatchesTampering) {
   r = test::run_cli({"verify", tampered});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("chunk 1 pos 9 (diff) kl: stored"), std::string::npos) << r.err;
+}
+
+TEST(Verify, AnotherLlamaCommitNeedsForce) {
+  HD_REQUIRE_SHARED();
+  const Fixture& f = fixture();
+  const std::string path = f.dir + "/commit.hdy";
+  auto args = diff_args(f, path);
+  args[10] = "1";  // --max-chunks 1
+  ASSERT_EQ(test::run_cli(args).exit_code, 0);
+  {
+    store::Experiment e = store::Experiment::open(path, true);
+    auto prov = nlohmann::json::parse(*e.meta("provenance"));
+    prov["llama_cpp"]["commit"] = "0123456789abcdef0123456789abcdef01234567";
+    e.set_meta("provenance", prov.dump());
+    e.seal();
+  }
+  auto r = test::run_cli({"verify", path});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("made with llama.cpp 0123456789ab"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
+  r = test::run_cli({"verify", path, "--force"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // same kernels in truth, so the numbers still match
 }

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "build_info.h"
+#include "commit.h"
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
 #include "errors.h"

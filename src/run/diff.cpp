@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "build_info.h"
+#include "commit.h"
 #include "common/sha256.h"
 #include "engine/system.h"
 #include "errors.h"

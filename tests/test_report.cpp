@@ -1,0 +1,142 @@
+// What a user reads back: show --json, export, and the file itself from Python's standard
+// library as docs/experiment-format.md describes it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "store/experiment.h"
+#include "test_support.h"
+
+using namespace hd;
+
+namespace {
+
+// A small finished diff, made once per process.
+const std::string& experiment() {
+  static std::string path = [] {
+    const std::string dir = test::temp_dir("report");
+    const std::string p = dir + "/run.hdy";
+    const auto r = test::run_cli({"diff", "--a", test::shared_path("models/stories260K.gguf"), "--b-quant", "Q8_0",
+                                  "--text-file", test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "64",
+                                  "--max-chunks", "3", "-o", p});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return p;
+  }();
+  return path;
+}
+
+std::vector<analysis::PositionRow> stored_diff_rows(const std::string& path) {
+  std::vector<analysis::PositionRow> rows;
+  for (const auto& c : store::Experiment::open(path, false).read_all()) {
+    rows.insert(rows.end(), c.diff.positions.begin(), c.diff.positions.end());
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST(Report, ShowJsonHasTheDocumentedKeys) {
+  HD_REQUIRE_SHARED();
+  const auto r = test::run_cli({"show", experiment(), "--json", "--worst", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"n_chunks", "n_scored", "kl_mean", "kl_ci95", "top1_change_rate", "ppl_a", "ppl_b",
+                          "floor_kl_mean", "floor_top1_change_rate", "layers", "worst", "provenance"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["n_chunks"], 3);
+  EXPECT_EQ(j["n_scored"], 3 * 63);
+  EXPECT_EQ(j["layers"].size(), 5u);
+  EXPECT_TRUE(j["layers"][0].contains("rel_err_mean"));
+  EXPECT_EQ(j["integrity"], "ok");
+  // The mean is the plain mean of the stored scored KLs.
+  double sum = 0;
+  const auto rows = stored_diff_rows(experiment());
+  for (const auto& p : rows) sum += p.score.kl;
+  EXPECT_DOUBLE_EQ(j["kl_mean"].get<double>(), sum / static_cast<double>(rows.size()));
+  // --worst: sorted by KL, the first is the largest stored.
+  double max_kl = 0;
+  for (const auto& p : rows) max_kl = std::max(max_kl, p.score.kl);
+  EXPECT_EQ(j["worst"][0]["kl"].get<double>(), max_kl);
+  EXPECT_GE(j["worst"][0]["kl"].get<double>(), j["worst"][1]["kl"].get<double>());
+  EXPECT_EQ(j["worst"][0]["top5_a"].size(), 5u);
+}
+
+TEST(Report, ShowTableNamesTheFloorAndLayers) {
+  HD_REQUIRE_SHARED();
+  const auto r = test::run_cli({"show", experiment(), "--worst", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("mean KL"), std::string::npos);
+  EXPECT_NE(r.out.find("floor (A vs A at ubatch 33)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("residual after each layer"), std::string::npos);
+  EXPECT_NE(r.out.find("largest KL"), std::string::npos);
+}
+
+TEST(Report, CsvExportReadsBackToTheStoredNumbers) {
+  HD_REQUIRE_SHARED();
+  const std::string out = test::temp_dir("export") + "/p.csv";
+  ASSERT_EQ(test::run_cli({"export", experiment(), "--positions", "--format", "csv", "-o", out}).exit_code, 0);
+  std::ifstream in(out);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header, "chunk,pos,token_id,token_text,scored,kl,nll_a,nll_b,top1_a,p_top1_a,top1_b,p_top1_b");
+  const auto rows = stored_diff_rows(experiment());
+  size_t n = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find('"') != std::string::npos) {  // quoted token text (a comma or newline in it)
+      while (std::count(line.begin(), line.end(), '"') % 2 == 1 && in) {
+        std::string more;
+        std::getline(in, more);
+        line += "\n" + more;
+      }
+      ++n;
+      continue;
+    }
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    ASSERT_EQ(f.size(), 12u) << line;
+    const auto& r = rows[n++];
+    EXPECT_EQ(std::stoi(f[1]), r.pos);
+    EXPECT_EQ(std::stoi(f[2]), r.target);
+    EXPECT_EQ(std::strtod(f[5].c_str(), nullptr), r.score.kl) << line;  // bitwise, via shortest repr
+    EXPECT_EQ(std::strtod(f[6].c_str(), nullptr), r.score.nll_a);
+    EXPECT_EQ(std::strtof(f[9].c_str(), nullptr), r.score.top_a.p[0]);
+  }
+  EXPECT_EQ(n, rows.size());
+}
+
+TEST(Report, JsonlExportHasOneObjectPerPosition) {
+  HD_REQUIRE_SHARED();
+  const auto r = test::run_cli({"export", experiment(), "--positions", "--format", "jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::stringstream ss(r.out);
+  size_t n = 0;
+  for (std::string line; std::getline(ss, line); ++n) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_TRUE(j.contains("token_text") && j.contains("kl") && j.contains("p_top1_b"));
+  }
+  EXPECT_EQ(n, stored_diff_rows(experiment()).size());
+}
+
+TEST(Report, PythonStandardLibraryReadsTheFileAsDocumented) {
+  HD_REQUIRE_SHARED();
+  const std::string out = test::temp_dir("python") + "/read.json";
+  const std::string cmd = "python3 " + std::string(HD_SOURCE_DIR) + "/tests/python/read_experiment.py " +
+                          experiment() + " > " + out;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(out);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["format"], "heterodyne-experiment");
+  EXPECT_EQ(j["n_scored"], 3 * 63);
+  // The integrity hash as the documentation defines it, computed without our code.
+  EXPECT_EQ(j["integrity_recomputed"], j["integrity_stored"]);
+  const auto show = nlohmann::json::parse(test::run_cli({"show", experiment(), "--json"}).out);
+  EXPECT_NEAR(j["kl_mean"].get<double>(), show["kl_mean"].get<double>(), 1e-15);
+}
