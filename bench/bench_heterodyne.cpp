@@ -39,7 +39,8 @@ const Setup& setup() {
   static Setup s = [] {
     Setup x;
     const char* cache = std::getenv("HETERODYNE_CACHE");
-    x.dir = (cache ? fs::path(cache) : fs::path(std::getenv("HOME")) / ".cache" / "heterodyne") / "bench";
+    x.dir = (cache ? fs::path(cache) : fs::path(std::getenv("HOME")) / ".cache" / "heterodyne") /
+            "bench";
     fs::create_directories(x.dir);
     x.big_a = x.dir + "/qwen3-0.6b-f16.gguf";
     if (!fs::exists(x.big_a)) engine::make_model({"qwen3-0.6b", 1, "f16"}, x.big_a);
@@ -84,8 +85,18 @@ void BM_PeerBasePlusKl(benchmark::State& state) {
   const Setup& s = setup();
   const std::string peer = build::kLlamaPerplexity;
   const std::string kld = s.dir + "/base.kld";
-  const std::vector<std::string> common = {"-f", s.text, "-c", "128", "-b", "128", "-t", std::to_string(kThreads),
-                                           "--chunks", std::to_string(kChunks), "--kl-divergence-base", kld};
+  const std::vector<std::string> common = {"-f",
+                                           s.text,
+                                           "-c",
+                                           "128",
+                                           "-b",
+                                           "128",
+                                           "-t",
+                                           std::to_string(kThreads),
+                                           "--chunks",
+                                           std::to_string(kChunks),
+                                           "--kl-divergence-base",
+                                           kld};
   for (auto _ : state) {
     std::vector<std::string> base = {peer, "-m", s.big_a};
     base.insert(base.end(), common.begin(), common.end());
@@ -101,9 +112,26 @@ void BM_HeterodyneDiff(benchmark::State& state) {
   const Setup& s = setup();
   for (auto _ : state) {
     // --score-from half: the peer's positions, so both compute and score the same logits.
-    run({s.bin, "diff", "--a", s.big_a, "--b", s.big_b, "--text-file", s.text, "--chunk", "128", "--max-chunks",
-         std::to_string(kChunks), "-t", std::to_string(kThreads), "--score-from", "half", "--no-floor", "-o",
-         s.dir + "/bench.hdy", "--force"});
+    run({s.bin,
+         "diff",
+         "--a",
+         s.big_a,
+         "--b",
+         s.big_b,
+         "--text-file",
+         s.text,
+         "--chunk",
+         "128",
+         "--max-chunks",
+         std::to_string(kChunks),
+         "-t",
+         std::to_string(kThreads),
+         "--score-from",
+         "half",
+         "--no-floor",
+         "-o",
+         s.dir + "/bench.hdy",
+         "--force"});
   }
 }
 
@@ -136,9 +164,9 @@ void BM_PeakRss(benchmark::State& state) {
   const Setup& s = setup();
   const int chunks = static_cast<int>(state.range(0));
   for (auto _ : state) {
-    const Child c = run({s.bin, "diff", "--a", s.small, "--b-quant", "Q4_0", "--text-file", s.text, "--chunk", "128",
-                         "--max-chunks", std::to_string(chunks), "-t", std::to_string(kThreads), "-o",
-                         s.dir + "/rss.hdy", "--force"});
+    const Child c = run({s.bin, "diff", "--a", s.small, "--b-quant", "Q4_0", "--text-file", s.text,
+                         "--chunk", "128", "--max-chunks", std::to_string(chunks), "-t",
+                         std::to_string(kThreads), "-o", s.dir + "/rss.hdy", "--force"});
     g_rss[chunks] = c.max_rss_kb;
   }
   state.counters["peak_rss_MiB"] = static_cast<double>(g_rss[chunks]) / 1024.0;
@@ -157,7 +185,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
   std::map<std::string, double> median;
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const auto& r : runs) {
-      if (r.aggregate_name == "median" || (r.run_type == Run::RT_Iteration && !median.count(r.run_name.function_name)))
+      if (r.aggregate_name == "median" ||
+          (r.run_type == Run::RT_Iteration && !median.count(r.run_name.function_name)))
         median[r.run_name.function_name] = r.GetAdjustedRealTime();
     }
     ConsoleReporter::ReportRuns(runs);
@@ -171,7 +200,9 @@ int main(int argc, char** argv) {
   setup();
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  auto ratio = [&](const char* a, const char* b) { return reporter.median[a] / reporter.median[b]; };
+  auto ratio = [&](const char* a, const char* b) {
+    return reporter.median[a] / reporter.median[b];
+  };
   std::printf("\nratios (medians, same invocation):\n");
   std::printf("  diff / (peer base + KL pass)            %.3f   target <= 1.10\n",
               ratio("BM_HeterodyneDiff", "BM_PeerBasePlusKl"));

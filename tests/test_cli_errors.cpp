@@ -44,7 +44,8 @@ Invocation cli(const std::vector<std::string>& args) {
 }
 
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 
@@ -69,15 +70,20 @@ std::string describe(const Invocation& run) {
 constexpr const char* kPrefix = "heterodyne: error: ";
 
 // Checks the message line itself: the prefix, every phrase of `all`, at least one of `any`.
-testing::AssertionResult message_ok(const Invocation& run, const std::string& line, const std::vector<std::string>& all,
+testing::AssertionResult message_ok(const Invocation& run, const std::string& line,
+                                    const std::vector<std::string>& all,
                                     const std::vector<std::string>& any) {
   if (line.rfind(kPrefix, 0) != 0) {
-    return testing::AssertionFailure() << "the error line does not start with '" << kPrefix << "'" << describe(run);
+    return testing::AssertionFailure()
+           << "the error line does not start with '" << kPrefix << "'" << describe(run);
   }
   for (const auto& p : all) {
-    if (!icontains(line, p)) return testing::AssertionFailure() << "the message does not name '" << p << "'" << describe(run);
+    if (!icontains(line, p))
+      return testing::AssertionFailure()
+             << "the message does not name '" << p << "'" << describe(run);
   }
-  if (!any.empty() && std::none_of(any.begin(), any.end(), [&](const std::string& p) { return icontains(line, p); })) {
+  if (!any.empty() && std::none_of(any.begin(), any.end(),
+                                   [&](const std::string& p) { return icontains(line, p); })) {
     std::string list;
     for (const auto& p : any) list += (list.empty() ? "'" : ", '") + p + "'";
     return testing::AssertionFailure() << "the message contains none of " << list << describe(run);
@@ -89,27 +95,33 @@ testing::AssertionResult message_ok(const Invocation& run, const std::string& li
 testing::AssertionResult Fails(const Invocation& run, int code, const std::vector<std::string>& all,
                                const std::vector<std::string>& any = {}) {
   if (run.r.exit_code != code) {
-    return testing::AssertionFailure() << "exit code " << run.r.exit_code << ", expected " << code << describe(run);
+    return testing::AssertionFailure()
+           << "exit code " << run.r.exit_code << ", expected " << code << describe(run);
   }
   const auto lines = lines_of(run.r.err);
   if (lines.size() != 1) {
-    return testing::AssertionFailure() << "stderr has " << lines.size() << " lines, expected exactly one" << describe(run);
+    return testing::AssertionFailure()
+           << "stderr has " << lines.size() << " lines, expected exactly one" << describe(run);
   }
-  if (!run.r.out.empty()) return testing::AssertionFailure() << "stdout is not empty" << describe(run);
+  if (!run.r.out.empty())
+    return testing::AssertionFailure() << "stdout is not empty" << describe(run);
   return message_ok(run, lines[0], all, any);
 }
 
 // As Fails, for a command that legitimately reports progress before it fails (verify after its
 // integrity check passed): the error is the last line and the only one with the prefix.
-testing::AssertionResult FailsAfterProgress(const Invocation& run, int code, const std::vector<std::string>& all,
+testing::AssertionResult FailsAfterProgress(const Invocation& run, int code,
+                                            const std::vector<std::string>& all,
                                             const std::vector<std::string>& any = {}) {
   if (run.r.exit_code != code) {
-    return testing::AssertionFailure() << "exit code " << run.r.exit_code << ", expected " << code << describe(run);
+    return testing::AssertionFailure()
+           << "exit code " << run.r.exit_code << ", expected " << code << describe(run);
   }
   const auto lines = lines_of(run.r.err);
   if (lines.empty()) return testing::AssertionFailure() << "stderr is empty" << describe(run);
   for (size_t i = 0; i + 1 < lines.size(); ++i) {
-    if (lines[i].rfind(kPrefix, 0) == 0) return testing::AssertionFailure() << "more than one error line" << describe(run);
+    if (lines[i].rfind(kPrefix, 0) == 0)
+      return testing::AssertionFailure() << "more than one error line" << describe(run);
   }
   return message_ok(run, lines.back(), all, any);
 }
@@ -131,14 +143,17 @@ void copy(const std::string& from, const std::string& to) {
 // Nothing at `path`, no SQLite journal next to it and no temporary "<name>.part-PID".
 testing::AssertionResult NothingWritten(const std::string& path) {
   std::error_code ec;
-  if (fs::exists(path, ec)) return testing::AssertionFailure() << "a failed run left '" << path << "' behind";
-  if (fs::exists(path + "-journal", ec)) return testing::AssertionFailure() << "a failed run left '" << path << "-journal'";
+  if (fs::exists(path, ec))
+    return testing::AssertionFailure() << "a failed run left '" << path << "' behind";
+  if (fs::exists(path + "-journal", ec))
+    return testing::AssertionFailure() << "a failed run left '" << path << "-journal'";
   const fs::path p(path);
   const std::string part = p.filename().string() + ".part-";
   if (fs::is_directory(p.parent_path(), ec)) {
     for (const auto& e : fs::directory_iterator(p.parent_path(), ec)) {
       if (e.path().filename().string().rfind(part, 0) == 0) {
-        return testing::AssertionFailure() << "a failed run left the temporary '" << e.path().string() << "'";
+        return testing::AssertionFailure()
+               << "a failed run left the temporary '" << e.path().string() << "'";
       }
     }
   }
@@ -150,8 +165,8 @@ testing::AssertionResult Unchanged(const std::string& path, const std::string& b
   if (!fs::exists(path, ec)) return testing::AssertionFailure() << "'" << path << "' was deleted";
   const std::string now = read_bytes(path);
   if (now != before) {
-    return testing::AssertionFailure() << "'" << path << "' was modified (" << before.size() << " bytes before, "
-                                       << now.size() << " after)";
+    return testing::AssertionFailure() << "'" << path << "' was modified (" << before.size()
+                                       << " bytes before, " << now.size() << " after)";
   }
   return testing::AssertionSuccess();
 }
@@ -223,10 +238,11 @@ class CliErrors : public testing::Test {
   }
 
   // diff with arm B a file (`b`) or, when `b` starts with "quant:", --b-quant of what follows.
-  // Two chunks of 64 tokens (unless `extra` sets --chunk / --max-chunks) and no floor, so that a run which is
-  // wrongly accepted still ends quickly.
-  static std::vector<std::string> diff(const std::string& a, const std::string& b, const std::string& txt,
-                                       const std::string& out, const std::vector<std::string>& extra = {}) {
+  // Two chunks of 64 tokens (unless `extra` sets --chunk / --max-chunks) and no floor, so that a
+  // run which is wrongly accepted still ends quickly.
+  static std::vector<std::string> diff(const std::string& a, const std::string& b,
+                                       const std::string& txt, const std::string& out,
+                                       const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args = {"diff", "--a", a};
     if (b.rfind("quant:", 0) == 0) {
       args.insert(args.end(), {"--b-quant", b.substr(6)});
@@ -234,7 +250,9 @@ class CliErrors : public testing::Test {
       args.insert(args.end(), {"--b", b});
     }
     args.insert(args.end(), {"--text-file", txt, "-o", out, "--no-floor"});
-    auto has = [&](const char* flag) { return std::find(extra.begin(), extra.end(), flag) != extra.end(); };
+    auto has = [&](const char* flag) {
+      return std::find(extra.begin(), extra.end(), flag) != extra.end();
+    };
     if (!has("--chunk")) args.insert(args.end(), {"--chunk", "64"});
     if (!has("--max-chunks")) args.insert(args.end(), {"--max-chunks", "2"});
     args.insert(args.end(), extra.begin(), extra.end());
@@ -247,10 +265,11 @@ class CliErrors : public testing::Test {
     static std::string made;
     if (made.empty()) {
       const std::string p = path("real.hdy");
-      const Invocation run = cli({"diff", "--a", s260k(), "--b-quant", "Q8_0", "--text-file", tom(), "--chunk", "64",
-                           "--max-chunks", "2", "--no-floor", "-o", p});
+      const Invocation run = cli({"diff", "--a", s260k(), "--b-quant", "Q8_0", "--text-file", tom(),
+                                  "--chunk", "64", "--max-chunks", "2", "--no-floor", "-o", p});
       if (run.r.exit_code != 0 || !fs::exists(p)) {
-        ADD_FAILURE() << "could not make the experiment every reader test starts from" << describe(run);
+        ADD_FAILURE() << "could not make the experiment every reader test starts from"
+                      << describe(run);
         return "";
       }
       made = p;
@@ -329,7 +348,8 @@ class CliErrors : public testing::Test {
     static std::string made;
     if (made.empty()) {
       const std::string p = path("tiny-llama.gguf");
-      const Invocation run = cli({"make-model", "--preset", "tiny-llama", "--seed", "1", "--type", "f16", "-o", p});
+      const Invocation run =
+          cli({"make-model", "--preset", "tiny-llama", "--seed", "1", "--type", "f16", "-o", p});
       if (run.r.exit_code != 0) {
         ADD_FAILURE() << "make-model failed" << describe(run);
         return "";
@@ -374,7 +394,8 @@ TEST_F(CliErrors, DiffMissingModelFile) {
   const std::vector<std::string> no_such = {"no such", "does not exist", "not found"};
   EXPECT_TRUE(Fails(cli(diff(missing, s260k(), tom(), out)), 2, {"no-such-model.gguf"}, no_such));
   EXPECT_TRUE(Fails(cli(diff(s260k(), missing, tom(), out)), 2, {"no-such-model.gguf"}, no_such));
-  EXPECT_TRUE(Fails(cli(diff(missing, "quant:Q8_0", tom(), out)), 2, {"no-such-model.gguf"}, no_such));
+  EXPECT_TRUE(
+      Fails(cli(diff(missing, "quant:Q8_0", tom(), out)), 2, {"no-such-model.gguf"}, no_such));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -384,10 +405,14 @@ TEST_F(CliErrors, DiffUnreadableModelFile) {
   copy(s260k(), model);
   ::chmod(model.c_str(), 0);
   // Tests usually run as root here, and root reads a mode-000 file: nothing to simulate then.
-  if (can_read(model)) GTEST_SKIP() << "this process reads a mode-000 file (root): cannot simulate an unreadable model";
+  if (can_read(model))
+    GTEST_SKIP()
+        << "this process reads a mode-000 file (root): cannot simulate an unreadable model";
   const std::string out = path("unreadable.hdy");
-  EXPECT_TRUE(Fails(cli(diff(model, s260k(), tom(), out)), 2, {"unreadable.gguf"}, {"permission", "cannot read"}));
-  EXPECT_TRUE(Fails(cli(diff(model, "quant:Q8_0", tom(), out)), 2, {"unreadable.gguf"}, {"permission", "cannot read"}));
+  EXPECT_TRUE(Fails(cli(diff(model, s260k(), tom(), out)), 2, {"unreadable.gguf"},
+                    {"permission", "cannot read"}));
+  EXPECT_TRUE(Fails(cli(diff(model, "quant:Q8_0", tom(), out)), 2, {"unreadable.gguf"},
+                    {"permission", "cannot read"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -399,7 +424,8 @@ TEST_F(CliErrors, DiffModelIsADirectory) {
   EXPECT_TRUE(Fails(cli(diff(d, s260k(), tom(), out)), 2, {"folder-as-model.gguf", "directory"}));
   EXPECT_TRUE(Fails(cli(diff(s260k(), d, tom(), out)), 2, {"folder-as-model.gguf", "directory"}));
   // With --b-quant, arm A is quantized first: it must be checked before that.
-  EXPECT_TRUE(Fails(cli(diff(d, "quant:Q8_0", tom(), out)), 2, {"folder-as-model.gguf", "directory"}));
+  EXPECT_TRUE(
+      Fails(cli(diff(d, "quant:Q8_0", tom(), out)), 2, {"folder-as-model.gguf", "directory"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -409,7 +435,8 @@ TEST_F(CliErrors, DiffModelIsNotGguf) {
   const std::string out = path("text-model.hdy");
   EXPECT_TRUE(Fails(cli(diff(t, s260k(), tom(), out)), 2, {"model-is-text.gguf", "not a GGUF"}));
   EXPECT_TRUE(Fails(cli(diff(s260k(), t, tom(), out)), 2, {"model-is-text.gguf", "not a GGUF"}));
-  EXPECT_TRUE(Fails(cli(diff(t, "quant:Q8_0", tom(), out)), 2, {"model-is-text.gguf", "not a GGUF"}));
+  EXPECT_TRUE(
+      Fails(cli(diff(t, "quant:Q8_0", tom(), out)), 2, {"model-is-text.gguf", "not a GGUF"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -417,8 +444,10 @@ TEST_F(CliErrors, DiffModelIsEmpty) {
   HD_REQUIRE_SHARED();
   const std::string e = text("zero-bytes.gguf", "");
   const std::string out = path("zero-bytes-model.hdy");
-  EXPECT_TRUE(Fails(cli(diff(e, s260k(), tom(), out)), 2, {"zero-bytes.gguf"}, {"not a GGUF", "empty"}));
-  EXPECT_TRUE(Fails(cli(diff(e, "quant:Q8_0", tom(), out)), 2, {"zero-bytes.gguf"}, {"not a GGUF", "empty"}));
+  EXPECT_TRUE(
+      Fails(cli(diff(e, s260k(), tom(), out)), 2, {"zero-bytes.gguf"}, {"not a GGUF", "empty"}));
+  EXPECT_TRUE(Fails(cli(diff(e, "quant:Q8_0", tom(), out)), 2, {"zero-bytes.gguf"},
+                    {"not a GGUF", "empty"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -428,7 +457,8 @@ TEST_F(CliErrors, DiffTruncatedGguf) {
   const std::string out = path("truncated.hdy");
   // Inside the header (tensor count), inside the metadata (the vocabulary starts at ~40 bytes
   // and the tensor infos follow it), inside the tensor data, and one byte short.
-  for (const size_t n : {size_t{10}, size_t{100}, size_t{5000}, size_t{20000}, size / 2, size - 1}) {
+  for (const size_t n :
+       {size_t{10}, size_t{100}, size_t{5000}, size_t{20000}, size / 2, size - 1}) {
     SCOPED_TRACE("cut at " + std::to_string(n) + " of " + std::to_string(size) + " bytes");
     const std::string cut = truncated(s260k(), n, "cut-" + std::to_string(n) + ".gguf");
     const std::string name = fs::path(cut).filename().string();
@@ -470,7 +500,8 @@ TEST_F(CliErrors, DiffVocabularyTokensDiffer) {
 TEST_F(CliErrors, DiffUnknownQuantType) {
   HD_REQUIRE_SHARED();
   const std::string out = path("quant-type.hdy");
-  EXPECT_TRUE(Fails(cli(diff(s260k(), "quant:Q9_9", tom(), out)), 2, {"Q9_9", "quantization type"}));
+  EXPECT_TRUE(
+      Fails(cli(diff(s260k(), "quant:Q9_9", tom(), out)), 2, {"Q9_9", "quantization type"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -480,8 +511,8 @@ TEST_F(CliErrors, DiffUnknownQuantType) {
 TEST_F(CliErrors, DiffTextFileMissing) {
   HD_REQUIRE_SHARED();
   const std::string out = path("text-missing.hdy");
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), path("no-such-text.txt"), out)), 2, {"no-such-text.txt"},
-                    {"no such file", "does not exist", "cannot read"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), path("no-such-text.txt"), out)), 2,
+                    {"no-such-text.txt"}, {"no such file", "does not exist", "cannot read"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -489,9 +520,11 @@ TEST_F(CliErrors, DiffTextFileUnreadable) {
   HD_REQUIRE_SHARED();
   const std::string t = text("unreadable.txt", read_bytes(tom()));
   ::chmod(t.c_str(), 0);
-  if (can_read(t)) GTEST_SKIP() << "this process reads a mode-000 file (root): cannot simulate an unreadable text";
+  if (can_read(t))
+    GTEST_SKIP() << "this process reads a mode-000 file (root): cannot simulate an unreadable text";
   const std::string out = path("text-unreadable.hdy");
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), t, out)), 2, {"unreadable.txt"}, {"permission", "cannot read"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), t, out)), 2, {"unreadable.txt"},
+                    {"permission", "cannot read"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -507,7 +540,8 @@ TEST_F(CliErrors, DiffTextFileIsADirectory) {
 TEST_F(CliErrors, DiffTextFileEmpty) {
   HD_REQUIRE_SHARED();
   const std::string out = path("text-empty.hdy");
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), text("zero-bytes.txt", ""), out)), 2, {"zero-bytes.txt", "is empty"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), text("zero-bytes.txt", ""), out)), 2,
+                    {"zero-bytes.txt", "is empty"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -531,8 +565,10 @@ TEST_F(CliErrors, DiffTextTheVocabularyCannotEncode) {
   HD_REQUIRE_SHARED();
   // TinyStories-656K has no byte tokens; llama.cpp throws on '(' in tom-sawyer.txt line 11.
   const std::string out = path("text-unencodable.hdy");
-  EXPECT_TRUE(Fails(cli(diff(s656k(), s656k_q8(), tom(), out)), 2, {"cannot be encoded", "line 11"}));
-  EXPECT_TRUE(Fails(cli(diff(s656k(), "quant:Q8_0", tom(), out)), 2, {"cannot be encoded", "line 11"}));
+  EXPECT_TRUE(
+      Fails(cli(diff(s656k(), s656k_q8(), tom(), out)), 2, {"cannot be encoded", "line 11"}));
+  EXPECT_TRUE(
+      Fails(cli(diff(s656k(), "quant:Q8_0", tom(), out)), 2, {"cannot be encoded", "line 11"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -543,7 +579,8 @@ TEST_F(CliErrors, DiffChunkTooSmall) {
   HD_REQUIRE_SHARED();
   const std::string out = path("chunk-small.hdy");
   for (const std::string c : {"0", "1", "-5"}) {
-    EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"--chunk", c})), 2, {"chunk", "at least 2"}));
+    EXPECT_TRUE(
+        Fails(cli(diff(s260k(), s260k(), tom(), out, {"--chunk", c})), 2, {"chunk", "at least 2"}));
   }
   EXPECT_TRUE(NothingWritten(out));
 }
@@ -551,15 +588,18 @@ TEST_F(CliErrors, DiffChunkTooSmall) {
 TEST_F(CliErrors, DiffChunkAboveTheModelContext) {
   HD_REQUIRE_SHARED();
   const std::string out = path("chunk-large.hdy");
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"--chunk", "4096"})), 2, {"4096", "context", "2048"}));
-  EXPECT_TRUE(Fails(cli(diff(s260k(), "quant:Q8_0", tom(), out, {"--chunk", "4096"})), 2, {"4096", "context"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"--chunk", "4096"})), 2,
+                    {"4096", "context", "2048"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), "quant:Q8_0", tom(), out, {"--chunk", "4096"})), 2,
+                    {"4096", "context"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
 TEST_F(CliErrors, DiffChunkNotANumber) {
   HD_REQUIRE_SHARED();
   const std::string out = path("chunk-abc.hdy");
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"--chunk", "abc"})), 2, {"--chunk", "abc"}));
+  EXPECT_TRUE(
+      Fails(cli(diff(s260k(), s260k(), tom(), out, {"--chunk", "abc"})), 2, {"--chunk", "abc"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -584,9 +624,12 @@ TEST_F(CliErrors, DiffThreadsZero) {
 TEST_F(CliErrors, DiffUnknownCacheType) {
   HD_REQUIRE_SHARED();
   const std::string out = path("ctk-unknown.hdy");
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"-ctk", "q9_9"})), 2, {"'q9_9'", "cache type"}));
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"-ctv", "q9_9"})), 2, {"'q9_9'", "cache type"}));
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"--b-ctk", "banana"})), 2, {"'banana'", "cache type"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"-ctk", "q9_9"})), 2,
+                    {"'q9_9'", "cache type"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"-ctv", "q9_9"})), 2,
+                    {"'q9_9'", "cache type"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"--b-ctk", "banana"})), 2,
+                    {"'banana'", "cache type"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -609,20 +652,23 @@ TEST_F(CliErrors, DiffQuantizedVCacheNeedsFlashAttention) {
   HD_REQUIRE_SHARED();
   const std::string out = path("ctv-q8.hdy");
   // On stories260K the head dimension already rules q8_0 out; either reason is a refusal.
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"-ctv", "q8_0", "-fa", "off"})), 2, {"q8_0"},
-                    {"flash attention", "head dimension"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"-ctv", "q8_0", "-fa", "off"})), 2,
+                    {"q8_0"}, {"flash attention", "head dimension"}));
   // On tiny-llama (head dim 64) q8_0 fits: what is refused is -fa off alone.
   const std::string tl = tiny_llama();
   ASSERT_FALSE(tl.empty());
-  EXPECT_TRUE(Fails(cli(diff(tl, tl, tom(), out, {"-ctv", "q8_0", "-fa", "off"})), 2, {"q8_0", "flash attention"}));
-  EXPECT_TRUE(Fails(cli(diff(tl, tl, tom(), out, {"--b-ctv", "q8_0", "--b-fa", "off"})), 2, {"q8_0", "flash attention"}));
+  EXPECT_TRUE(Fails(cli(diff(tl, tl, tom(), out, {"-ctv", "q8_0", "-fa", "off"})), 2,
+                    {"q8_0", "flash attention"}));
+  EXPECT_TRUE(Fails(cli(diff(tl, tl, tom(), out, {"--b-ctv", "q8_0", "--b-fa", "off"})), 2,
+                    {"q8_0", "flash attention"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
 TEST_F(CliErrors, DiffFlashAttentionBadValue) {
   HD_REQUIRE_SHARED();
   const std::string out = path("fa-bad.hdy");
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"-fa", "maybe"})), 2, {"flash attention", "'maybe'"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"-fa", "maybe"})), 2,
+                    {"flash attention", "'maybe'"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -631,7 +677,8 @@ TEST_F(CliErrors, DiffScoreFromBad) {
   const std::string out = path("score-from.hdy");
   // 64 is the chunk: no target would be scored.
   for (const std::string v : {"0", "abc", "-1", "64", "3x"}) {
-    EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"--score-from", v})), 2, {"--score-from", "'" + v + "'"}));
+    EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"--score-from", v})), 2,
+                      {"--score-from", "'" + v + "'"}));
   }
   EXPECT_TRUE(NothingWritten(out));
 }
@@ -639,7 +686,8 @@ TEST_F(CliErrors, DiffScoreFromBad) {
 TEST_F(CliErrors, DiffMaxChunksNegative) {
   HD_REQUIRE_SHARED();
   const std::string out = path("max-chunks.hdy");
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"--max-chunks", "-1"})), 2, {"--max-chunks"}));
+  EXPECT_TRUE(
+      Fails(cli(diff(s260k(), s260k(), tom(), out, {"--max-chunks", "-1"})), 2, {"--max-chunks"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -660,9 +708,11 @@ TEST_F(CliErrors, DiffOutputInReadOnlyDirectory) {
   fs::create_directories(ro);
   ::chmod(ro.c_str(), 0555);
   // root writes into a mode-555 directory: nothing to simulate then.
-  if (can_create_in(ro)) GTEST_SKIP() << "this process writes into a mode-555 directory (root): cannot simulate it";
+  if (can_create_in(ro))
+    GTEST_SKIP() << "this process writes into a mode-555 directory (root): cannot simulate it";
   const std::string out = ro + "/run.hdy";
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out)), 2, {"read-only"}, {"not writable", "permission"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out)), 2, {"read-only"},
+                    {"not writable", "permission"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -671,7 +721,8 @@ TEST_F(CliErrors, DiffOutputIsADirectory) {
   const std::string d = path("out-dir.hdy");
   fs::create_directories(d);
   EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), d)), 2, {"out-dir.hdy", "directory"}));
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), d, {"--force"})), 2, {"out-dir.hdy", "directory"}));
+  EXPECT_TRUE(
+      Fails(cli(diff(s260k(), s260k(), tom(), d, {"--force"})), 2, {"out-dir.hdy", "directory"}));
   EXPECT_TRUE(fs::is_directory(d));
 }
 
@@ -681,7 +732,8 @@ TEST_F(CliErrors, DiffRefusesAnExistingExperimentWithoutForce) {
   ASSERT_FALSE(e.empty());
   const std::string before = read_bytes(e);
   // Refused before any model is loaded: no progress line, the file byte for byte the same.
-  EXPECT_TRUE(Fails(cli(diff(s260k(), "quant:Q8_0", tom(), e)), 2, {"existing.hdy", "already exists", "--force"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), "quant:Q8_0", tom(), e)), 2,
+                    {"existing.hdy", "already exists", "--force"}));
   EXPECT_TRUE(Unchanged(e, before));
   // Any existing file, not only an experiment.
   const std::string t = text("existing.txt", "keep me\n");
@@ -695,11 +747,15 @@ TEST_F(CliErrors, DiffFailedForcedRunKeepsTheExistingExperiment) {
   ASSERT_FALSE(e.empty());
   const std::string before = read_bytes(e);
   const std::vector<std::string> force = {"--force"};
-  EXPECT_TRUE(Fails(cli(diff(path("no-such.gguf"), s260k(), tom(), e, force)), 2, {"no-such.gguf"}));
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), e, {"--force", "--chunk", "4096"})), 2, {"context"}));
+  EXPECT_TRUE(
+      Fails(cli(diff(path("no-such.gguf"), s260k(), tom(), e, force)), 2, {"no-such.gguf"}));
+  EXPECT_TRUE(
+      Fails(cli(diff(s260k(), s260k(), tom(), e, {"--force", "--chunk", "4096"})), 2, {"context"}));
   EXPECT_TRUE(Fails(cli(diff(s656k(), s656k_q8(), tom(), e, force)), 2, {"cannot be encoded"}));
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), text("tiny.txt", "Hi.\n"), e, force)), 2, {"fewer than one chunk"}));
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), e, {"--force", "-ctk", "q8_0"})), 2, {"head dimension"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), text("tiny.txt", "Hi.\n"), e, force)), 2,
+                    {"fewer than one chunk"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), e, {"--force", "-ctk", "q8_0"})), 2,
+                    {"head dimension"}));
   EXPECT_TRUE(Unchanged(e, before));
 }
 
@@ -711,7 +767,8 @@ TEST_F(CliErrors, DiffUnknownFlag) {
   const std::string out = path("unknown-flag.hdy");
   EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"--bogus"})), 2, {"--bogus"}));
   EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"--c-ctk", "f16"})), 2, {"--c-ctk"}));
-  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"stray-positional"})), 2, {"stray-positional"}));
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"stray-positional"})), 2,
+                    {"stray-positional"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -719,8 +776,9 @@ TEST_F(CliErrors, DiffMissingRequiredFlags) {
   const std::string a = s260k(), t = tom(), out = path("missing-flags.hdy");
   EXPECT_TRUE(Fails(cli({"diff", "--b", a, "--text-file", t, "-o", out}), 2, {"--a"}));
   EXPECT_TRUE(Fails(cli({"diff", "--a", a, "--text-file", t, "-o", out}), 2, {"--b", "--b-quant"}));
-  EXPECT_TRUE(Fails(cli({"diff", "--a", a, "--b", a, "--b-quant", "Q8_0", "--text-file", t, "-o", out}), 2,
-                    {"--b", "--b-quant"}));
+  EXPECT_TRUE(
+      Fails(cli({"diff", "--a", a, "--b", a, "--b-quant", "Q8_0", "--text-file", t, "-o", out}), 2,
+            {"--b", "--b-quant"}));
   EXPECT_TRUE(Fails(cli({"diff", "--a", a, "--b", a, "-o", out}), 2, {"--text-file"}));
   EXPECT_TRUE(Fails(cli({"diff", "--a", a, "--b", a, "--text-file", t}), 2, {"-o"}));
   EXPECT_TRUE(Fails(cli({"diff"}), 2, {"--a"}));
@@ -730,8 +788,10 @@ TEST_F(CliErrors, DiffMissingRequiredFlags) {
 
 TEST_F(CliErrors, DiffResumeOfABadFile) {
   HD_REQUIRE_SHARED();
-  EXPECT_TRUE(Fails(cli({"diff", "--resume", path("no-such.hdy")}), 2, {"no-such.hdy", "does not exist"}));
-  EXPECT_TRUE(Fails(cli({"diff", "--resume", text("resume.txt", "hello\n")}), 2, {"resume.txt", "not a heterodyne experiment"}));
+  EXPECT_TRUE(
+      Fails(cli({"diff", "--resume", path("no-such.hdy")}), 2, {"no-such.hdy", "does not exist"}));
+  EXPECT_TRUE(Fails(cli({"diff", "--resume", text("resume.txt", "hello\n")}), 2,
+                    {"resume.txt", "not a heterodyne experiment"}));
   EXPECT_FALSE(fs::exists(path("no-such.hdy")));
   EXPECT_EQ(read_bytes(path("resume.txt")), "hello\n");
 }
@@ -751,8 +811,11 @@ TEST_F(CliErrors, DiffResumeRefusesNewRunFlags) {
 // =============================================================================================
 // show, export, verify: the experiment file
 
-const std::vector<std::vector<std::string>> kReaders = {
-    {"show"}, {"show", "--json"}, {"export", "--positions"}, {"verify"}, {"verify", "--integrity-only"}};
+const std::vector<std::vector<std::string>> kReaders = {{"show"},
+                                                        {"show", "--json"},
+                                                        {"export", "--positions"},
+                                                        {"verify"},
+                                                        {"verify", "--integrity-only"}};
 
 std::vector<std::string> reader(const std::vector<std::string>& r, const std::string& file) {
   std::vector<std::string> args = {r[0], file};
@@ -762,7 +825,8 @@ std::vector<std::string> reader(const std::vector<std::string>& r, const std::st
 
 TEST_F(CliErrors, ReadersMissingFile) {
   for (const auto& r : kReaders) {
-    EXPECT_TRUE(Fails(cli(reader(r, path("no-such-run.hdy"))), 2, {"no-such-run.hdy", "does not exist"}));
+    EXPECT_TRUE(
+        Fails(cli(reader(r, path("no-such-run.hdy"))), 2, {"no-such-run.hdy", "does not exist"}));
   }
   EXPECT_TRUE(NothingWritten(path("no-such-run.hdy")));
 }
@@ -772,9 +836,12 @@ TEST_F(CliErrors, ReadersUnreadableFile) {
   const std::string e = experiment_copy("unreadable.hdy");
   ASSERT_FALSE(e.empty());
   ::chmod(e.c_str(), 0);
-  if (can_read(e)) GTEST_SKIP() << "this process reads a mode-000 file (root): cannot simulate an unreadable experiment";
+  if (can_read(e))
+    GTEST_SKIP()
+        << "this process reads a mode-000 file (root): cannot simulate an unreadable experiment";
   for (const auto& r : kReaders) {
-    EXPECT_TRUE(Fails(cli(reader(r, e)), 2, {"unreadable.hdy"}, {"permission", "cannot read", "cannot open"}));
+    EXPECT_TRUE(Fails(cli(reader(r, e)), 2, {"unreadable.hdy"},
+                      {"permission", "cannot read", "cannot open"}));
   }
 }
 
@@ -782,7 +849,8 @@ TEST_F(CliErrors, ReadersDirectory) {
   const std::string d = path("dir.hdy");
   fs::create_directories(d);
   for (const auto& r : kReaders) {
-    EXPECT_TRUE(Fails(cli(reader(r, d)), 2, {"dir.hdy"}, {"directory", "not a heterodyne experiment"}));
+    EXPECT_TRUE(
+        Fails(cli(reader(r, d)), 2, {"dir.hdy"}, {"directory", "not a heterodyne experiment"}));
   }
   EXPECT_TRUE(fs::is_directory(d));
 }
@@ -799,18 +867,20 @@ TEST_F(CliErrors, ReadersTextFile) {
 TEST_F(CliErrors, ReadersEmptyFile) {
   const std::string t = text("zero-bytes.hdy", "");
   for (const auto& r : kReaders) {
-    EXPECT_TRUE(Fails(cli(reader(r, t)), 2, {"zero-bytes.hdy"}, {"not a heterodyne experiment", "empty"}));
+    EXPECT_TRUE(
+        Fails(cli(reader(r, t)), 2, {"zero-bytes.hdy"}, {"not a heterodyne experiment", "empty"}));
   }
   EXPECT_EQ(fs::file_size(t), 0u);
 }
 
 TEST_F(CliErrors, ReadersForeignSqliteDatabase) {
-  const std::string plain = foreign_sqlite("foreign.db", "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);");
+  const std::string plain =
+      foreign_sqlite("foreign.db", "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);");
   // Closer to ours: a meta table, with another format's name in it.
-  const std::string lookalike =
-      foreign_sqlite("lookalike.db",
-                     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                     "INSERT INTO meta VALUES ('format', 'someone-elses-format'), ('schema_version', '1');");
+  const std::string lookalike = foreign_sqlite(
+      "lookalike.db",
+      "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+      "INSERT INTO meta VALUES ('format', 'someone-elses-format'), ('schema_version', '1');");
   for (const std::string& db : {plain, lookalike}) {
     const std::string before = read_bytes(db);
     const std::string name = fs::path(db).filename().string();
@@ -833,7 +903,8 @@ TEST_F(CliErrors, ReadersTruncatedExperiment) {
     const std::string cut = truncated(e, n, "cut-" + std::to_string(n) + ".hdy");
     const std::string name = fs::path(cut).filename().string();
     for (const auto& r : kReaders) {
-      EXPECT_TRUE(Fails(cli(reader(r, cut)), 2, {name}, {"damaged", "truncated", "corrupt", "not a heterodyne experiment"}));
+      EXPECT_TRUE(Fails(cli(reader(r, cut)), 2, {name},
+                        {"damaged", "truncated", "corrupt", "not a heterodyne experiment"}));
     }
     EXPECT_EQ(fs::file_size(cut), n);
   }
@@ -857,7 +928,8 @@ TEST_F(CliErrors, ReadersMissingSchemaVersion) {
   ASSERT_EQ(sql(e, "DELETE FROM meta WHERE key = 'schema_version'"), 1);
   for (const auto& r : kReaders) {
     const Invocation run = cli(reader(r, e));
-    EXPECT_TRUE(Fails(run, 2, {"no-schema.hdy"}, {"schema", "damaged", "not a heterodyne experiment"}));
+    EXPECT_TRUE(
+        Fails(run, 2, {"no-schema.hdy"}, {"schema", "damaged", "not a heterodyne experiment"}));
     // A file without a version is not "newer" than anything.
     EXPECT_FALSE(icontains(run.r.err, "newer")) << describe(run);
   }
@@ -868,7 +940,10 @@ TEST_F(CliErrors, VerifyTamperedExperiment) {
   const std::string e = experiment_copy("tampered.hdy");
   ASSERT_FALSE(e.empty());
   // positions is WITHOUT ROWID: address the row by its key.
-  ASSERT_EQ(sql(e, "UPDATE positions SET kl = kl + 1e-9 WHERE chunk = 0 AND pos = 5 AND comparison = 'diff'"), 1);
+  ASSERT_EQ(sql(e,
+                "UPDATE positions SET kl = kl + 1e-9 WHERE chunk = 0 AND pos = 5 AND comparison = "
+                "'diff'"),
+            1);
   const std::string before = read_bytes(e);
   EXPECT_TRUE(Fails(cli({"verify", e}), 1, {"integrity", "modified"}));
   EXPECT_TRUE(Fails(cli({"verify", e, "--integrity-only"}), 1, {"integrity", "modified"}));
@@ -879,7 +954,9 @@ TEST_F(CliErrors, VerifyIncompleteExperiment) {
   HD_REQUIRE_SHARED();
   const std::string e = experiment_copy("incomplete.hdy");
   ASSERT_FALSE(e.empty());
-  sql(e, "DELETE FROM meta WHERE key = 'integrity_sha256'; UPDATE meta SET value = 'running' WHERE key = 'status'");
+  sql(e,
+      "DELETE FROM meta WHERE key = 'integrity_sha256'; UPDATE meta SET value = 'running' WHERE "
+      "key = 'status'");
   EXPECT_TRUE(Fails(cli({"verify", e}), 2, {"incomplete.hdy", "not complete", "--resume"}));
 }
 
@@ -892,7 +969,8 @@ TEST_F(CliErrors, VerifyWhenAModelIsGone) {
   ASSERT_EQ(made.r.exit_code, 0) << describe(made);
   fs::remove(model);
   // "integrity: ok" comes first, legitimately: the file itself is fine.
-  EXPECT_TRUE(FailsAfterProgress(cli({"verify", e}), 2, {"gone.gguf"}, {"no such file", "does not exist"}));
+  EXPECT_TRUE(
+      FailsAfterProgress(cli({"verify", e}), 2, {"gone.gguf"}, {"no such file", "does not exist"}));
 }
 
 // =============================================================================================
@@ -902,7 +980,8 @@ TEST_F(CliErrors, ExportUnknownFormat) {
   HD_REQUIRE_SHARED();
   const std::string e = experiment();
   ASSERT_FALSE(e.empty());
-  EXPECT_TRUE(Fails(cli({"export", e, "--positions", "--format", "xml"}), 2, {"'xml'", "csv", "jsonl"}));
+  EXPECT_TRUE(
+      Fails(cli({"export", e, "--positions", "--format", "xml"}), 2, {"'xml'", "csv", "jsonl"}));
   // Refused before the output is opened: no empty file left behind...
   const std::string out = path("positions.xml");
   EXPECT_TRUE(Fails(cli({"export", e, "--positions", "--format", "xml", "-o", out}), 2, {"'xml'"}));
@@ -910,7 +989,8 @@ TEST_F(CliErrors, ExportUnknownFormat) {
   // ...and an existing file (here an experiment) not truncated.
   const std::string victim = experiment_copy("export-victim.hdy");
   const std::string before = read_bytes(victim);
-  EXPECT_TRUE(Fails(cli({"export", e, "--positions", "--format", "xml", "-o", victim}), 2, {"'xml'"}));
+  EXPECT_TRUE(
+      Fails(cli({"export", e, "--positions", "--format", "xml", "-o", victim}), 2, {"'xml'"}));
   EXPECT_TRUE(Unchanged(victim, before));
 }
 
@@ -929,7 +1009,8 @@ TEST_F(CliErrors, ExportOutputInMissingDirectory) {
   const std::string e = experiment();
   ASSERT_FALSE(e.empty());
   const std::string out = path("no-such-dir/positions.csv");
-  EXPECT_TRUE(Fails(cli({"export", e, "--positions", "-o", out}), 2, {"no-such-dir"}, {"does not exist", "cannot write"}));
+  EXPECT_TRUE(Fails(cli({"export", e, "--positions", "-o", out}), 2, {"no-such-dir"},
+                    {"does not exist", "cannot write"}));
   EXPECT_FALSE(fs::exists(path("no-such-dir")));
 }
 
@@ -939,7 +1020,8 @@ TEST_F(CliErrors, ExportOutputIsADirectory) {
   ASSERT_FALSE(e.empty());
   const std::string d = path("export-dir.csv");
   fs::create_directories(d);
-  EXPECT_TRUE(Fails(cli({"export", e, "--positions", "-o", d}), 2, {"export-dir.csv"}, {"directory", "cannot write"}));
+  EXPECT_TRUE(Fails(cli({"export", e, "--positions", "-o", d}), 2, {"export-dir.csv"},
+                    {"directory", "cannot write"}));
   EXPECT_TRUE(fs::is_directory(d));
 }
 
@@ -950,7 +1032,8 @@ TEST_F(CliErrors, ExportOutputInReadOnlyDirectory) {
   const std::string ro = path("export-read-only");
   fs::create_directories(ro);
   ::chmod(ro.c_str(), 0555);
-  if (can_create_in(ro)) GTEST_SKIP() << "this process writes into a mode-555 directory (root): cannot simulate it";
+  if (can_create_in(ro))
+    GTEST_SKIP() << "this process writes into a mode-555 directory (root): cannot simulate it";
   const std::string out = ro + "/positions.csv";
   EXPECT_TRUE(Fails(cli({"export", e, "--positions", "-o", out}), 2, {"positions.csv"},
                     {"permission", "not writable", "cannot write"}));
@@ -991,23 +1074,26 @@ TEST_F(CliErrors, ReadersUnknownFlag) {
 
 TEST_F(CliErrors, MakeModelUnknownPreset) {
   const std::string out = path("preset.gguf");
-  EXPECT_TRUE(Fails(cli({"make-model", "--preset", "tiny-gpt", "--seed", "1", "--type", "f16", "-o", out}), 2,
-                    {"'tiny-gpt'", "preset", "tiny-llama"}));
+  EXPECT_TRUE(
+      Fails(cli({"make-model", "--preset", "tiny-gpt", "--seed", "1", "--type", "f16", "-o", out}),
+            2, {"'tiny-gpt'", "preset", "tiny-llama"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
 TEST_F(CliErrors, MakeModelUnknownType) {
   const std::string out = path("type.gguf");
   for (const std::string t : {"q4_0", "f8", ""}) {
-    EXPECT_TRUE(Fails(cli({"make-model", "--preset", "tiny-llama", "--seed", "1", "--type", t, "-o", out}), 2,
-                      {"'" + t + "'", "type", "f16"}));
+    EXPECT_TRUE(
+        Fails(cli({"make-model", "--preset", "tiny-llama", "--seed", "1", "--type", t, "-o", out}),
+              2, {"'" + t + "'", "type", "f16"}));
   }
   EXPECT_TRUE(NothingWritten(out));
 }
 
 TEST_F(CliErrors, MakeModelBadSeed) {
   const std::string out = path("seed.gguf");
-  EXPECT_TRUE(Fails(cli({"make-model", "--preset", "tiny-llama", "--seed", "abc", "-o", out}), 2, {"--seed", "abc"}));
+  EXPECT_TRUE(Fails(cli({"make-model", "--preset", "tiny-llama", "--seed", "abc", "-o", out}), 2,
+                    {"--seed", "abc"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -1015,7 +1101,8 @@ TEST_F(CliErrors, MakeModelMissingRequiredFlags) {
   const std::string out = path("required.gguf");
   EXPECT_TRUE(Fails(cli({"make-model", "--seed", "1", "-o", out}), 2, {"--preset", "required"}));
   EXPECT_TRUE(Fails(cli({"make-model", "--preset", "tiny-llama"}), 2, {"--output", "required"}));
-  EXPECT_TRUE(Fails(cli({"make-model", "--preset", "tiny-llama", "-o", out, "--bogus"}), 2, {"--bogus"}));
+  EXPECT_TRUE(
+      Fails(cli({"make-model", "--preset", "tiny-llama", "-o", out, "--bogus"}), 2, {"--bogus"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -1029,12 +1116,14 @@ TEST_F(CliErrors, MakeModelOutputInMissingDirectory) {
 TEST_F(CliErrors, MakeModelOutputIsADirectory) {
   const std::string d = path("model-dir.gguf");
   fs::create_directories(d);
-  EXPECT_TRUE(Fails(cli({"make-model", "--preset", "tiny-llama", "-o", d}), 2, {"model-dir.gguf", "directory"}));
+  EXPECT_TRUE(Fails(cli({"make-model", "--preset", "tiny-llama", "-o", d}), 2,
+                    {"model-dir.gguf", "directory"}));
   EXPECT_TRUE(fs::is_directory(d));
   EXPECT_TRUE(fs::is_empty(d));
   // No temporary left next to it either.
   for (const auto& entry : fs::directory_iterator(*dir_)) {
-    EXPECT_EQ(entry.path().filename().string().find("model-dir.gguf.part-"), std::string::npos) << entry.path();
+    EXPECT_EQ(entry.path().filename().string().find("model-dir.gguf.part-"), std::string::npos)
+        << entry.path();
   }
 }
 
@@ -1042,7 +1131,8 @@ TEST_F(CliErrors, MakeModelOutputInReadOnlyDirectory) {
   const std::string ro = path("mm-read-only");
   fs::create_directories(ro);
   ::chmod(ro.c_str(), 0555);
-  if (can_create_in(ro)) GTEST_SKIP() << "this process writes into a mode-555 directory (root): cannot simulate it";
+  if (can_create_in(ro))
+    GTEST_SKIP() << "this process writes into a mode-555 directory (root): cannot simulate it";
   const std::string out = ro + "/m.gguf";
   EXPECT_TRUE(Fails(cli({"make-model", "--preset", "tiny-llama", "-o", out}), 2, {"m.gguf"},
                     {"permission", "not writable", "cannot write"}));
@@ -1055,14 +1145,15 @@ TEST_F(CliErrors, MakeModelOutputInReadOnlyDirectory) {
 TEST_F(CliErrors, QuantizeUnknownType) {
   HD_REQUIRE_SHARED();
   const std::string out = path("q-type.gguf");
-  EXPECT_TRUE(Fails(cli({"quantize", s260k(), out, "Q9_9"}), 2, {"'Q9_9'", "quantization type", "Q8_0"}));
+  EXPECT_TRUE(
+      Fails(cli({"quantize", s260k(), out, "Q9_9"}), 2, {"'Q9_9'", "quantization type", "Q8_0"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
 TEST_F(CliErrors, QuantizeMissingInput) {
   const std::string out = path("q-missing.gguf");
-  EXPECT_TRUE(Fails(cli({"quantize", path("no-such-input.gguf"), out, "Q8_0"}), 2, {"no-such-input.gguf"},
-                    {"no such", "does not exist"}));
+  EXPECT_TRUE(Fails(cli({"quantize", path("no-such-input.gguf"), out, "Q8_0"}), 2,
+                    {"no-such-input.gguf"}, {"no such", "does not exist"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -1079,7 +1170,8 @@ TEST_F(CliErrors, QuantizeInputIsNotGguf) {
   const std::string t = text("q-input.txt", "not a model\n");
   const std::string e = text("q-zero-bytes.gguf", "");
   EXPECT_TRUE(Fails(cli({"quantize", t, out, "Q8_0"}), 2, {"q-input.txt", "not a GGUF"}));
-  EXPECT_TRUE(Fails(cli({"quantize", e, out, "Q8_0"}), 2, {"q-zero-bytes.gguf"}, {"not a GGUF", "empty"}));
+  EXPECT_TRUE(
+      Fails(cli({"quantize", e, out, "Q8_0"}), 2, {"q-zero-bytes.gguf"}, {"not a GGUF", "empty"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -1090,7 +1182,8 @@ TEST_F(CliErrors, QuantizeTruncatedInput) {
   for (const size_t n : {size_t{100}, size_t{5000}, size / 2, size - 1}) {
     SCOPED_TRACE("cut at " + std::to_string(n));
     const std::string cut = truncated(s260k(), n, "q-cut-" + std::to_string(n) + ".gguf");
-    EXPECT_TRUE(Fails(cli({"quantize", cut, out, "Q8_0"}), 2, {fs::path(cut).filename().string(), "truncated"}));
+    EXPECT_TRUE(Fails(cli({"quantize", cut, out, "Q8_0"}), 2,
+                      {fs::path(cut).filename().string(), "truncated"}));
   }
   EXPECT_TRUE(NothingWritten(out));
 }
@@ -1107,7 +1200,8 @@ TEST_F(CliErrors, QuantizeUnsupportedArchitecture) {
 TEST_F(CliErrors, QuantizeOutputInMissingDirectory) {
   HD_REQUIRE_SHARED();
   const std::string out = path("no-such-dir/q.gguf");
-  EXPECT_TRUE(Fails(cli({"quantize", s260k(), out, "Q8_0"}), 2, {"no-such-dir"}, {"does not exist", "cannot write"}));
+  EXPECT_TRUE(Fails(cli({"quantize", s260k(), out, "Q8_0"}), 2, {"no-such-dir"},
+                    {"does not exist", "cannot write"}));
   EXPECT_FALSE(fs::exists(path("no-such-dir")));
 }
 
@@ -1118,7 +1212,8 @@ TEST_F(CliErrors, QuantizeOutputIsADirectory) {
   EXPECT_TRUE(Fails(cli({"quantize", s260k(), d, "Q8_0"}), 2, {"q-out-dir.gguf", "directory"}));
   EXPECT_TRUE(fs::is_directory(d));
   for (const auto& entry : fs::directory_iterator(*dir_)) {
-    EXPECT_EQ(entry.path().filename().string().find("q-out-dir.gguf.part-"), std::string::npos) << entry.path();
+    EXPECT_EQ(entry.path().filename().string().find("q-out-dir.gguf.part-"), std::string::npos)
+        << entry.path();
   }
 }
 

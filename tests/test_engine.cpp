@@ -15,7 +15,8 @@ using namespace hd;
 namespace {
 
 std::vector<int32_t> first_chunk(const engine::Model& m, int n) {
-  auto t = m.tokenize(run::read_text_file(test::shared_path("corpora/tom-sawyer.txt")).substr(0, 4000), true);
+  auto t = m.tokenize(
+      run::read_text_file(test::shared_path("corpora/tom-sawyer.txt")).substr(0, 4000), true);
   t.resize(static_cast<size_t>(n));
   return t;
 }
@@ -36,7 +37,8 @@ TEST(Engine, IdenticalArmsGiveExactlyZeroEverywhere) {
   c.a = c.b = settings_for(test::shared_path("models/stories260K.gguf"));
   c.chunk = 64;
   run::Session s(c);
-  const auto chunks = s.chunks_of(run::read_text_file(test::shared_path("corpora/tom-sawyer.txt")).substr(0, 2000));
+  const auto chunks =
+      s.chunks_of(run::read_text_file(test::shared_path("corpora/tom-sawyer.txt")).substr(0, 2000));
   ASSERT_GE(chunks.size(), 2u);
   for (int i = 0; i < 2; ++i) {
     const auto r = s.compute(i, chunks[static_cast<size_t>(i)]);
@@ -80,7 +82,8 @@ TEST(Engine, ANameNeverProducedIsAnError) {
     arm.run_chunk(first_chunk(*m, 32), &hook, logits);
     FAIL() << "a missing point was accepted";
   } catch (const RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("'l_out-5' was never produced"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'l_out-5' was never produced"), std::string::npos)
+        << e.what();
   }
 }
 

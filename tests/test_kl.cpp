@@ -6,8 +6,8 @@
 
 #include "analysis/kl.h"
 
-using hd::analysis::ScoreScratch;
 using hd::analysis::score_position;
+using hd::analysis::ScoreScratch;
 
 TEST(Kl, IdenticalLogitsGiveExactlyZero) {
   std::vector<float> a = {1.5f, -2.0f, 0.25f, 3.0f, 3.0f, -7.5f};

@@ -28,7 +28,8 @@ std::string run_shell(const std::string& cmd) {
 double grab(const std::string& text, const std::string& pattern) {
   std::smatch m;
   if (!std::regex_search(text, m, std::regex(pattern))) {
-    ADD_FAILURE() << "pattern '" << pattern << "' not in peer output:\n" << text.substr(text.size() > 3000 ? text.size() - 3000 : 0);
+    ADD_FAILURE() << "pattern '" << pattern << "' not in peer output:\n"
+                  << text.substr(text.size() > 3000 ? text.size() - 3000 : 0);
     return NAN;
   }
   return std::stod(m[1]);
@@ -45,32 +46,38 @@ TEST_P(Peer, AgreesWithLlamaPerplexity) {
   const std::string dir = test::temp_dir("peer-" + type);
   const std::string model = test::shared_path("models/stories260K.gguf");
   const std::string text = dir + "/ts60k.txt";
-  test::write_file(text, run::read_text_file(test::shared_path("corpora/tom-sawyer.txt")).substr(0, 60000));
+  test::write_file(
+      text, run::read_text_file(test::shared_path("corpora/tom-sawyer.txt")).substr(0, 60000));
   const std::string quant = dir + "/q.gguf";
   engine::quantize_model(model, quant, type, 2);
 
   const std::string peer = std::string(HD_LLAMA_PERPLEXITY) + " -c 128 -b 128 -t 2 -f " + text;
-  const std::string base = run_shell(peer + " -m " + model + " --kl-divergence-base " + dir + "/base.kld");
-  const std::string kld = run_shell(peer + " -m " + quant + " --kl-divergence-base " + dir + "/base.kld --kl-divergence");
+  const std::string base =
+      run_shell(peer + " -m " + model + " --kl-divergence-base " + dir + "/base.kld");
+  const std::string kld = run_shell(peer + " -m " + quant + " --kl-divergence-base " + dir +
+                                    "/base.kld --kl-divergence");
   const double peer_ppl_a = grab(base, R"(Final estimate: PPL = ([0-9.]+))");
   const double peer_ppl_b = grab(kld, R"(Mean PPL\(Q\)\s*:\s*([0-9.]+))");
   const double peer_kl = grab(kld, R"(Mean\s+KLD:\s*([0-9.]+))");
   const double peer_same = grab(kld, R"(Same top p:\s*([0-9.]+))") / 100.0;
 
-  const auto r = test::run_cli({"diff", "--a", model, "--b", quant, "--text-file", text, "--chunk", "128",
-                                "--score-from", "half", "-t", "2", "--no-floor", "-o", dir + "/run.hdy"});
+  const auto r =
+      test::run_cli({"diff", "--a", model, "--b", quant, "--text-file", text, "--chunk", "128",
+                     "--score-from", "half", "-t", "2", "--no-floor", "-o", dir + "/run.hdy"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto l = report::load_experiment(dir + "/run.hdy");
   const auto& s = l.summary.diff;
-  EXPECT_EQ(l.summary.n_chunks, static_cast<size_t>(grab(kld, R"(computing over ([0-9]+) chunks)")));
+  EXPECT_EQ(l.summary.n_chunks,
+            static_cast<size_t>(grab(kld, R"(computing over ([0-9]+) chunks)")));
   EXPECT_EQ(s.n_scored, l.summary.n_chunks * 63);  // positions 64..126 of every 128-token chunk
   EXPECT_NEAR(s.kl.mean, peer_kl, 2e-4) << type;
   EXPECT_NEAR(s.ppl_a / peer_ppl_a, 1.0, 1e-3) << s.ppl_a << " vs " << peer_ppl_a;
   EXPECT_NEAR(s.ppl_b / peer_ppl_b, 1.0, 1e-3) << s.ppl_b << " vs " << peer_ppl_b;
   EXPECT_NEAR(1.0 - s.top1_change.mean, peer_same, 0.005);
-  std::printf("[ peer %s ] KL ours %.6f peer %.6f | PPL A %.4f/%.4f B %.4f/%.4f | same top-1 %.4f/%.4f\n",
-              type.c_str(), s.kl.mean, peer_kl, s.ppl_a, peer_ppl_a, s.ppl_b, peer_ppl_b,
-              1.0 - s.top1_change.mean, peer_same);
+  std::printf(
+      "[ peer %s ] KL ours %.6f peer %.6f | PPL A %.4f/%.4f B %.4f/%.4f | same top-1 %.4f/%.4f\n",
+      type.c_str(), s.kl.mean, peer_kl, s.ppl_a, peer_ppl_a, s.ppl_b, peer_ppl_b,
+      1.0 - s.top1_change.mean, peer_same);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stories260K, Peer, ::testing::Values("Q8_0", "Q4_0"));

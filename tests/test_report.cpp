@@ -5,9 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "store/experiment.h"
 #include "test_support.h"
@@ -21,9 +20,10 @@ const std::string& experiment() {
   static std::string path = [] {
     const std::string dir = test::temp_dir("report");
     const std::string p = dir + "/run.hdy";
-    const auto r = test::run_cli({"diff", "--a", test::shared_path("models/stories260K.gguf"), "--b-quant", "Q8_0",
-                                  "--text-file", test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "64",
-                                  "--max-chunks", "3", "-o", p});
+    const auto r =
+        test::run_cli({"diff", "--a", test::shared_path("models/stories260K.gguf"), "--b-quant",
+                       "Q8_0", "--text-file", test::shared_path("corpora/tom-sawyer.txt"),
+                       "--chunk", "64", "--max-chunks", "3", "-o", p});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return p;
   }();
@@ -45,8 +45,9 @@ TEST(Report, ShowJsonHasTheDocumentedKeys) {
   const auto r = test::run_cli({"show", experiment(), "--json", "--worst", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  for (const char* key : {"n_chunks", "n_scored", "kl_mean", "kl_ci95", "top1_change_rate", "ppl_a", "ppl_b",
-                          "floor_kl_mean", "floor_top1_change_rate", "layers", "worst", "provenance"}) {
+  for (const char* key :
+       {"n_chunks", "n_scored", "kl_mean", "kl_ci95", "top1_change_rate", "ppl_a", "ppl_b",
+        "floor_kl_mean", "floor_top1_change_rate", "layers", "worst", "provenance"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["n_chunks"], 3);
@@ -80,11 +81,14 @@ TEST(Report, ShowTableNamesTheFloorAndLayers) {
 TEST(Report, CsvExportReadsBackToTheStoredNumbers) {
   HD_REQUIRE_SHARED();
   const std::string out = test::temp_dir("export") + "/p.csv";
-  ASSERT_EQ(test::run_cli({"export", experiment(), "--positions", "--format", "csv", "-o", out}).exit_code, 0);
+  ASSERT_EQ(test::run_cli({"export", experiment(), "--positions", "--format", "csv", "-o", out})
+                .exit_code,
+            0);
   std::ifstream in(out);
   std::string header;
   std::getline(in, header);
-  EXPECT_EQ(header, "chunk,pos,token_id,token_text,scored,kl,nll_a,nll_b,top1_a,p_top1_a,top1_b,p_top1_b");
+  EXPECT_EQ(header,
+            "chunk,pos,token_id,token_text,scored,kl,nll_a,nll_b,top1_a,p_top1_a,top1_b,p_top1_b");
   const auto rows = stored_diff_rows(experiment());
   size_t n = 0;
   std::string line;
@@ -105,7 +109,8 @@ TEST(Report, CsvExportReadsBackToTheStoredNumbers) {
     const auto& r = rows[n++];
     EXPECT_EQ(std::stoi(f[1]), r.pos);
     EXPECT_EQ(std::stoi(f[2]), r.target);
-    EXPECT_EQ(std::strtod(f[5].c_str(), nullptr), r.score.kl) << line;  // bitwise, via shortest repr
+    EXPECT_EQ(std::strtod(f[5].c_str(), nullptr), r.score.kl)
+        << line;  // bitwise, via shortest repr
     EXPECT_EQ(std::strtod(f[6].c_str(), nullptr), r.score.nll_a);
     EXPECT_EQ(std::strtof(f[9].c_str(), nullptr), r.score.top_a.p[0]);
   }
@@ -128,8 +133,8 @@ TEST(Report, JsonlExportHasOneObjectPerPosition) {
 TEST(Report, PythonStandardLibraryReadsTheFileAsDocumented) {
   HD_REQUIRE_SHARED();
   const std::string out = test::temp_dir("python") + "/read.json";
-  const std::string cmd = "python3 " + std::string(HD_SOURCE_DIR) + "/tests/python/read_experiment.py " +
-                          experiment() + " > " + out;
+  const std::string cmd = "python3 " + std::string(HD_SOURCE_DIR) +
+                          "/tests/python/read_experiment.py " + experiment() + " > " + out;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream in(out);
   const auto j = nlohmann::json::parse(in);

@@ -8,9 +8,8 @@
 
 #include <chrono>
 #include <filesystem>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "analysis/compare.h"
 #include "store/experiment.h"
@@ -30,7 +29,8 @@ const Fixture& fixture() {
     Fixture x;
     x.dir = test::temp_dir("resume");
     x.model = x.dir + "/tiny-llama-f16.gguf";
-    const auto r = test::run_cli({"make-model", "--preset", "tiny-llama", "--type", "f16", "-o", x.model});
+    const auto r =
+        test::run_cli({"make-model", "--preset", "tiny-llama", "--type", "f16", "-o", x.model});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     x.text = test::shared_path("corpora/tom-sawyer.txt");
     return x;
@@ -39,8 +39,8 @@ const Fixture& fixture() {
 }
 
 std::vector<std::string> diff_args(const Fixture& f, const std::string& out) {
-  return {"diff", "--a", f.model, "--b-quant", "Q4_0", "--text-file", f.text, "--chunk", "64",
-          "--max-chunks", "8", "-t", "2", "-o", out};
+  return {"diff", "--a",          f.model, "--b-quant", "Q4_0", "--text-file", f.text, "--chunk",
+          "64",   "--max-chunks", "8",     "-t",        "2",    "-o",          out};
 }
 
 int stored_chunks(const std::string& path) {
@@ -137,8 +137,10 @@ TEST(Verify, ReproducesBitwiseAndCatchesTampering) {
   std::filesystem::copy_file(path, tampered);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(tampered.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "UPDATE positions SET kl = kl * (1 + 1e-12) WHERE chunk = 1 AND pos = 9",
-                         nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db, "UPDATE positions SET kl = kl * (1 + 1e-12) WHERE chunk = 1 AND pos = 9",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
   sqlite3_close(db);
   r = test::run_cli({"verify", tampered, "--integrity-only"});
   EXPECT_EQ(r.exit_code, 1);

@@ -57,9 +57,9 @@ TEST(Stats, ZeroValuesHaveZeroWidth) {
 TEST(Stats, PercentilesInterpolateAsThePeer) {
   std::vector<double> v = {4, 0, 3, 1, 2};  // sorted 0..4, p = f * 4
   const auto p = kl_percentiles(v);
-  EXPECT_EQ(p.front().value, 4.0);     // max
-  EXPECT_EQ(p.back().value, 0.0);      // min
-  EXPECT_DOUBLE_EQ(p[5].value, 2.0);   // median
+  EXPECT_EQ(p.front().value, 4.0);        // max
+  EXPECT_EQ(p.back().value, 0.0);         // min
+  EXPECT_DOUBLE_EQ(p[5].value, 2.0);      // median
   EXPECT_NEAR(p[1].value, 3.996, 1e-12);  // 99.9 %: 0.999 * 4 = 3.996
   EXPECT_NEAR(p[6].value, 0.4, 1e-12);    // 10 %
 }

@@ -76,7 +76,8 @@ TEST(Store, CompareFindsAOneUlpChange) {
 static void exec_sql(const std::string& path, const std::string& sql) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   sqlite3_close(db);
 }
 
@@ -91,11 +92,11 @@ TEST(Store, IntegrityHashSeesEveryValue) {
     EXPECT_EQ(sealed, e.compute_integrity());
     EXPECT_EQ(sealed.size(), 64u);
   }
-  for (const std::string sql :
-       {"UPDATE positions SET kl = kl * (1 + 1e-15) WHERE chunk = 0 AND pos = 1 AND comparison = 'diff'",
-        "UPDATE vocab SET text = '<S>' WHERE token_id = 1",
-        "UPDATE residuals SET data = zeroblob(16) WHERE arm = 'b'",
-        "UPDATE meta SET value = 'x' WHERE key = 'status'"}) {
+  for (const std::string sql : {"UPDATE positions SET kl = kl * (1 + 1e-15) WHERE chunk = 0 AND "
+                                "pos = 1 AND comparison = 'diff'",
+                                "UPDATE vocab SET text = '<S>' WHERE token_id = 1",
+                                "UPDATE residuals SET data = zeroblob(16) WHERE arm = 'b'",
+                                "UPDATE meta SET value = 'x' WHERE key = 'status'"}) {
     const std::string copy = path + ".copy";
     std::filesystem::copy_file(path, copy, std::filesystem::copy_options::overwrite_existing);
     exec_sql(copy, sql);

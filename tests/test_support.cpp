@@ -11,12 +11,15 @@ namespace hd::test {
 
 namespace fs = std::filesystem;
 
-std::string shared_path(const std::string& rel) { return std::string(HD_SOURCE_DIR) + "/../shared/" + rel; }
+std::string shared_path(const std::string& rel) {
+  return std::string(HD_SOURCE_DIR) + "/../shared/" + rel;
+}
 
 bool shared_available() { return fs::exists(shared_path("models/stories260K.gguf")); }
 
 std::string temp_dir(const std::string& name) {
-  const fs::path p = fs::path(testing::TempDir()) / ("hd-" + name + "-" + std::to_string(::getpid()));
+  const fs::path p =
+      fs::path(testing::TempDir()) / ("hd-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(p);
   fs::create_directories(p);
   return p.string();
@@ -29,7 +32,8 @@ static std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-int spawn_cli(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
+int spawn_cli(const std::vector<std::string>& args, const std::string& out,
+              const std::string& err) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     std::vector<char*> argv;
@@ -38,7 +42,8 @@ int spawn_cli(const std::vector<std::string>& args, const std::string& out, cons
     std::vector<std::string> copy = args;
     for (auto& a : copy) argv.push_back(a.data());
     argv.push_back(nullptr);
-    if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr)) _exit(127);
+    if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr))
+      _exit(127);
     ::execv(bin.c_str(), argv.data());
     _exit(127);
   }

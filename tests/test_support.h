@@ -10,9 +10,9 @@ namespace hd::test {
 // ../shared from the repository root; tests that need it skip with a message when absent.
 std::string shared_path(const std::string& rel);
 bool shared_available();
-#define HD_REQUIRE_SHARED()                                                            \
-  do {                                                                                 \
-    if (!::hd::test::shared_available())                                               \
+#define HD_REQUIRE_SHARED()                                                           \
+  do {                                                                                \
+    if (!::hd::test::shared_available())                                              \
       GTEST_SKIP() << "../shared (models and corpora) is absent: skipping this test"; \
   } while (0)
 

@@ -1,8 +1,8 @@
 #include "analysis/compare.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
+
+#include <cstring>
 
 namespace hd::analysis {
 
@@ -21,10 +21,12 @@ static std::optional<std::string> compare_top(const std::string& where, const ch
                                               const TopK& s, const TopK& r) {
   for (size_t k = 0; k < s.id.size(); ++k) {
     if (s.id[k] != r.id[k]) {
-      return fmt::format("{} top{}_{} id: stored {}, recomputed {}", where, k + 1, arm, s.id[k], r.id[k]);
+      return fmt::format("{} top{}_{} id: stored {}, recomputed {}", where, k + 1, arm, s.id[k],
+                         r.id[k]);
     }
     if (!same_bits(s.p[k], r.p[k])) {
-      return fmt::format("{} top{}_{} p: stored {:.9g}, recomputed {:.9g}", where, k + 1, arm, s.p[k], r.p[k]);
+      return fmt::format("{} top{}_{} p: stored {:.9g}, recomputed {:.9g}", where, k + 1, arm,
+                         s.p[k], r.p[k]);
     }
   }
   return std::nullopt;
@@ -51,7 +53,8 @@ static std::optional<std::string> compare(const char* name, int chunk, const Com
   for (size_t i = 0; i < s.layers.size(); ++i) {
     const auto& a = s.layers[i];
     const auto& b = r.layers[i];
-    const std::string where = fmt::format("chunk {} layer {} pos {} ({})", chunk, a.layer, a.pos, name);
+    const std::string where =
+        fmt::format("chunk {} layer {} pos {} ({})", chunk, a.layer, a.pos, name);
     if (a.layer != b.layer || a.pos != b.pos) return where + ": layer rows differ";
     if (auto m = diff_number(where, "rel_err", a.diff.rel_err, b.diff.rel_err)) return m;
     if (auto m = diff_number(where, "cosine", a.diff.cosine, b.diff.cosine)) return m;
@@ -63,17 +66,20 @@ static std::optional<std::string> compare(const char* name, int chunk, const Com
 std::optional<std::string> first_mismatch(const ChunkResult& s, const ChunkResult& r) {
   if (s.tokens != r.tokens) return fmt::format("chunk {}: tokens differ", s.chunk);
   if (auto m = compare("diff", s.chunk, s.diff, r.diff)) return m;
-  if (s.floor.has_value() != r.floor.has_value()) return fmt::format("chunk {}: floor presence differs", s.chunk);
+  if (s.floor.has_value() != r.floor.has_value())
+    return fmt::format("chunk {}: floor presence differs", s.chunk);
   if (s.floor) {
     if (auto m = compare("floor", s.chunk, *s.floor, *r.floor)) return m;
   }
-  if (s.residuals.size() != r.residuals.size()) return fmt::format("chunk {}: residual tensors differ in number", s.chunk);
+  if (s.residuals.size() != r.residuals.size())
+    return fmt::format("chunk {}: residual tensors differ in number", s.chunk);
   for (size_t i = 0; i < s.residuals.size(); ++i) {
     const auto& a = s.residuals[i];
     const auto& b = r.residuals[i];
     if (a.arm != b.arm || a.layer != b.layer || a.data.size() != b.data.size() ||
         std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) != 0) {
-      return fmt::format("chunk {}: saved residual of arm {} layer {} differs", s.chunk, a.arm, a.layer);
+      return fmt::format("chunk {}: saved residual of arm {} layer {} differs", s.chunk, a.arm,
+                         a.layer);
     }
   }
   return std::nullopt;

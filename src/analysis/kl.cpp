@@ -27,14 +27,16 @@ TopK top_k(std::span<const float> logits, double lse) {
       --slot;
     }
     if (slot == kTopK) continue;
-    for (int j = kTopK - 1; j > slot; --j) best[static_cast<size_t>(j)] = best[static_cast<size_t>(j - 1)];
+    for (int j = kTopK - 1; j > slot; --j)
+      best[static_cast<size_t>(j)] = best[static_cast<size_t>(j - 1)];
     best[static_cast<size_t>(slot)] = i;
   }
   TopK t;
   for (size_t k = 0; k < kTopK; ++k) {
     t.id[k] = best[k];
     t.p[k] = best[k] < 0 ? 0.0f
-                         : static_cast<float>(std::exp(static_cast<double>(logits[static_cast<size_t>(best[k])]) - lse));
+                         : static_cast<float>(std::exp(
+                               static_cast<double>(logits[static_cast<size_t>(best[k])]) - lse));
   }
   return t;
 }

@@ -15,10 +15,10 @@ struct TopK {
 };
 
 struct PositionScore {
-  double kl = 0;      // KL(A || B) = sum_i pA_i (log pA_i - log pB_i), natural log
-  double nll_a = 0;   // -log pA(next token)
+  double kl = 0;     // KL(A || B) = sum_i pA_i (log pA_i - log pB_i), natural log
+  double nll_a = 0;  // -log pA(next token)
   double nll_b = 0;
-  TopK top_a;         // top_a.id[0] is A's top-1 (lowest id among ties, as llama-perplexity)
+  TopK top_a;  // top_a.id[0] is A's top-1 (lowest id among ties, as llama-perplexity)
   TopK top_b;
 };
 

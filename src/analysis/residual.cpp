@@ -18,7 +18,8 @@ ResidualDiff residual_diff(std::span<const float> a, std::span<const float> b) {
   }
   ResidualDiff r;
   r.max_abs = mx;
-  r.rel_err = dd == 0 ? 0 : (aa == 0 ? std::numeric_limits<double>::infinity() : std::sqrt(dd / aa));
+  r.rel_err =
+      dd == 0 ? 0 : (aa == 0 ? std::numeric_limits<double>::infinity() : std::sqrt(dd / aa));
   if (dd == 0) {
     r.cosine = 1;  // bitwise-equal rows: exactly 1, not 1 - rounding
   } else {

@@ -74,7 +74,7 @@ MeanCI cluster_mean(std::span<const double> values, std::span<const int> cluster
 }
 
 std::vector<Percentile> kl_percentiles(std::vector<double> v) {
-  std::vector<Percentile> out = {{"max", 1.0, 0},   {"99.9%", 0.999, 0}, {"99.0%", 0.99, 0},
+  std::vector<Percentile> out = {{"max", 1.0, 0},    {"99.9%", 0.999, 0}, {"99.0%", 0.99, 0},
                                  {"95.0%", 0.95, 0}, {"90.0%", 0.90, 0},  {"median", 0.5, 0},
                                  {"10.0%", 0.10, 0}, {"5.0%", 0.05, 0},   {"1.0%", 0.01, 0},
                                  {"0.1%", 0.001, 0}, {"min", 0.0, 0}};

@@ -8,10 +8,14 @@ namespace hd::cli {
 
 void add_arm_flags(CLI::App& cmd, ArmFlags& f, const std::string& p) {
   const std::string who = p.empty() ? "both arms" : "arm " + p.substr(0, 1).append(" only");
-  cmd.add_option("--" + p + "ctk,--" + p + "cache-type-k", f.cache_type_k, "K cache type for " + who + " (f16)");
-  cmd.add_option("--" + p + "ctv,--" + p + "cache-type-v", f.cache_type_v, "V cache type for " + who + " (f16)");
-  cmd.add_option("--" + p + "fa,--" + p + "flash-attn", f.flash_attn, "flash attention on|off|auto for " + who + " (auto)");
-  cmd.add_option("--" + p + "ub,--" + p + "ubatch-size", f.n_ubatch, "physical batch size for " + who + " (512)");
+  cmd.add_option("--" + p + "ctk,--" + p + "cache-type-k", f.cache_type_k,
+                 "K cache type for " + who + " (f16)");
+  cmd.add_option("--" + p + "ctv,--" + p + "cache-type-v", f.cache_type_v,
+                 "V cache type for " + who + " (f16)");
+  cmd.add_option("--" + p + "fa,--" + p + "flash-attn", f.flash_attn,
+                 "flash attention on|off|auto for " + who + " (auto)");
+  cmd.add_option("--" + p + "ub,--" + p + "ubatch-size", f.n_ubatch,
+                 "physical batch size for " + who + " (512)");
   if (p.empty()) {
     cmd.add_option("-t,--threads", f.n_threads, "threads for both arms (default: all cores)");
   } else {
@@ -19,12 +23,15 @@ void add_arm_flags(CLI::App& cmd, ArmFlags& f, const std::string& p) {
   }
 }
 
-engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared, const ArmFlags& own) {
+engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared,
+                                const ArmFlags& own) {
   engine::ArmSettings s;
   s.model = model;
   auto pick = [](auto& out, const auto& a, const auto& b) {
-    if (b) out = *b;
-    else if (a) out = *a;
+    if (b)
+      out = *b;
+    else if (a)
+      out = *a;
   };
   pick(s.cache_type_k, shared.cache_type_k, own.cache_type_k);
   pick(s.cache_type_v, shared.cache_type_v, own.cache_type_v);

@@ -1,10 +1,9 @@
 // Arm settings as flags: the same spellings as llama.cpp (-ctk -ctv -fa -ub -t) apply to both
 // arms, and --a-… / --b-… override them for one arm.
 #pragma once
+#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "engine/arm.h"
 
@@ -19,7 +18,8 @@ struct ArmFlags {
 void add_arm_flags(CLI::App& cmd, ArmFlags& flags, const std::string& prefix);
 
 // The shared values, overridden by the arm's own, over llama.cpp's defaults.
-engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared, const ArmFlags& own);
+engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared,
+                                const ArmFlags& own);
 
 // llama.cpp spells some flags with one dash and several letters (-ctk); CLI11 wants those as
 // long options. Rewrites argv in place of the copy it returns.

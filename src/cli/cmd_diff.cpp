@@ -1,8 +1,8 @@
 // heterodyne diff --a A.gguf --b B.gguf | --b-quant TYPE --text-file T [--chunk N] ... -o run.hdy
 // heterodyne diff --resume run.hdy
-#include <filesystem>
-
 #include <fmt/format.h>
+
+#include <filesystem>
 
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
@@ -19,22 +19,29 @@ void add_diff(CLI::App& app, Context& ctx) {
     bool no_floor = false, force = false;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand("diff", "run two arms on identical tokens and store every number");
+  CLI::App* cmd =
+      app.add_subcommand("diff", "run two arms on identical tokens and store every number");
   cmd->add_option("--a", o->a, "arm A's GGUF (the reference)");
   cmd->add_option("--b", o->b, "arm B's GGUF");
   cmd->add_option("--b-quant", o->b_quant, "make arm B by quantizing A to this type (cached)");
   cmd->add_option("--text-file,-f", o->text, "the text both arms read");
-  cmd->add_option("--chunk,-c", o->cfg.chunk, "tokens per chunk, each from an empty KV cache")->capture_default_str();
-  cmd->add_option("--max-chunks", o->cfg.max_chunks, "at most this many chunks (0: all)")->capture_default_str();
+  cmd->add_option("--chunk,-c", o->cfg.chunk, "tokens per chunk, each from an empty KV cache")
+      ->capture_default_str();
+  cmd->add_option("--max-chunks", o->cfg.max_chunks, "at most this many chunks (0: all)")
+      ->capture_default_str();
   cmd->add_option("--score-from", o->cfg.score_from,
                   "first predicted token scored: N, or 'half' (llama-perplexity's convention)")
       ->capture_default_str();
-  cmd->add_flag("--no-floor", o->no_floor, "skip the numerical floor (arm A re-split into other ubatches)");
-  cmd->add_option("--floor-ub", o->cfg.floor_ubatch, "ubatch of the floor arm (default: an odd split of the chunk)");
-  cmd->add_flag("--save-residuals", o->cfg.save_residuals, "store every l_out-N tensor of both arms");
+  cmd->add_flag("--no-floor", o->no_floor,
+                "skip the numerical floor (arm A re-split into other ubatches)");
+  cmd->add_option("--floor-ub", o->cfg.floor_ubatch,
+                  "ubatch of the floor arm (default: an odd split of the chunk)");
+  cmd->add_flag("--save-residuals", o->cfg.save_residuals,
+                "store every l_out-N tensor of both arms");
   cmd->add_option("-o,--output", o->out, "experiment file to write");
   cmd->add_flag("--force", o->force, "replace an existing output file");
-  CLI::Option* resume = cmd->add_option("--resume", o->resume, "finish an interrupted experiment file (its own settings)");
+  CLI::Option* resume = cmd->add_option("--resume", o->resume,
+                                        "finish an interrupted experiment file (its own settings)");
   add_arm_flags(*cmd, o->shared, "");
   add_arm_flags(*cmd, o->own_a, "a-");
   add_arm_flags(*cmd, o->own_b, "b-");
@@ -50,11 +57,14 @@ void add_diff(CLI::App& app, Context& ctx) {
       missing = run::diff_resume(o->resume, ctx.command_line, progress_line);
     } else {
       if (o->a.empty()) throw InputError("diff needs --a MODEL.gguf");
-      if (o->b.empty() == o->b_quant.empty()) throw InputError("diff needs exactly one of --b MODEL.gguf or --b-quant TYPE");
+      if (o->b.empty() == o->b_quant.empty())
+        throw InputError("diff needs exactly one of --b MODEL.gguf or --b-quant TYPE");
       if (o->text.empty()) throw InputError("diff needs --text-file FILE");
       if (o->out.empty()) throw InputError("diff needs -o FILE.hdy");
       // Absolute paths: resume and verify may run from another directory.
-      auto absolute = [](const std::string& p) { return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string(); };
+      auto absolute = [](const std::string& p) {
+        return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string();
+      };
       run::DiffConfig cfg = o->cfg;
       cfg.a = resolve_arm(absolute(o->a), o->shared, o->own_a);
       cfg.b = resolve_arm(absolute(o->b), o->shared, o->own_b);
@@ -64,7 +74,8 @@ void add_diff(CLI::App& app, Context& ctx) {
       missing = run::diff_run(cfg, o->out, o->force, ctx.command_line, progress_line);
     }
     if (missing > 0) {
-      progress_line(fmt::format("stopped with {} chunks to go; finish with: heterodyne diff --resume {}", missing, path));
+      progress_line(fmt::format(
+          "stopped with {} chunks to go; finish with: heterodyne diff --resume {}", missing, path));
       ctx.exit_code = 130;
     } else {
       progress_line("wrote " + path + "  (heterodyne show " + path + ")");

@@ -11,7 +11,8 @@ namespace hd::cli {
 void add_make_model(CLI::App& app, Context& ctx) {
   auto spec = std::make_shared<engine::ModelSpec>();
   auto out = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("make-model", "write a deterministic random-weight GGUF with real shapes");
+  CLI::App* cmd =
+      app.add_subcommand("make-model", "write a deterministic random-weight GGUF with real shapes");
   cmd->add_option("--preset", spec->preset, "tiny-llama | tiny-qwen3 | qwen3-0.6b")->required();
   cmd->add_option("--seed", spec->seed, "random seed")->capture_default_str();
   cmd->add_option("--type", spec->type, "f32 | f16 | bf16")->capture_default_str();
@@ -34,10 +35,13 @@ void add_quantize(CLI::App& app, Context& ctx) {
   cmd->add_option("input", o->in, "source GGUF (F32/F16/BF16)")->required();
   cmd->add_option("output", o->out, "GGUF to write")->required();
   cmd->add_option("type", o->type, "Q8_0, Q4_K_M, Q4_0, ...")->required();
-  cmd->add_option("-t,--threads", o->threads, "threads (default: all cores)")->each([o](const std::string&) { o->threads_given = true; });
+  cmd->add_option("-t,--threads", o->threads, "threads (default: all cores)")
+      ->each([o](const std::string&) { o->threads_given = true; });
   cmd->callback([o, &ctx] {
-    if (o->threads < 0 || (o->threads == 0 && o->threads_given)) throw InputError("thread count must be at least 1, not " + std::to_string(o->threads));
-    engine::quantize_model(o->in, o->out, o->type, o->threads > 0 ? o->threads : engine::default_threads());
+    if (o->threads < 0 || (o->threads == 0 && o->threads_given))
+      throw InputError("thread count must be at least 1, not " + std::to_string(o->threads));
+    engine::quantize_model(o->in, o->out, o->type,
+                           o->threads > 0 ? o->threads : engine::default_threads());
     progress_line("wrote " + o->out);
     ctx.exit_code = 0;
   });

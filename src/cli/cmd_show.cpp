@@ -16,14 +16,17 @@ void add_show(CLI::App& app, Context& ctx) {
   CLI::App* cmd = app.add_subcommand("show", "print what an experiment file holds");
   cmd->add_option("file", o->file, "experiment file")->required();
   cmd->add_flag("--json", o->json, "machine-readable output");
-  cmd->add_option("--worst", o->worst, "also list the N positions with the largest KL")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--worst", o->worst, "also list the N positions with the largest KL")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([o, &ctx] {
     const report::Loaded l = report::load_experiment(o->file);
     if (l.integrity == "MISMATCH") {
-      progress_line("warning: '" + o->file + "' fails its integrity check (changed after it was sealed)");
+      progress_line("warning: '" + o->file +
+                    "' fails its integrity check (changed after it was sealed)");
     }
     if (o->json) {
-      std::cout << report::summary_json(l, o->worst).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+      std::cout << report::summary_json(l, o->worst)
+                       .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                 << "\n";
     } else {
       report::print_summary(std::cout, l);

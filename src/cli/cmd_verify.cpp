@@ -10,10 +10,12 @@ void add_verify(CLI::App& app, Context& ctx) {
     run::VerifyOptions options;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand("verify", "re-run a stored experiment and compare every number bitwise");
+  CLI::App* cmd =
+      app.add_subcommand("verify", "re-run a stored experiment and compare every number bitwise");
   cmd->add_option("file", o->file, "experiment file")->required();
   cmd->add_flag("--integrity-only", o->options.integrity_only, "only recompute the integrity hash");
-  cmd->add_flag("--force", o->options.force, "compare even when a model hash or the llama.cpp commit differs");
+  cmd->add_flag("--force", o->options.force,
+                "compare even when a model hash or the llama.cpp commit differs");
   cmd->callback([o, &ctx] { ctx.exit_code = run::verify(o->file, o->options, progress_line); });
 }
 

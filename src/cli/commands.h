@@ -1,8 +1,7 @@
 // Each subcommand registers itself on the app; its callback sets the process exit code.
 #pragma once
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace hd::cli {
 

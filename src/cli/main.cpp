@@ -5,9 +5,9 @@
 #include <iostream>
 
 #include "build_info.h"
-#include "commit.h"
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
+#include "commit.h"
 #include "errors.h"
 #include "run/diff.h"
 
@@ -39,11 +39,13 @@ void progress_line(const std::string& line) {
 int main(int argc, char** argv) {
   hd::cli::Context ctx;
   std::vector<std::string> args = hd::cli::normalize_llama_flags(argc, argv);
-  for (size_t i = 0; i < args.size(); ++i) ctx.command_line += (i ? " " : "") + shell_quote(args[i]);
+  for (size_t i = 0; i < args.size(); ++i)
+    ctx.command_line += (i ? " " : "") + shell_quote(args[i]);
 
   CLI::App app{"heterodyne: where and why two llama.cpp configurations of a model disagree"};
   app.set_version_flag("--version", std::string("heterodyne ") + hd::build::kVersion + " (" +
-                                        hd::build::kCommit + ", llama.cpp " + hd::build::kLlamaCommit + ")");
+                                        hd::build::kCommit + ", llama.cpp " +
+                                        hd::build::kLlamaCommit + ")");
   app.require_subcommand(1);
   hd::cli::add_diff(app, ctx);
   hd::cli::add_show(app, ctx);
@@ -55,11 +57,15 @@ int main(int argc, char** argv) {
   // CLI11 reports a mistyped command as "a subcommand is required"; name what was typed.
   if (args.size() > 1) {
     const std::string& first = args[1];
-    const bool known = !app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == first; }).empty();
-    const bool global = first == "--help" || first == "-h" || first == "--help-all" || first == "--version";
+    const bool known =
+        !app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == first; }).empty();
+    const bool global =
+        first == "--help" || first == "-h" || first == "--help-all" || first == "--version";
     if (!known && !global) {
-      return fail(2, std::string(first[0] == '-' ? "unknown option '" : "unknown command '") + first +
-                         "' (commands: diff, show, export, verify, make-model, quantize; see heterodyne --help)");
+      return fail(2, std::string(first[0] == '-' ? "unknown option '" : "unknown command '") +
+                         first +
+                         "' (commands: diff, show, export, verify, make-model, quantize; see "
+                         "heterodyne --help)");
     }
   }
   std::signal(SIGINT, on_signal);

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "common/cache_dir.h"
-
 #include "errors.h"
 
 namespace hd {
@@ -72,11 +71,11 @@ std::string sha256_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw InputError("cannot open " + path + " to hash it");
   std::error_code ec;
-  const std::string identity = std::filesystem::absolute(path, ec).string() + "\n" +
-                               std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " +
-                               std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
-                               std::to_string(st.st_mtim.tv_nsec) + " " + std::to_string(st.st_ctim.tv_sec) +
-                               "." + std::to_string(st.st_ctim.tv_nsec);
+  const std::string identity =
+      std::filesystem::absolute(path, ec).string() + "\n" + std::to_string(st.st_dev) + " " +
+      std::to_string(st.st_ino) + " " + std::to_string(st.st_size) + " " +
+      std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + " " +
+      std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
   std::filesystem::path memo;
   try {
     memo = cache_dir() / "hashes" / sha256_bytes(identity);

@@ -12,7 +12,7 @@ namespace hd::engine {
 
 const std::vector<std::string>& cache_types() {
   // common/arg.cpp's kv_cache_types at the pinned commit.
-  static const std::vector<std::string> types = {"f32", "f16", "bf16", "q8_0", "q4_0",
+  static const std::vector<std::string> types = {"f32",  "f16",    "bf16", "q8_0", "q4_0",
                                                  "q4_1", "iq4_nl", "q5_0", "q5_1"};
   return types;
 }
@@ -41,7 +41,8 @@ void check_settings(const ArmSettings& s, const ModelInfo& m, int n_ctx) {
   if (s.flash_attn != "on" && s.flash_attn != "off" && s.flash_attn != "auto") {
     throw InputError("flash attention must be on, off or auto, not '" + s.flash_attn + "'");
   }
-  if (s.n_ubatch < 1) throw InputError("ubatch must be at least 1, not " + std::to_string(s.n_ubatch));
+  if (s.n_ubatch < 1)
+    throw InputError("ubatch must be at least 1, not " + std::to_string(s.n_ubatch));
   if (s.n_threads < 0 || s.n_threads > 512) {
     throw InputError("thread count must be between 1 and 512, not " + std::to_string(s.n_threads));
   }
@@ -111,7 +112,8 @@ void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<flo
                     int first_output) {
   const int32_t n = static_cast<int32_t>(tokens.size());
   if (n < 1 || n > n_ctx_) throw RuntimeError("chunk length out of range for this arm");
-  if (first_output < 0 || first_output >= n) throw RuntimeError("first output position out of range");
+  if (first_output < 0 || first_output >= n)
+    throw RuntimeError("first output position out of range");
   llama_memory_clear(llama_get_memory(ctx_), true);
   llama_batch batch = llama_batch_init(n, 0, 1);
   for (int32_t i = 0; i < n; ++i) {
@@ -138,8 +140,10 @@ void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<flo
   logits.resize(static_cast<size_t>(n - first_output) * n_vocab);
   for (int32_t i = first_output; i < n; ++i) {
     const float* row = llama_get_logits_ith(ctx_, i);
-    if (row == nullptr) throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(i));
-    std::memcpy(logits.data() + static_cast<size_t>(i - first_output) * n_vocab, row, n_vocab * sizeof(float));
+    if (row == nullptr)
+      throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(i));
+    std::memcpy(logits.data() + static_cast<size_t>(i - first_output) * n_vocab, row,
+                n_vocab * sizeof(float));
   }
 }
 

@@ -20,7 +20,8 @@ GgufSummary gguf_check(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read '" + path + "': " + std::strerror(errno));
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw InputError("'" + path + "' is a directory, not a GGUF file");
+  if (fs::is_directory(path, ec))
+    throw InputError("'" + path + "' is a directory, not a GGUF file");
   GgufSummary s;
   s.file_size = fs::file_size(path, ec);
   char magic[4] = {};
@@ -31,7 +32,8 @@ GgufSummary gguf_check(const std::string& path) {
   gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
   gguf_context* g = gguf_init_from_file(path.c_str(), params);
   if (g == nullptr) {
-    throw InputError("'" + path + "' is a corrupt or truncated GGUF (its header or metadata does not parse)");
+    throw InputError("'" + path +
+                     "' is a corrupt or truncated GGUF (its header or metadata does not parse)");
   }
   // The header parses; now make sure every tensor's bytes are inside the file.
   uint64_t end = 0;
@@ -54,7 +56,8 @@ GgufSummary gguf_check(const std::string& path) {
   }
   if (s.architecture.empty()) throw InputError("'" + path + "' has no general.architecture");
   if (!architecture_supported(s.architecture)) {
-    point_name(s.architecture, PointKind::kLayerOut);  // throws the message naming what is supported
+    point_name(s.architecture,
+               PointKind::kLayerOut);  // throws the message naming what is supported
   }
   return s;
 }

@@ -102,7 +102,8 @@ void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
   if (p.keep) {
     const size_t need = static_cast<size_t>((first + rows) * width);
     if (p.data.size() < need) p.data.resize(need);
-    ggml_backend_tensor_get(t, p.data.data() + first * width, 0, static_cast<size_t>(rows) * row_bytes);
+    ggml_backend_tensor_get(t, p.data.data() + first * width, 0,
+                            static_cast<size_t>(rows) * row_bytes);
   }
   p.rows_seen += rows;
 }

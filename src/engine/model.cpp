@@ -85,8 +85,10 @@ std::vector<int32_t> Model::tokenize(std::string_view text, bool add_special) co
         tokenize_or_throw(vocab, l, false);
       } catch (const std::exception&) {
         std::string shown(l.substr(0, 60));
-        throw InputError("the text cannot be encoded by this model's vocabulary (it has no byte "
-                         "fallback): line " + std::to_string(line) + ": \"" + shown + "\"");
+        throw InputError(
+            "the text cannot be encoded by this model's vocabulary (it has no byte "
+            "fallback): line " +
+            std::to_string(line) + ": \"" + shown + "\"");
       }
       start = end + 1;
       ++line;

@@ -24,18 +24,24 @@ static std::string join(const std::vector<std::string>& v) {
 
 std::string point_name(const std::string& arch, PointKind kind, int layer) {
   if (!architecture_supported(arch)) {
-    throw InputError("architecture '" + arch + "' is not supported (supported: " +
-                     join(supported_architectures()) + ")");
+    throw InputError("architecture '" + arch +
+                     "' is not supported (supported: " + join(supported_architectures()) + ")");
   }
   const std::string n = std::to_string(layer);
   switch (kind) {
-    case PointKind::kEmbedding: return "inp_embd";
+    case PointKind::kEmbedding:
+      return "inp_embd";
     // src/models/qwen2.cpp and qwen3.cpp do not name the projected attention output.
-    case PointKind::kAttnOut: return arch == "llama" ? "attn_out-" + n : "";
-    case PointKind::kFfnInp: return "ffn_inp-" + n;
-    case PointKind::kFfnOut: return "ffn_out-" + n;
-    case PointKind::kLayerOut: return "l_out-" + n;
-    case PointKind::kResultNorm: return "result_norm";
+    case PointKind::kAttnOut:
+      return arch == "llama" ? "attn_out-" + n : "";
+    case PointKind::kFfnInp:
+      return "ffn_inp-" + n;
+    case PointKind::kFfnOut:
+      return "ffn_out-" + n;
+    case PointKind::kLayerOut:
+      return "l_out-" + n;
+    case PointKind::kResultNorm:
+      return "result_norm";
   }
   return "";
 }
@@ -43,7 +49,8 @@ std::string point_name(const std::string& arch, PointKind kind, int layer) {
 bool point_has_output_rows_only(const std::string& name, int n_layer) {
   if (name == "result_norm" || name == "result_output") return true;
   const size_t dash = name.rfind('-');
-  if (dash == std::string::npos || name.substr(dash + 1) != std::to_string(n_layer - 1)) return false;
+  if (dash == std::string::npos || name.substr(dash + 1) != std::to_string(n_layer - 1))
+    return false;
   const std::string base = name.substr(0, dash);
   return base == "ffn_inp" || base == "ffn_norm" || base == "ffn_out" || base == "l_out";
 }

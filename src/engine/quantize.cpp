@@ -9,8 +9,8 @@
 #include <mutex>
 #include <vector>
 
-#include "common/output_path.h"
 #include "common/cache_dir.h"
+#include "common/output_path.h"
 #include "common/sha256.h"
 #include "engine/gguf_file.h"
 #include "engine/system.h"
@@ -75,7 +75,6 @@ const QuantType& require_type(const std::string& name) {
   }
   return *t;
 }
-
 
 }  // namespace
 

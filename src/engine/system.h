@@ -10,9 +10,9 @@ namespace hd::engine {
 void system_init();
 std::string last_llama_error();  // "" when llama.cpp logged no error since the last call
 
-std::string cpu_model();        // /proc/cpuinfo "model name"
-std::string cpu_features();     // llama_print_system_info()
-std::string os_description();   // uname
-int default_threads();          // what -t defaults to: the physical cores we may use
+std::string cpu_model();       // /proc/cpuinfo "model name"
+std::string cpu_features();    // llama_print_system_info()
+std::string os_description();  // uname
+int default_threads();         // what -t defaults to: the physical cores we may use
 
 }  // namespace hd::engine

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-
 namespace hd::report {
 
 static std::string csv_field(const std::string& s) {
@@ -30,11 +29,12 @@ void export_positions(std::ostream& os, const Loaded& l, const std::string& form
                           csv_field(text), r.scored ? 1 : 0, s.kl, s.nll_a, s.nll_b, s.top_a.id[0],
                           s.top_a.p[0], s.top_b.id[0], s.top_b.p[0]);
       } else {
-        nlohmann::json j = {{"chunk", c.chunk}, {"pos", r.pos},       {"token_id", r.target},
-                            {"token_text", text}, {"scored", r.scored}, {"kl", s.kl},
-                            {"nll_a", s.nll_a},   {"nll_b", s.nll_b},   {"top1_a", s.top_a.id[0]},
-                            {"p_top1_a", s.top_a.p[0]}, {"top1_b", s.top_b.id[0]},
-                            {"p_top1_b", s.top_b.p[0]}};
+        nlohmann::json j = {{"chunk", c.chunk},        {"pos", r.pos},
+                            {"token_id", r.target},    {"token_text", text},
+                            {"scored", r.scored},      {"kl", s.kl},
+                            {"nll_a", s.nll_a},        {"nll_b", s.nll_b},
+                            {"top1_a", s.top_a.id[0]}, {"p_top1_a", s.top_a.p[0]},
+                            {"top1_b", s.top_b.id[0]}, {"p_top1_b", s.top_b.p[0]}};
         os << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       }
     }

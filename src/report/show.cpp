@@ -1,9 +1,9 @@
 #include "report/show.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "store/experiment.h"
 
@@ -30,10 +30,14 @@ Loaded load_experiment(const std::string& path) {
 std::string printable(const std::string& piece) {
   std::string out;
   for (char c : piece) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else out += c;
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
+    else
+      out += c;
   }
   return out;
 }
@@ -57,14 +61,15 @@ static std::string arm_line(const nlohmann::json& arm) {
   if (arm.is_null()) return "?";
   return fmt::format("{}  [-ctk {} -ctv {} -fa {} -ub {} -t {}]", arm.value("model", "?"),
                      arm.value("cache_type_k", "?"), arm.value("cache_type_v", "?"),
-                     arm.value("flash_attn", "?"), arm.value("n_ubatch", 0), arm.value("n_threads_used", 0));
+                     arm.value("flash_attn", "?"), arm.value("n_ubatch", 0),
+                     arm.value("n_threads_used", 0));
 }
 
 void print_summary(std::ostream& os, const Loaded& l) {
   const auto& s = l.summary;
   const auto& arms = l.provenance["arms"];
-  os << fmt::format("{}  ({}, {} chunks of {} tokens, {} scored positions, score-from {})\n", l.path,
-                    l.status, s.n_chunks, l.config.value("chunk", 0), s.diff.n_scored,
+  os << fmt::format("{}  ({}, {} chunks of {} tokens, {} scored positions, score-from {})\n",
+                    l.path, l.status, s.n_chunks, l.config.value("chunk", 0), s.diff.n_scored,
                     l.config.value("score_from", "?"));
   if (l.integrity == "MISMATCH") {
     os << "  WARNING: integrity check failed: this file was changed after the run sealed it\n";
@@ -77,9 +82,12 @@ void print_summary(std::ostream& os, const Loaded& l) {
   }
   const bool fl = s.has_floor;
   const std::string floor_head =
-      fl ? fmt::format("floor (A vs A at ubatch {})", l.provenance.value("floor_ubatch", 0)) : "floor: not measured";
+      fl ? fmt::format("floor (A vs A at ubatch {})", l.provenance.value("floor_ubatch", 0))
+         : "floor: not measured";
   os << fmt::format("\n  {:<16} {:<28} {}\n", "", "A vs B", floor_head);
-  const std::string floor_kl = !fl ? "" : s.floor.bitwise_identical ? "0 (bitwise identical logits)" : ci(s.floor.kl);
+  const std::string floor_kl = !fl                         ? ""
+                               : s.floor.bitwise_identical ? "0 (bitwise identical logits)"
+                                                           : ci(s.floor.kl);
   os << fmt::format("  {:<16} {:<28} {}\n", "mean KL", ci(s.diff.kl), floor_kl);
   os << fmt::format("  {:<16} {:<28} {}\n", "top-1 change %", ci(s.diff.top1_change, 100),
                     fl ? ci(s.floor.top1_change, 100) : "");
@@ -89,15 +97,16 @@ void print_summary(std::ostream& os, const Loaded& l) {
   os << "\n  KL percentiles  ";
   for (const auto& p : s.diff.kl_percentiles) os << fmt::format("{} {}  ", p.label, num(p.value));
   os << "\n\n  residual after each layer (l_out-N), scored positions:\n";
-  os << fmt::format("  {:>5}  {:<26} {:>10} {:>12} {:>14}\n", "layer", "rel. L2 error", "cosine", "max |Δ|",
-                    "floor rel err");
+  os << fmt::format("  {:>5}  {:<26} {:>10} {:>12} {:>14}\n", "layer", "rel. L2 error", "cosine",
+                    "max |Δ|", "floor rel err");
   for (const auto& r : s.layers) {
     os << fmt::format("  {:>5}  {:<26} {:>10.6f} {:>12.5g} {:>14.3g}\n", r.layer, ci(r.rel_err),
                       r.cosine_mean, r.max_abs, r.floor_rel_err_mean);
   }
 }
 
-static std::vector<const PositionRow*> worst_rows(const Loaded& l, int n, std::vector<int>& chunk_of) {
+static std::vector<const PositionRow*> worst_rows(const Loaded& l, int n,
+                                                  std::vector<int>& chunk_of) {
   std::vector<std::pair<const PositionRow*, int>> rows;
   for (const auto& c : l.chunks) {
     for (const auto& p : c.diff.positions) {
@@ -105,8 +114,9 @@ static std::vector<const PositionRow*> worst_rows(const Loaded& l, int n, std::v
     }
   }
   const size_t k = std::min(rows.size(), static_cast<size_t>(std::max(n, 0)));
-  std::partial_sort(rows.begin(), rows.begin() + static_cast<long>(k), rows.end(),
-                    [](const auto& x, const auto& y) { return x.first->score.kl > y.first->score.kl; });
+  std::partial_sort(
+      rows.begin(), rows.begin() + static_cast<long>(k), rows.end(),
+      [](const auto& x, const auto& y) { return x.first->score.kl > y.first->score.kl; });
   std::vector<const PositionRow*> out;
   for (size_t i = 0; i < k; ++i) {
     out.push_back(rows[i].first);
@@ -138,9 +148,10 @@ void print_worst(std::ostream& os, const Loaded& l, int n) {
     const PositionRow& r = *rows[i];
     const ChunkResult& c = chunk_by_id(l, chunk_of[i]);
     std::string before;
-    for (int p = std::max(0, r.pos - 12); p <= r.pos; ++p) before += piece(l, c.tokens[static_cast<size_t>(p)]);
-    os << fmt::format("\n  {}:{}  KL {:.5f}  NLL A {:.3f}  B {:.3f}{}\n", c.chunk, r.pos, r.score.kl,
-                      r.score.nll_a, r.score.nll_b,
+    for (int p = std::max(0, r.pos - 12); p <= r.pos; ++p)
+      before += piece(l, c.tokens[static_cast<size_t>(p)]);
+    os << fmt::format("\n  {}:{}  KL {:.5f}  NLL A {:.3f}  B {:.3f}{}\n", c.chunk, r.pos,
+                      r.score.kl, r.score.nll_a, r.score.nll_b,
                       r.score.top_a.id[0] != r.score.top_b.id[0] ? "  top-1 flipped" : "");
     os << fmt::format("    …{}[{}]\n", before, piece(l, r.target));
     os << "    A: " << top_list(l, r.score.top_a) << "\n";
@@ -151,10 +162,14 @@ void print_worst(std::ostream& os, const Loaded& l, int n) {
 static nlohmann::json comparison_json(const analysis::ComparisonSummary& s) {
   nlohmann::json pct;
   for (const auto& p : s.kl_percentiles) pct[p.label] = p.value;
-  return {{"n_scored", s.n_scored},        {"kl_mean", s.kl.mean},
-          {"kl_ci95", s.kl.ci95},          {"kl_percentiles", pct},
-          {"top1_change_rate", s.top1_change.mean}, {"top1_change_rate_ci95", s.top1_change.ci95},
-          {"ppl_a", s.ppl_a},              {"ppl_b", s.ppl_b}};
+  return {{"n_scored", s.n_scored},
+          {"kl_mean", s.kl.mean},
+          {"kl_ci95", s.kl.ci95},
+          {"kl_percentiles", pct},
+          {"top1_change_rate", s.top1_change.mean},
+          {"top1_change_rate_ci95", s.top1_change.ci95},
+          {"ppl_a", s.ppl_a},
+          {"ppl_b", s.ppl_b}};
 }
 
 nlohmann::json summary_json(const Loaded& l, int worst) {
@@ -187,13 +202,19 @@ nlohmann::json summary_json(const Loaded& l, int worst) {
       const auto& r = *rows[i];
       auto top = [&](const analysis::TopK& t) {
         nlohmann::json a = nlohmann::json::array();
-        for (size_t k = 0; k < t.id.size(); ++k) a.push_back({{"id", t.id[k]}, {"text", raw_piece(l, t.id[k])}, {"p", t.p[k]}});
+        for (size_t k = 0; k < t.id.size(); ++k)
+          a.push_back({{"id", t.id[k]}, {"text", raw_piece(l, t.id[k])}, {"p", t.p[k]}});
         return a;
       };
-      j["worst"].push_back({{"chunk", chunk_of[i]}, {"pos", r.pos}, {"token_id", r.target},
-                            {"token_text", raw_piece(l, r.target)}, {"kl", r.score.kl},
-                            {"nll_a", r.score.nll_a}, {"nll_b", r.score.nll_b},
-                            {"top5_a", top(r.score.top_a)}, {"top5_b", top(r.score.top_b)}});
+      j["worst"].push_back({{"chunk", chunk_of[i]},
+                            {"pos", r.pos},
+                            {"token_id", r.target},
+                            {"token_text", raw_piece(l, r.target)},
+                            {"kl", r.score.kl},
+                            {"nll_a", r.score.nll_a},
+                            {"nll_b", r.score.nll_b},
+                            {"top5_a", top(r.score.top_a)},
+                            {"top5_b", top(r.score.top_b)}});
     }
   }
   return j;

@@ -1,11 +1,10 @@
 // `heterodyne show`: the totals of a diff as a terminal table or JSON, and the worst tokens.
 #pragma once
 #include <map>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "analysis/records.h"
 #include "analysis/summary.h"
@@ -16,7 +15,8 @@ namespace hd::report {
 struct Loaded {
   std::string path;
   std::string status;
-  std::string integrity;  // "ok", "MISMATCH" (the file was changed after it was sealed), "not sealed"
+  std::string
+      integrity;  // "ok", "MISMATCH" (the file was changed after it was sealed), "not sealed"
   nlohmann::json config;
   nlohmann::json provenance;
   std::vector<analysis::ChunkResult> chunks;

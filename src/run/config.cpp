@@ -7,9 +7,12 @@
 namespace hd::run {
 
 nlohmann::json to_json(const engine::ArmSettings& s) {
-  return {{"model", s.model},           {"cache_type_k", s.cache_type_k},
-          {"cache_type_v", s.cache_type_v}, {"flash_attn", s.flash_attn},
-          {"n_ubatch", s.n_ubatch},     {"n_threads", s.n_threads}};
+  return {{"model", s.model},
+          {"cache_type_k", s.cache_type_k},
+          {"cache_type_v", s.cache_type_v},
+          {"flash_attn", s.flash_attn},
+          {"n_ubatch", s.n_ubatch},
+          {"n_threads", s.n_threads}};
 }
 
 engine::ArmSettings arm_settings_from_json(const nlohmann::json& j) {

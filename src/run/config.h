@@ -1,9 +1,8 @@
 // What a diff was asked to do: stored verbatim (as JSON) in the experiment file, so that
 // --resume and verify rebuild exactly the same run.
 #pragma once
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "engine/arm.h"
 
@@ -12,13 +11,13 @@ namespace hd::run {
 struct DiffConfig {
   engine::ArmSettings a;
   engine::ArmSettings b;
-  std::string b_quant;        // when set, B's model is A's quantized to this type
+  std::string b_quant;  // when set, B's model is A's quantized to this type
   std::string text_file;
   int chunk = 128;
-  int max_chunks = 0;         // 0: every whole chunk of the text
+  int max_chunks = 0;            // 0: every whole chunk of the text
   std::string score_from = "1";  // N (first predicted token index scored) or "half"
   bool floor = true;
-  int floor_ubatch = 0;       // 0: chosen by floor_ubatch_for()
+  int floor_ubatch = 0;  // 0: chosen by floor_ubatch_for()
   bool save_residuals = false;
 };
 

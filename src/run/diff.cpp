@@ -1,11 +1,11 @@
 #include "run/diff.h"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <chrono>
 #include <ctime>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "build_info.h"
 #include "commit.h"
@@ -32,7 +32,8 @@ static std::string sha256_of_tokens(const std::vector<std::vector<int32_t>>& chu
   std::string bytes;
   for (const auto& c : chunks) {
     for (int32_t t : c) {
-      for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((static_cast<uint32_t>(t) >> (8 * i)) & 0xff));
+      for (int i = 0; i < 4; ++i)
+        bytes.push_back(static_cast<char>((static_cast<uint32_t>(t) >> (8 * i)) & 0xff));
     }
   }
   return sha256_bytes(bytes);
@@ -49,12 +50,12 @@ static nlohmann::json provenance(const Session& s, const std::string& text,
                   {"os", engine::os_description()}};
   p["arms"] = s.arms_provenance();
   p["floor_ubatch"] = s.floor_ubatch();
-  p["text"] = {{"path", s.config().text_file},
-               {"sha256", sha256_bytes(text)},
-               {"bytes", text.size()}};
+  p["text"] = {
+      {"path", s.config().text_file}, {"sha256", sha256_bytes(text)}, {"bytes", text.size()}};
   size_t n_tokens = 0;
   for (const auto& c : chunks) n_tokens += c.size();
-  p["tokens"] = {{"n_chunks", chunks.size()}, {"count", n_tokens}, {"sha256", sha256_of_tokens(chunks)}};
+  p["tokens"] = {
+      {"n_chunks", chunks.size()}, {"count", n_tokens}, {"sha256", sha256_of_tokens(chunks)}};
   p["command_line"] = command_line;
   p["started_at"] = now_utc();
   return p;
@@ -62,7 +63,8 @@ static nlohmann::json provenance(const Session& s, const std::string& text,
 
 // Runs every chunk not yet in the file; seals it when all are there.
 static int run_missing(store::Experiment& e, Session& s,
-                       const std::vector<std::vector<int32_t>>& chunks, const ProgressFn& progress) {
+                       const std::vector<std::vector<int32_t>>& chunks,
+                       const ProgressFn& progress) {
   const auto done_list = e.finished_chunks();
   const std::set<int> done(done_list.begin(), done_list.end());
   const int total = static_cast<int>(chunks.size());
@@ -110,16 +112,20 @@ int diff_run(const DiffConfig& config, const std::string& out, bool replace,
 }
 
 // The models and text a stored run used must be the ones on disk now.
-static void check_same_inputs(const nlohmann::json& prov, const Session& s, const std::string& text) {
+static void check_same_inputs(const nlohmann::json& prov, const Session& s,
+                              const std::string& text) {
   if (auto change = s.model_change(prov["arms"])) throw InputError(*change + ": cannot resume");
   if (prov["text"]["sha256"] != sha256_bytes(text)) {
-    throw InputError("the text file '" + s.config().text_file + "' has changed since this run started");
+    throw InputError("the text file '" + s.config().text_file +
+                     "' has changed since this run started");
   }
 }
 
-int diff_resume(const std::string& path, const std::string& command_line, const ProgressFn& progress) {
+int diff_resume(const std::string& path, const std::string& command_line,
+                const ProgressFn& progress) {
   store::Experiment e = store::Experiment::open(path, true);
-  if (e.meta("kind").value_or("") != "diff") throw InputError("'" + path + "' is not a diff experiment");
+  if (e.meta("kind").value_or("") != "diff")
+    throw InputError("'" + path + "' is not a diff experiment");
   if (e.meta("status").value_or("") == "complete") {
     progress("'" + path + "' is already complete");
     return 0;
@@ -132,7 +138,8 @@ int diff_resume(const std::string& path, const std::string& command_line, const 
   const auto chunks = s.chunks_of(text);
   prov["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
   e.set_meta("provenance", prov.dump());
-  progress(fmt::format("resuming: {} of {} chunks already stored", e.finished_chunks().size(), chunks.size()));
+  progress(fmt::format("resuming: {} of {} chunks already stored", e.finished_chunks().size(),
+                       chunks.size()));
   return run_missing(e, s, chunks, progress);
 }
 

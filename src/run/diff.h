@@ -19,6 +19,7 @@ int diff_run(const DiffConfig& config, const std::string& out, bool replace,
              const std::string& command_line, const ProgressFn& progress);
 
 // Finishes an interrupted diff from its own stored configuration.
-int diff_resume(const std::string& path, const std::string& command_line, const ProgressFn& progress);
+int diff_resume(const std::string& path, const std::string& command_line,
+                const ProgressFn& progress);
 
 }  // namespace hd::run

@@ -21,7 +21,11 @@ static std::string utf8_problem(const std::string& s) {
   size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
     if (len == 0 || i + len > s.size()) return "byte " + std::to_string(i);
     for (size_t k = 1; k < len; ++k) {
       if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return "byte " + std::to_string(i);
@@ -33,7 +37,8 @@ static std::string utf8_problem(const std::string& s) {
 
 std::string read_text_file(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError("text file '" + path + "' is a directory");
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError("text file '" + path + "' is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read text file '" + path + "'");
   std::ostringstream ss;
@@ -41,7 +46,8 @@ std::string read_text_file(const std::string& path) {
   std::string text = ss.str();
   if (text.empty()) throw InputError("text file '" + path + "' is empty");
   const std::string bad = utf8_problem(text);
-  if (!bad.empty()) throw InputError("text file '" + path + "' is not valid UTF-8 (at " + bad + ")");
+  if (!bad.empty())
+    throw InputError("text file '" + path + "' is not valid UTF-8 (at " + bad + ")");
   return text;
 }
 
@@ -49,8 +55,8 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   validate(config_);
   const int threads_a = config_.a.n_threads > 0 ? config_.a.n_threads : 0;
   if (!config_.b_quant.empty()) {
-    config_.b.model = engine::ensure_quantized(config_.a.model, config_.b_quant,
-                                               threads_a > 0 ? threads_a : 2);
+    config_.b.model =
+        engine::ensure_quantized(config_.a.model, config_.b_quant, threads_a > 0 ? threads_a : 2);
   }
   std::map<std::string, std::shared_ptr<engine::Model>> models;  // one load per file
   auto load = [&](const std::string& path) {
@@ -87,7 +93,8 @@ std::vector<std::vector<int32_t>> Session::chunks_of(const std::string& text) co
   if (config_.max_chunks > 0) count = std::min(count, static_cast<size_t>(config_.max_chunks));
   std::vector<std::vector<int32_t>> out;
   for (size_t c = 0; c < count; ++c) {
-    std::vector<int32_t> chunk(all.begin() + static_cast<long>(c * n), all.begin() + static_cast<long>((c + 1) * n));
+    std::vector<int32_t> chunk(all.begin() + static_cast<long>(c * n),
+                               all.begin() + static_cast<long>((c + 1) * n));
     if (m.info().add_bos) chunk[0] = m.info().bos;
     out.push_back(std::move(chunk));
   }
@@ -122,8 +129,8 @@ void Session::run(ArmRun& r, std::span<const int32_t> tokens, int first_output) 
 
 // Positions first_output..n-2 (each predicts the next token); residuals at every position
 // the point has rows for (the last layer keeps only first_output..n-1).
-analysis::Comparison Session::compare(const ArmRun& a, const ArmRun& b, std::span<const int32_t> tokens,
-                                      int first_output) const {
+analysis::Comparison Session::compare(const ArmRun& a, const ArmRun& b,
+                                      std::span<const int32_t> tokens, int first_output) const {
   const auto& info = a.arm->model_info();
   const int first_target = first_scored_target(config_.score_from, static_cast<int>(tokens.size()));
   Comparison c;
@@ -151,7 +158,8 @@ analysis::Comparison Session::compare(const ArmRun& a, const ArmRun& b, std::spa
     const int first_row = static_cast<int>(a.hook.first_row(name));
     for (int p = first_row; p < n; ++p) {
       const size_t off = static_cast<size_t>(p - first_row) * w;
-      c.layers.push_back({l, p, analysis::residual_diff({ra.data() + off, w}, {rb.data() + off, w})});
+      c.layers.push_back(
+          {l, p, analysis::residual_diff({ra.data() + off, w}, {rb.data() + off, w})});
     }
   }
   return c;
@@ -172,7 +180,8 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
     // Arm-major, layer-minor: the order the store reads them back in.
     for (const ArmRun* ar : {&a_, &b_}) {
       for (int l = 0; l < info.n_layer; ++l) {
-        const std::string name = engine::point_name(info.architecture, engine::PointKind::kLayerOut, l);
+        const std::string name =
+            engine::point_name(info.architecture, engine::PointKind::kLayerOut, l);
         r.residuals.push_back({ar == &a_ ? "a" : "b", l, static_cast<int>(ar->hook.width(name)),
                                ar->hook.captured(name)});
       }

@@ -13,13 +13,15 @@ namespace hd::run {
 static void check_integrity(const store::Experiment& e, const ProgressFn& progress) {
   const auto stored = e.meta("integrity_sha256");
   if (!stored) {
-    throw InputError("'" + e.path() + "' is not complete (" + std::to_string(e.finished_chunks().size()) +
-                     " chunks stored): finish it with diff --resume; the integrity hash is written at the end");
+    throw InputError(
+        "'" + e.path() + "' is not complete (" + std::to_string(e.finished_chunks().size()) +
+        " chunks stored): finish it with diff --resume; the integrity hash is written at the end");
   }
   const std::string now = e.compute_integrity();
   if (now != *stored) {
     throw RuntimeError("integrity check failed: the stored hash is " + stored->substr(0, 16) +
-                       "…, the contents hash to " + now.substr(0, 16) + "… (the file was modified)");
+                       "…, the contents hash to " + now.substr(0, 16) +
+                       "… (the file was modified)");
   }
   progress("integrity: ok (sha256 " + now + ")");
 }
@@ -32,8 +34,9 @@ int verify(const std::string& path, const VerifyOptions& options, const Progress
   const auto prov = nlohmann::json::parse(e.meta("provenance").value());
   const std::string commit = prov["llama_cpp"]["commit"];
   if (commit != build::kLlamaCommit && !options.force) {
-    throw InputError("this run was made with llama.cpp " + commit.substr(0, 12) + ", this build uses " +
-                     std::string(build::kLlamaCommit).substr(0, 12) + " (--force to compare anyway)");
+    throw InputError("this run was made with llama.cpp " + commit.substr(0, 12) +
+                     ", this build uses " + std::string(build::kLlamaCommit).substr(0, 12) +
+                     " (--force to compare anyway)");
   }
   Session s(diff_config_from_json(nlohmann::json::parse(e.meta("config").value())));
   if (auto change = s.model_change(prov["arms"]); change && !options.force) {

@@ -1,14 +1,13 @@
 #include "store/experiment.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "common/output_path.h"
 #include "common/sha256.h"
@@ -31,13 +30,15 @@ struct TableDef {
 static const TableDef kTables[] = {
     {"meta", "key", "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"},
     {"chunks", "chunk",
-     "CREATE TABLE chunks (chunk INTEGER PRIMARY KEY, n_tokens INTEGER NOT NULL, seconds REAL NOT NULL)"},
+     "CREATE TABLE chunks (chunk INTEGER PRIMARY KEY, n_tokens INTEGER NOT NULL, seconds REAL NOT "
+     "NULL)"},
     {"tokens", "chunk, pos",
      "CREATE TABLE tokens (chunk INTEGER, pos INTEGER, token_id INTEGER NOT NULL,"
      " PRIMARY KEY (chunk, pos)) WITHOUT ROWID"},
     {"vocab", "token_id", "CREATE TABLE vocab (token_id INTEGER PRIMARY KEY, text TEXT NOT NULL)"},
     {"positions", "comparison, chunk, pos",
-     "CREATE TABLE positions (comparison TEXT, chunk INTEGER, pos INTEGER, target_id INTEGER NOT NULL,"
+     "CREATE TABLE positions (comparison TEXT, chunk INTEGER, pos INTEGER, target_id INTEGER NOT "
+     "NULL,"
      " scored INTEGER NOT NULL, kl REAL, nll_a REAL, nll_b REAL, top1_a INTEGER, p_top1_a REAL,"
      " top1_b INTEGER, p_top1_b REAL, top5_a TEXT, top5_b TEXT,"
      " PRIMARY KEY (comparison, chunk, pos)) WITHOUT ROWID"},
@@ -79,7 +80,8 @@ void Experiment::check_creatable(const std::string& path, bool replace) {
   check_output_path(path);
   std::error_code ec;
   if (fs::exists(path, ec) && !replace) {
-    throw InputError("'" + path + "' already exists: use --resume to finish it, or --force to replace it");
+    throw InputError("'" + path +
+                     "' already exists: use --resume to finish it, or --force to replace it");
   }
 }
 
@@ -99,7 +101,9 @@ Experiment Experiment::create(const std::string& path, bool replace) {
     Transaction t(*db);
     for (const auto& table : kTables) db->exec(table.ddl);
     Statement put(db->handle(), "INSERT INTO meta (key, value) VALUES (?, ?)");
-    put.bind(1, std::string_view("format")).bind(2, std::string_view("heterodyne-experiment")).run();
+    put.bind(1, std::string_view("format"))
+        .bind(2, std::string_view("heterodyne-experiment"))
+        .run();
     put.bind(1, std::string_view("schema_version")).bind(2, std::to_string(kSchemaVersion)).run();
     put.bind(1, std::string_view("status")).bind(2, std::string_view("running")).run();
     t.commit();
@@ -125,7 +129,9 @@ Experiment Experiment::open(const std::string& path, bool writable) {
   }
   Experiment e(path, std::move(db), fd);
   const auto version = e.meta("schema_version");
-  if (!version) throw InputError("'" + path + "' has no schema version: it is damaged or not a heterodyne experiment");
+  if (!version)
+    throw InputError("'" + path +
+                     "' has no schema version: it is damaged or not a heterodyne experiment");
   if (std::atoi(version->c_str()) > kSchemaVersion) {
     throw InputError("'" + path + "' has schema version " + version.value_or("?") +
                      ", newer than this heterodyne reads (" + std::to_string(kSchemaVersion) + ")");
@@ -186,7 +192,10 @@ static void put_comparison(Database& db, const char* name, int chunk, const Comp
   Statement lay(db.handle(), "INSERT INTO layers VALUES (?, ?, ?, ?, ?, ?, ?)");
   for (const auto& l : c.layers) {
     lay.bind(1, std::string_view(name)).bind(2, int64_t{chunk}).bind(3, int64_t{l.layer});
-    lay.bind(4, int64_t{l.pos}).bind(5, l.diff.rel_err).bind(6, l.diff.cosine).bind(7, l.diff.max_abs);
+    lay.bind(4, int64_t{l.pos})
+        .bind(5, l.diff.rel_err)
+        .bind(6, l.diff.cosine)
+        .bind(7, l.diff.max_abs);
     lay.run();
   }
 }
@@ -195,7 +204,10 @@ void Experiment::put_chunk(const ChunkResult& c, const std::map<int32_t, std::st
   Transaction t(*db_);
   Statement tok(db_->handle(), "INSERT INTO tokens VALUES (?, ?, ?)");
   for (size_t i = 0; i < c.tokens.size(); ++i) {
-    tok.bind(1, int64_t{c.chunk}).bind(2, static_cast<int64_t>(i)).bind(3, int64_t{c.tokens[i]}).run();
+    tok.bind(1, int64_t{c.chunk})
+        .bind(2, static_cast<int64_t>(i))
+        .bind(3, int64_t{c.tokens[i]})
+        .run();
   }
   Statement voc(db_->handle(), "INSERT OR IGNORE INTO vocab VALUES (?, ?)");
   for (const auto& [id, text] : pieces) voc.bind(1, int64_t{id}).bind(2, text).run();
@@ -205,7 +217,8 @@ void Experiment::put_chunk(const ChunkResult& c, const std::map<int32_t, std::st
   for (const auto& r : c.residuals) {
     const auto* bytes = reinterpret_cast<const uint8_t*>(r.data.data());
     res.bind(1, int64_t{c.chunk}).bind(2, r.arm).bind(3, int64_t{r.layer});
-    res.bind(4, static_cast<int64_t>(r.data.size() / static_cast<size_t>(r.width))).bind(5, int64_t{r.width});
+    res.bind(4, static_cast<int64_t>(r.data.size() / static_cast<size_t>(r.width)))
+        .bind(5, int64_t{r.width});
     res.bind_blob(6, {bytes, r.data.size() * sizeof(float)}).run();
   }
   // The chunks row goes last: its presence is what marks the chunk finished.
@@ -264,14 +277,17 @@ ChunkResult Experiment::read_chunk(int chunk) const {
   c.chunk = chunk;
   Statement s(db_->handle(), "SELECT seconds FROM chunks WHERE chunk = ?");
   s.bind(1, int64_t{chunk});
-  if (!s.step()) throw RuntimeError("chunk " + std::to_string(chunk) + " is not in '" + path_ + "'");
+  if (!s.step())
+    throw RuntimeError("chunk " + std::to_string(chunk) + " is not in '" + path_ + "'");
   c.seconds = s.real(0);
   Statement tok(db_->handle(), "SELECT token_id FROM tokens WHERE chunk = ? ORDER BY pos");
   tok.bind(1, int64_t{chunk});
   while (tok.step()) c.tokens.push_back(static_cast<int32_t>(tok.integer(0)));
   c.diff = read_comparison(*db_, "diff", chunk).value_or(Comparison{});
   c.floor = read_comparison(*db_, "floor", chunk);
-  Statement res(db_->handle(), "SELECT arm, layer, width, data FROM residuals WHERE chunk = ? ORDER BY arm, layer");
+  Statement res(
+      db_->handle(),
+      "SELECT arm, layer, width, data FROM residuals WHERE chunk = ? ORDER BY arm, layer");
   res.bind(1, int64_t{chunk});
   while (res.step()) {
     analysis::ResidualTensor r;
@@ -321,8 +337,13 @@ std::string Experiment::compute_integrity() const {
     while (q.step()) {
       for (int col = 0; col < q.columns(); ++col) {
         switch (q.type(col)) {
-          case SQLITE_NULL: feed("N", 1); break;
-          case SQLITE_INTEGER: feed("I", 1); feed_u64(static_cast<uint64_t>(q.integer(col))); break;
+          case SQLITE_NULL:
+            feed("N", 1);
+            break;
+          case SQLITE_INTEGER:
+            feed("I", 1);
+            feed_u64(static_cast<uint64_t>(q.integer(col)));
+            break;
           case SQLITE_FLOAT: {
             const double d = q.real(col);
             uint64_t bits;

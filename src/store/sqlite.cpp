@@ -8,7 +8,8 @@ static void check(sqlite3* db, int rc, std::string_view what) {
   if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
   std::string msg = std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
   if (rc == SQLITE_FULL) msg = std::string(what) + ": the disk is full";
-  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) msg = std::string(what) + ": the file is locked by another process";
+  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+    msg = std::string(what) + ": the file is locked by another process";
   throw RuntimeError(msg);
 }
 
@@ -28,7 +29,8 @@ Statement& Statement::bind(int i, double v) {
   return *this;
 }
 Statement& Statement::bind(int i, std::string_view v) {
-  check(db_, sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT), "bind");
+  check(db_, sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT),
+        "bind");
   return *this;
 }
 Statement& Statement::bind_blob(int i, std::span<const uint8_t> v) {
@@ -63,7 +65,9 @@ int64_t Statement::integer(int col) const { return sqlite3_column_int64(stmt_, c
 double Statement::real(int col) const { return sqlite3_column_double(stmt_, col); }
 std::string Statement::text(int col) const {
   const auto* p = sqlite3_column_text(stmt_, col);
-  return p ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, col))) : "";
+  return p ? std::string(reinterpret_cast<const char*>(p),
+                         static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
+           : "";
 }
 std::span<const uint8_t> Statement::blob(int col) const {
   const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(stmt_, col));
