@@ -62,10 +62,12 @@ TEST(Engine, RowsAreCountedAcrossUbatches) {
   auto m = engine::model_load(test::shared_path("models/stories260K.gguf"));
   engine::Arm arm(m, settings_for(m->info().path, 7), 64);  // 64 = 9 ubatches of 7 + 1
   engine::Hook hook;
+  hook.capture("embd");  // the embedding point, produced at this commit under that name
   hook.capture("l_out-0");
   hook.capture("l_out-4");
   std::vector<float> logits;
   arm.run_chunk(first_chunk(*m, 64), &hook, logits);
+  EXPECT_EQ(hook.captured("embd").size(), 64u * 64u);
   EXPECT_EQ(hook.captured("l_out-0").size(), 64u * 64u);
   EXPECT_EQ(hook.captured("l_out-4").size(), 64u * 64u);
   EXPECT_EQ(logits.size(), 64u * 512u);
@@ -117,6 +119,7 @@ TEST(Engine, OverwritesChangeWhatDownstreamSees) {
 
 TEST(Engine, ArchitectureNamesAreMapped) {
   EXPECT_EQ(engine::point_name("qwen3", engine::PointKind::kLayerOut, 3), "l_out-3");
+  EXPECT_EQ(engine::point_name("qwen2", engine::PointKind::kEmbedding), "embd");
   EXPECT_EQ(engine::point_name("llama", engine::PointKind::kAttnOut, 0), "attn_out-0");
   EXPECT_EQ(engine::point_name("qwen2", engine::PointKind::kAttnOut, 0), "");
   EXPECT_THROW(engine::point_name("gpt2", engine::PointKind::kLayerOut, 0), InputError);

@@ -41,8 +41,9 @@ TopK top_k(std::span<const float> logits, double lse) {
   return t;
 }
 
-PositionScore score_position(std::span<const float> a, std::span<const float> b, int32_t next,
-                             ScoreScratch& scratch) {
+// KL(A||B), and both log-sum-exps on the way.
+static double kl_with_lse(std::span<const float> a, std::span<const float> b, ScoreScratch& scratch,
+                          double& lse_a, double& lse_b) {
   const size_t n = a.size();
   // log p_i = x_i - lse(x); with m = max x:  lse = m + log sum_i exp(x_i - m).
   const double ma = max_of(a);
@@ -55,8 +56,8 @@ PositionScore score_position(std::span<const float> a, std::span<const float> b,
     sa += ea;
     sb += std::exp(static_cast<double>(b[i]) - mb);
   }
-  const double lse_a = ma + std::log(sa);
-  const double lse_b = mb + std::log(sb);
+  lse_a = ma + std::log(sa);
+  lse_b = mb + std::log(sb);
   // KL(A||B) = sum_i pA_i * (log pA_i - log pB_i), pA_i = exp(a_i - ma) / sa.
   double kl = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -64,8 +65,19 @@ PositionScore score_position(std::span<const float> a, std::span<const float> b,
     const double lb = static_cast<double>(b[i]) - lse_b;
     kl += (scratch.p_a[i] / sa) * (la - lb);
   }
+  return kl;
+}
+
+double kl_divergence(std::span<const float> a, std::span<const float> b, ScoreScratch& scratch) {
+  double lse_a = 0, lse_b = 0;
+  return kl_with_lse(a, b, scratch, lse_a, lse_b);
+}
+
+PositionScore score_position(std::span<const float> a, std::span<const float> b, int32_t next,
+                             ScoreScratch& scratch) {
+  double lse_a = 0, lse_b = 0;
   PositionScore s;
-  s.kl = kl;
+  s.kl = kl_with_lse(a, b, scratch, lse_a, lse_b);
   s.nll_a = lse_a - static_cast<double>(a[static_cast<size_t>(next)]);
   s.nll_b = lse_b - static_cast<double>(b[static_cast<size_t>(next)]);
   s.top_a = top_k(a, lse_a);

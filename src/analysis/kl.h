@@ -32,6 +32,10 @@ double log_sum_exp(std::span<const float> logits);
 
 TopK top_k(std::span<const float> logits, double lse);
 
+// KL(A || B) alone, for the many patched passes where nothing else is needed.
+double kl_divergence(std::span<const float> logits_a, std::span<const float> logits_b,
+                     ScoreScratch& scratch);
+
 // Scores logits_a vs logits_b (same length) for the actual next token `next`.
 // Identical inputs give exactly 0: both log-softmaxes are then bitwise equal.
 PositionScore score_position(std::span<const float> logits_a, std::span<const float> logits_b,

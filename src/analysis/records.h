@@ -40,12 +40,27 @@ struct ResidualTensor {
   std::vector<float> data;
 };
 
+// Transplants on one chunk. Step k (1-based) is restore point points[k-1]; step 0, "none",
+// is not stored: D(none) is the diff's KL and N(none) is 0 by definition.
+//   denoise: KL(A || B with A's tensor written at the point)
+//   noise:   KL(A || A with B's tensor written at the point)
+struct TransplantRow {
+  int step = 0;
+  int pos = 0;
+  double kl = 0;
+};
+struct Transplants {
+  std::vector<std::string> points;  // labels in forward order
+  std::vector<TransplantRow> denoise, noise;
+};
+
 struct ChunkResult {
   int chunk = 0;
   std::vector<int32_t> tokens;  // exactly what both arms evaluated (BOS already in place)
   Comparison diff;
   std::optional<Comparison> floor;
   std::vector<ResidualTensor> residuals;
+  std::optional<Transplants> transplants;
   double seconds = 0;  // wall time; provenance only, never compared
 };
 

@@ -38,6 +38,10 @@ void add_diff(CLI::App& app, Context& ctx) {
                   "ubatch of the floor arm (default: an odd split of the chunk)");
   cmd->add_flag("--save-residuals", o->cfg.save_residuals,
                 "store every l_out-N tensor of both arms");
+  cmd->add_flag("--transplants", o->cfg.transplants,
+                "denoise (A's residual into B) and noise (B's into A) at inp_embd and every l_out-N");
+  cmd->add_flag("--components", o->cfg.components,
+                "transplants at every ffn_inp-N too: the attention/MLP split of each layer");
   cmd->add_option("-o,--output", o->out, "experiment file to write");
   cmd->add_flag("--force", o->force, "replace an existing output file");
   CLI::Option* resume = cmd->add_option("--resume", o->resume,
@@ -71,6 +75,7 @@ void add_diff(CLI::App& app, Context& ctx) {
       cfg.b_quant = o->b_quant;
       cfg.text_file = absolute(o->text);
       cfg.floor = !o->no_floor;
+      cfg.transplants = cfg.transplants || cfg.components;
       missing = run::diff_run(cfg, o->out, o->force, ctx.command_line, progress_line);
     }
     if (missing > 0) {

@@ -29,8 +29,11 @@ std::string point_name(const std::string& arch, PointKind kind, int layer) {
   }
   const std::string n = std::to_string(layer);
   switch (kind) {
+    // build_inp_embd (llama-graph.cpp) names the token path's result "embd"; the tensor named
+    // "inp_embd" is the leaf for embeddings passed in llama_batch.embd, which a batch of
+    // tokens never computes, so a hook on it would see nothing.
     case PointKind::kEmbedding:
-      return "inp_embd";
+      return "embd";
     // src/models/qwen2.cpp and qwen3.cpp do not name the projected attention output.
     case PointKind::kAttnOut:
       return arch == "llama" ? "attn_out-" + n : "";

@@ -8,7 +8,7 @@
 namespace hd::engine {
 
 enum class PointKind {
-  kEmbedding,   // inp_embd: the token embeddings, layer 0's input
+  kEmbedding,   // the token embeddings, layer 0's input (users call it inp_embd, see points.cpp)
   kAttnOut,     // after the attention output projection (named attn_out-N in llama only)
   kFfnInp,      // ffn_inp-N: the residual after attention (TransformerLens hook_resid_mid)
   kFfnOut,      // ffn_out-N: the MLP output (hook_mlp_out)

@@ -36,7 +36,9 @@ nlohmann::json to_json(const DiffConfig& c) {
           {"score_from", c.score_from},
           {"floor", c.floor},
           {"floor_ubatch", c.floor_ubatch},
-          {"save_residuals", c.save_residuals}};
+          {"save_residuals", c.save_residuals},
+          {"transplants", c.transplants},
+          {"components", c.components}};
 }
 
 DiffConfig diff_config_from_json(const nlohmann::json& j) {
@@ -51,6 +53,8 @@ DiffConfig diff_config_from_json(const nlohmann::json& j) {
   c.floor = j.at("floor").get<bool>();
   c.floor_ubatch = j.at("floor_ubatch").get<int>();
   c.save_residuals = j.at("save_residuals").get<bool>();
+  c.transplants = j.value("transplants", false);
+  c.components = j.value("components", false);
   return c;
 }
 

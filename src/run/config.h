@@ -19,6 +19,8 @@ struct DiffConfig {
   bool floor = true;
   int floor_ubatch = 0;  // 0: chosen by floor_ubatch_for()
   bool save_residuals = false;
+  bool transplants = false;  // denoise and noise at inp_embd and every l_out-N
+  bool components = false;   // and at every ffn_inp-N: the attention/MLP split
 };
 
 nlohmann::json to_json(const DiffConfig& c);

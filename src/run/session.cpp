@@ -69,6 +69,10 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   if (auto why = engine::vocab_difference(*model_a, *model_b)) {
     throw InputError("the arms have different vocabularies (" + *why + ")");
   }
+  if (config_.transplants || config_.components) {
+    points_ = analysis::restore_points(model_a->info().n_layer, config_.components);
+  }
+  arch_ = model_a->info().architecture;
   a_ = make_run(model_a, config_.a);
   b_ = make_run(model_b, config_.b);
   if (config_.floor) {
@@ -120,7 +124,53 @@ Session::ArmRun Session::make_run(std::shared_ptr<engine::Model> model,
   for (int l = 0; l < info.n_layer; ++l) {
     r.hook.capture(engine::point_name(info.architecture, engine::PointKind::kLayerOut, l));
   }
+  for (const auto& p : points_) r.hook.capture(graph_name(p));  // the sources of transplants
   return r;
+}
+
+std::string Session::graph_name(const analysis::RestorePoint& p) const {
+  using K = analysis::RestorePoint::Kind;
+  const engine::PointKind kind = p.kind == K::kEmbedding        ? engine::PointKind::kEmbedding
+                                 : p.kind == K::kAfterAttention ? engine::PointKind::kFfnInp
+                                                                : engine::PointKind::kLayerOut;
+  return engine::point_name(arch_, kind, p.layer);
+}
+
+// For every restore point, both directions: write one arm's tensor into the other's pass and
+// score KL(A || patched) at the scored positions.
+analysis::Transplants Session::transplant(std::span<const int32_t> tokens, int first_output) {
+  analysis::Transplants t;
+  const int n = static_cast<int>(tokens.size());
+  const size_t v = static_cast<size_t>(a_.arm->model_info().n_vocab);
+  const int total = 2 * static_cast<int>(points_.size());
+  int done = 0;
+  for (size_t k = 0; k < points_.size(); ++k) {
+    t.points.push_back(points_[k].label);
+    const std::string name = graph_name(points_[k]);
+    for (const bool denoise : {true, false}) {
+      // denoise: B's pass with A's tensor; noise: A's pass with B's tensor.
+      ArmRun& target = denoise ? b_ : a_;
+      const ArmRun& source = denoise ? a_ : b_;
+      engine::Hook patch;
+      patch.overwrite(name, source.hook.first_row(name), source.hook.captured(name));
+      target.arm->run_chunk(tokens, &patch, patched_logits_, first_output);
+      auto& rows = denoise ? t.denoise : t.noise;
+      const size_t base = rows.size();
+      rows.resize(base + static_cast<size_t>(n - 1 - first_output));
+      parallel_for(n - 1 - first_output, a_.arm->n_threads(), [&](int lo, int hi) {
+        analysis::ScoreScratch scratch;
+        for (int i = lo; i < hi; ++i) {
+          const int p = first_output + i;  // every position from first_output on is scored
+          rows[base + static_cast<size_t>(i)] = {
+              static_cast<int>(k) + 1, p,
+              analysis::kl_divergence({a_.logits.data() + static_cast<size_t>(i) * v, v},
+                                      {patched_logits_.data() + static_cast<size_t>(i) * v, v}, scratch)};
+        }
+      });
+      if (on_pass_) on_pass_(++done, total);
+    }
+  }
+  return t;
 }
 
 void Session::run(ArmRun& r, std::span<const int32_t> tokens, int first_output) {
@@ -191,6 +241,7 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
     run(floor_, tokens, first_output);
     r.floor = compare(a_, floor_, tokens, first_output);
   }
+  if (!points_.empty()) r.transplants = transplant(tokens, first_output);
   return r;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/records.h"
+#include "analysis/restore_points.h"
 #include "engine/arm.h"
 #include "run/config.h"
 
@@ -34,6 +35,9 @@ class Session {
 
   analysis::ChunkResult compute(int chunk, std::span<const int32_t> tokens);
 
+  // Called after every patched pass of a chunk with (passes done, passes in the chunk).
+  void on_pass(std::function<void(int, int)> fn) { on_pass_ = std::move(fn); }
+
   // Text of every token id that `c` mentions (inputs, targets, top-k).
   std::map<int32_t, std::string> pieces_of(const analysis::ChunkResult& c) const;
 
@@ -55,10 +59,16 @@ class Session {
   analysis::Comparison compare(const ArmRun& a, const ArmRun& b, std::span<const int32_t> tokens,
                                int first_output) const;
   ArmRun make_run(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings) const;
+  analysis::Transplants transplant(std::span<const int32_t> tokens, int first_output);
+  std::string graph_name(const analysis::RestorePoint& p) const;
 
   DiffConfig config_;
   ArmRun a_, b_, floor_;
   int floor_ub_ = 0;
+  std::vector<analysis::RestorePoint> points_;  // empty without --transplants
+  std::string arch_;
+  std::vector<float> patched_logits_;
+  std::function<void(int, int)> on_pass_;
   std::map<std::string, std::string> sha256_;  // model path -> file hash
 };
 

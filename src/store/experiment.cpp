@@ -46,6 +46,9 @@ static const TableDef kTables[] = {
      "CREATE TABLE layers (comparison TEXT, chunk INTEGER, layer INTEGER, pos INTEGER,"
      " rel_err REAL, cosine REAL, max_abs REAL,"
      " PRIMARY KEY (comparison, chunk, layer, pos)) WITHOUT ROWID"},
+    {"transplants", "chunk, direction, step, pos",
+     "CREATE TABLE transplants (chunk INTEGER, direction TEXT, step INTEGER, point TEXT NOT NULL,"
+     " pos INTEGER, kl REAL, PRIMARY KEY (chunk, direction, step, pos)) WITHOUT ROWID"},
     {"residuals", "chunk, arm, layer",
      "CREATE TABLE residuals (chunk INTEGER, arm TEXT, layer INTEGER, n_tokens INTEGER NOT NULL,"
      " width INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (chunk, arm, layer)) WITHOUT ROWID"},
@@ -221,6 +224,17 @@ void Experiment::put_chunk(const ChunkResult& c, const std::map<int32_t, std::st
         .bind(5, int64_t{r.width});
     res.bind_blob(6, {bytes, r.data.size() * sizeof(float)}).run();
   }
+  if (c.transplants) {
+    Statement tr(db_->handle(), "INSERT INTO transplants VALUES (?, ?, ?, ?, ?, ?)");
+    for (const char* dir : {"denoise", "noise"}) {
+      const auto& rows = std::string_view(dir) == "denoise" ? c.transplants->denoise : c.transplants->noise;
+      for (const auto& r : rows) {
+        tr.bind(1, int64_t{c.chunk}).bind(2, std::string_view(dir)).bind(3, int64_t{r.step});
+        tr.bind(4, c.transplants->points.at(static_cast<size_t>(r.step - 1)));
+        tr.bind(5, int64_t{r.pos}).bind(6, r.kl).run();
+      }
+    }
+  }
   // The chunks row goes last: its presence is what marks the chunk finished.
   Statement(db_->handle(), "INSERT INTO chunks VALUES (?, ?, ?)")
       .bind(1, int64_t{c.chunk})
@@ -285,6 +299,19 @@ ChunkResult Experiment::read_chunk(int chunk) const {
   while (tok.step()) c.tokens.push_back(static_cast<int32_t>(tok.integer(0)));
   c.diff = read_comparison(*db_, "diff", chunk).value_or(Comparison{});
   c.floor = read_comparison(*db_, "floor", chunk);
+  Statement tr(db_->handle(),
+               "SELECT direction, step, point, pos, kl FROM transplants WHERE chunk = ?"
+               " ORDER BY direction, step, pos");
+  tr.bind(1, int64_t{chunk});
+  while (tr.step()) {
+    if (!c.transplants) c.transplants = analysis::Transplants{};
+    auto& t = *c.transplants;
+    const auto step = static_cast<int>(tr.integer(1));
+    if (t.points.size() < static_cast<size_t>(step)) t.points.resize(static_cast<size_t>(step));
+    t.points[static_cast<size_t>(step - 1)] = tr.text(2);
+    (tr.text(0) == "denoise" ? t.denoise : t.noise)
+        .push_back({step, static_cast<int>(tr.integer(3)), tr.real(4)});
+  }
   Statement res(
       db_->handle(),
       "SELECT arm, layer, width, data FROM residuals WHERE chunk = ? ORDER BY arm, layer");

@@ -10,7 +10,7 @@ import sys
 
 TABLES = [("meta", "key"), ("chunks", "chunk"), ("tokens", "chunk, pos"), ("vocab", "token_id"),
           ("positions", "comparison, chunk, pos"), ("layers", "comparison, chunk, layer, pos"),
-          ("residuals", "chunk, arm, layer")]
+          ("transplants", "chunk, direction, step, pos"), ("residuals", "chunk, arm, layer")]
 
 
 def integrity(db):
