@@ -29,19 +29,21 @@ void add_quantize(CLI::App& app, Context& ctx) {
     std::string in, out, type;
     int threads = 0;
     bool threads_given = false;
+    bool keep_output = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("quantize", "llama_model_quantize, in-process");
   cmd->add_option("input", o->in, "source GGUF (F32/F16/BF16)")->required();
   cmd->add_option("output", o->out, "GGUF to write")->required();
   cmd->add_option("type", o->type, "Q8_0, Q4_K_M, Q4_0, ...")->required();
+  cmd->add_flag("--leave-output-tensor", o->keep_output, "leave output.weight unquantized (as llama-quantize)");
   cmd->add_option("-t,--threads", o->threads, "threads (default: all cores)")
       ->each([o](const std::string&) { o->threads_given = true; });
   cmd->callback([o, &ctx] {
     if (o->threads < 0 || (o->threads == 0 && o->threads_given))
       throw InputError("thread count must be at least 1, not " + std::to_string(o->threads));
     engine::quantize_model(o->in, o->out, o->type,
-                           o->threads > 0 ? o->threads : engine::default_threads());
+                           o->threads > 0 ? o->threads : engine::default_threads(), o->keep_output);
     progress_line("wrote " + o->out);
     ctx.exit_code = 0;
   });

@@ -89,7 +89,7 @@ bool is_quant_type(const std::string& type) { return find_type(type) != nullptr;
 std::string canonical_quant_type(const std::string& type) { return require_type(type).canonical; }
 
 void quantize_model(const std::string& in, const std::string& out, const std::string& type,
-                    int n_threads) {
+                    int n_threads, bool keep_output) {
   const QuantType& t = require_type(type);
   gguf_check(in);  // a missing, foreign or truncated input gets its own clear line
   check_output_path(out);
@@ -101,6 +101,7 @@ void quantize_model(const std::string& in, const std::string& out, const std::st
   llama_model_quantize_params params = llama_model_quantize_default_params();
   params.nthread = n_threads;
   params.ftype = t.ftype;
+  params.quantize_output_tensor = !keep_output;
   const uint32_t rc = llama_model_quantize(in.c_str(), tmp.c_str(), &params);
   std::error_code ec;
   if (rc != 0) {

@@ -17,8 +17,10 @@ std::string canonical_quant_type(const std::string& type);
 // Quantizes the F32/F16/BF16 GGUF `in` to `type`, written atomically to `out` (temporary file,
 // then rename). n_threads <= 0 lets llama.cpp use every core. Unknown type or missing input:
 // InputError; llama.cpp refusing the model: RuntimeError.
+// `keep_output` leaves output.weight as it is (llama-quantize --leave-output-tensor), so both
+// models share the output head.
 void quantize_model(const std::string& in, const std::string& out, const std::string& type,
-                    int n_threads);
+                    int n_threads, bool keep_output = false);
 
 // Where the `type` variant of `src` is cached:
 //   ${HETERODYNE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/heterodyne}/quantized/<sha16>-<TYPE>.gguf

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "report/transplants.h"
 #include "store/experiment.h"
 
 namespace hd::report {
@@ -24,6 +25,7 @@ Loaded load_experiment(const std::string& path) {
   l.chunks = e.read_all();
   l.pieces = e.pieces();
   l.summary = analysis::summarize(l.chunks);
+  l.transplants = analysis::summarize_transplants(l.chunks);
   return l;
 }
 
@@ -192,6 +194,7 @@ nlohmann::json summary_json(const Loaded& l, int worst) {
                            {"max_abs", r.max_abs},
                            {"floor_rel_err_mean", r.floor_rel_err_mean}});
   }
+  if (l.transplants) add_transplants_json(j, *l.transplants);
   j["config"] = l.config;
   j["provenance"] = l.provenance;
   if (worst > 0) {

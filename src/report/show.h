@@ -1,6 +1,7 @@
 // `heterodyne show`: the totals of a diff as a terminal table or JSON, and the worst tokens.
 #pragma once
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "analysis/records.h"
 #include "analysis/summary.h"
+#include "analysis/transplant_summary.h"
 
 namespace hd::report {
 
@@ -22,6 +24,7 @@ struct Loaded {
   std::vector<analysis::ChunkResult> chunks;
   std::map<int32_t, std::string> pieces;
   analysis::Summary summary;
+  std::optional<analysis::TransplantSummary> transplants;  // with --transplants
 };
 
 Loaded load_experiment(const std::string& path);

@@ -69,14 +69,30 @@ static int run_missing(store::Experiment& e, Session& s,
   const std::set<int> done(done_list.begin(), done_list.end());
   const int total = static_cast<int>(chunks.size());
   int finished = static_cast<int>(done.size());
+  using clock = std::chrono::steady_clock;
+  const int to_run = total - finished;
+  int ran = 0;
   for (int c = 0; c < total; ++c) {
     if (done.count(c)) continue;
     if (stop_requested()) break;
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = clock::now();
+    // Transplants make a chunk long (two passes per restore point): report every few seconds,
+    // with an estimate of what is left of the whole run.
+    auto last = t0;
+    s.on_pass([&](int pass, int passes) {
+      const auto now = clock::now();
+      if (now - last < std::chrono::seconds(5)) return;
+      last = now;
+      const double chunk_s = std::chrono::duration<double>(now - t0).count() / pass * passes;
+      const double left = chunk_s * (passes - pass) / passes + chunk_s * (to_run - ran - 1);
+      progress(fmt::format("chunk {}/{}: patched pass {}/{}, about {:.0f} s left", finished + 1, total,
+                           pass, passes, left));
+    });
     analysis::ChunkResult r = s.compute(c, chunks[static_cast<size_t>(c)]);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     e.put_chunk(r, s.pieces_of(r));
     ++finished;
+    ++ran;
     double kl = 0;
     size_t n = 0;
     for (const auto& p : r.diff.positions) {

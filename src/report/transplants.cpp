@@ -1,0 +1,129 @@
+#include "report/transplants.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "errors.h"
+
+namespace hd::report {
+
+using analysis::MeanCI;
+
+static std::string num(double v) { return v == 0 ? "0" : fmt::format("{:.4g}", v); }
+
+static std::string with_ci(const MeanCI& m) {
+  if (std::isnan(m.ci95)) return num(m.mean);
+  return num(m.mean) + " ± " + num(m.ci95);
+}
+
+static nlohmann::json interval(const MeanCI& m) {
+  if (std::isnan(m.ci95)) return {nullptr, nullptr};
+  return {m.mean - m.ci95, m.mean + m.ci95};
+}
+
+void print_transplants(std::ostream& os, const analysis::TransplantSummary& s) {
+  os << "\n  transplants: mean KL(A‖·) over scored positions after restoring each point\n";
+  os << "    denoise: B's pass with A's tensor written there (falls to what the rest adds)\n";
+  os << "    noise:   A's pass with B's tensor written there (rises to what the prefix carries)\n";
+  os << fmt::format("  {:<12} {:<26} {}\n", "point", "denoise", "noise");
+  for (size_t i = 0; i < s.denoise.size(); ++i) {
+    os << fmt::format("  {:<12} {:<26} {}\n", s.denoise[i].point, with_ci(s.denoise[i].kl),
+                      with_ci(s.noise[i].kl));
+  }
+}
+
+static void print_direction(std::ostream& os, const char* name, const analysis::DirectionComponents& c) {
+  os << fmt::format("\n  {}: untouched {}  final {}  (steps sum to {})\n", name, num(c.untouched),
+                    num(c.final),
+                    std::string(name) == "denoise" ? "untouched − final" : "final − untouched");
+  os << fmt::format("  {:>9}  {:<26} {}\n", "", "attention", "MLP");
+  os << fmt::format("  {:>9}  {:<26}\n", "embedding", with_ci(c.embedding));
+  for (const auto& l : c.layers) {
+    os << fmt::format("  {:>9}  {:<26} {}\n", fmt::format("layer {}", l.layer), with_ci(l.attention),
+                      with_ci(l.mlp));
+  }
+  os << fmt::format("  {:>9}  {:<26} {}\n", "total", with_ci(c.attention_total), with_ci(c.mlp_total));
+  os << fmt::format("  attention − MLP (paired): {}   attention's share per chunk: {:.2f} – {:.2f}\n",
+                    with_ci(c.paired_diff), c.attention_share_min, c.attention_share_max);
+}
+
+void print_components(std::ostream& os, const analysis::TransplantSummary& s) {
+  if (!s.has_components) {
+    os << "\n  components: not measured (run diff with --components)\n";
+    return;
+  }
+  os << "\n  components: the change in KL across each block, positive = the block carries divergence\n";
+  print_direction(os, "denoise", s.denoise_components);
+  print_direction(os, "noise", s.noise_components);
+}
+
+void print_position(std::ostream& os, const Loaded& l, const std::string& where) {
+  const auto colon = where.find(':');
+  int chunk = -1, pos = -1;
+  try {
+    chunk = std::stoi(where.substr(0, colon));
+    pos = std::stoi(where.substr(colon + 1));
+  } catch (const std::exception&) {
+  }
+  if (colon == std::string::npos || chunk < 0 || pos < 0) {
+    throw InputError("--position wants CHUNK:POS, e.g. 3:57, not '" + where + "'");
+  }
+  for (const auto& c : l.chunks) {
+    if (c.chunk != chunk) continue;
+    const auto trace = analysis::position_trace(c, pos);
+    if (!trace || std::isnan(trace->denoise[0])) break;
+    os << fmt::format("\n  position {}:{}  predicting '{}'\n", chunk, pos,
+                      printable(l.pieces.count(c.tokens[static_cast<size_t>(pos) + 1])
+                                    ? l.pieces.at(c.tokens[static_cast<size_t>(pos) + 1])
+                                    : "?"));
+    os << fmt::format("  {:<12} {:>12} {:>12}\n", "point", "denoise", "noise");
+    for (size_t k = 0; k < trace->points.size(); ++k) {
+      os << fmt::format("  {:<12} {:>12} {:>12}\n", trace->points[k], num(trace->denoise[k]),
+                        num(trace->noise[k]));
+    }
+    return;
+  }
+  throw InputError("no stored transplants for position " + where +
+                   " (is it a scored position of a run with --transplants?)");
+}
+
+static nlohmann::json curve_json(const std::vector<analysis::CurvePoint>& c) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& p : c) a.push_back({{"point", p.point}, {"kl_mean", p.kl.mean}, {"kl_ci95", interval(p.kl)}});
+  return a;
+}
+
+static nlohmann::json components_json(const analysis::DirectionComponents& c) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& l : c.layers) {
+    layers.push_back({{"layer", l.layer},
+                      {"attention", l.attention.mean},
+                      {"attention_ci95", interval(l.attention)},
+                      {"mlp", l.mlp.mean},
+                      {"mlp_ci95", interval(l.mlp)}});
+  }
+  return {{"untouched", c.untouched},
+          {"final", c.final},
+          {"embedding", c.embedding.mean},
+          {"embedding_ci95", interval(c.embedding)},
+          {"layers", layers},
+          {"attention_total", c.attention_total.mean},
+          {"attention_total_ci95", interval(c.attention_total)},
+          {"mlp_total", c.mlp_total.mean},
+          {"mlp_total_ci95", interval(c.mlp_total)},
+          {"paired_diff", c.paired_diff.mean},
+          {"paired_diff_ci95", interval(c.paired_diff)},
+          {"attention_share_min", c.attention_share_min},
+          {"attention_share_max", c.attention_share_max}};
+}
+
+void add_transplants_json(nlohmann::json& j, const analysis::TransplantSummary& s) {
+  j["transplants"] = {{"denoise", curve_json(s.denoise)}, {"noise", curve_json(s.noise)}};
+  if (s.has_components) {
+    j["components"] = {{"denoise", components_json(s.denoise_components)},
+                       {"noise", components_json(s.noise_components)}};
+  }
+}
+
+}  // namespace hd::report

@@ -1,0 +1,21 @@
+// show --transplants / --components / --position: where in the network the divergence forms.
+#pragma once
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/transplant_summary.h"
+#include "report/show.h"
+
+namespace hd::report {
+
+void print_transplants(std::ostream& os, const analysis::TransplantSummary& s);
+void print_components(std::ostream& os, const analysis::TransplantSummary& s);
+// `where` is "CHUNK:POS". InputError when it names no stored scored position.
+void print_position(std::ostream& os, const Loaded& l, const std::string& where);
+
+// {transplants: {denoise: [...], noise: [...]}, components: {denoise: {...}, noise: {...}}}
+void add_transplants_json(nlohmann::json& j, const analysis::TransplantSummary& s);
+
+}  // namespace hd::report
