@@ -27,10 +27,11 @@ std::string run_shell(const std::string& cmd) {
 
 // llama.cpp's common log is written by a worker thread that the process does not wait for at
 // exit (llama.cpp #22142), so on a loaded machine the peer's last lines, its totals, can be
-// lost. Run it again until they are there.
+// lost. Run it again until they are there (the pattern must be a line of the totals: the
+// per-chunk table's header also says "Same top p").
 std::string run_peer(const std::string& cmd, const std::string& last_line_pattern) {
   std::string out;
-  for (int attempt = 0; attempt < 5; ++attempt) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
     out = run_shell(cmd);
     if (std::regex_search(out, std::regex(last_line_pattern))) break;
   }
@@ -67,7 +68,7 @@ TEST_P(Peer, AgreesWithLlamaPerplexity) {
   const std::string base =
       run_peer(peer + " -m " + model + " --kl-divergence-base " + dir + "/base.kld", "Final estimate");
   const std::string kld = run_peer(
-      peer + " -m " + quant + " --kl-divergence-base " + dir + "/base.kld --kl-divergence", "Same top p");
+      peer + " -m " + quant + " --kl-divergence-base " + dir + "/base.kld --kl-divergence", R"(Same top p:\s*[0-9])");
   const double peer_ppl_a = grab(base, R"(Final estimate: PPL = ([0-9.]+))");
   const double peer_ppl_b = grab(kld, R"(Mean PPL\(Q\)\s*:\s*([0-9.]+))");
   const double peer_kl = grab(kld, R"(Mean\s+KLD:\s*([0-9.]+))");
