@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/compare.h"
 #include "analysis/transplant_summary.h"
 #include "engine/model_maker.h"
 #include "engine/quantize.h"
@@ -209,3 +210,51 @@ TEST(Transplants, StoredShownAndVerified) {
   r = test::run_cli({"verify", path});
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
+
+// Prefix reuse must give the numbers one full pass per patch gives, bit for bit, on every model
+// and setting the tests use; and it must actually be used (a verified tail) for that to mean
+// anything.
+struct ReuseCase {
+  std::string name, model_a, model_b_quant, cache_k, fa, score_from;
+  int ubatch;
+};
+
+class PrefixReuse : public ::testing::TestWithParam<ReuseCase> {};
+
+TEST_P(PrefixReuse, BitwiseIdenticalToFullPasses) {
+  HD_REQUIRE_SHARED();
+  const ReuseCase& rc = GetParam();
+  const std::string a_path = rc.model_a == "stories260K" ? test::shared_path("models/stories260K.gguf") : model(rc.model_a);
+  auto a = arm(a_path);
+  a.n_ubatch = rc.ubatch;
+  a.flash_attn = rc.fa;
+  auto b = a;
+  if (!rc.model_b_quant.empty()) b.model = engine::ensure_quantized(a_path, rc.model_b_quant, 2);
+  if (!rc.cache_k.empty()) b.cache_type_k = rc.cache_k;
+  auto with = components_config(a, b, 32);
+  with.score_from = rc.score_from;
+  auto without = with;
+  without.prefix_reuse = false;
+  run::Session fast(with), slow(without);
+  const auto chunks = fast.chunks_of(run::read_text_file(test::shared_path("corpora/tom-sawyer.txt")).substr(0, 8000));
+  for (int i = 0; i < 2; ++i) {
+    const auto x = fast.compute(i, chunks[static_cast<size_t>(i)]);
+    const auto y = slow.compute(i, chunks[static_cast<size_t>(i)]);
+    const auto m = analysis::first_mismatch(y, x);
+    EXPECT_FALSE(m.has_value()) << rc.name << ": " << *m;
+  }
+  const auto report = fast.prefix_reuse_report();
+  EXPECT_TRUE(report["enabled"].get<bool>());
+  EXPECT_FALSE(report["a"]["verified"].empty()) << report.dump();
+  EXPECT_FALSE(report["b"]["verified"].empty()) << report.dump();
+  std::printf("[ prefix reuse %s ] %s\n", rc.name.c_str(), report.dump().c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, PrefixReuse,
+    ::testing::Values(ReuseCase{"stories260K_vs_Q4_0", "stories260K", "Q4_0", "", "auto", "1", 512},
+                      ReuseCase{"stories260K_ub7_half", "stories260K", "Q8_0", "", "auto", "half", 7},
+                      ReuseCase{"tiny_llama_vs_Q4_K_M", "tiny-llama", "Q4_K_M", "", "auto", "1", 512},
+                      ReuseCase{"tiny_llama_q8_0_K_fa_off", "tiny-llama", "", "q8_0", "off", "1", 512},
+                      ReuseCase{"tiny_qwen3_q8_0_K_fa_on_half", "tiny-qwen3", "", "q8_0", "on", "half", 512}),
+    [](const auto& info) { return info.param.name; });

@@ -16,7 +16,7 @@ void add_diff(CLI::App& app, Context& ctx) {
     std::string a, b, b_quant, text, out, resume;
     ArmFlags shared, own_a, own_b;
     run::DiffConfig cfg;
-    bool no_floor = false, force = false;
+    bool no_floor = false, force = false, no_prefix_reuse = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd =
@@ -40,6 +40,8 @@ void add_diff(CLI::App& app, Context& ctx) {
                 "store every l_out-N tensor of both arms");
   cmd->add_flag("--transplants", o->cfg.transplants,
                 "denoise (A's residual into B) and noise (B's into A) at inp_embd and every l_out-N");
+  cmd->add_flag("--no-prefix-reuse", o->no_prefix_reuse,
+                "run every patched pass from the embeddings (for comparison; the numbers are the same)");
   cmd->add_flag("--components", o->cfg.components,
                 "transplants at every ffn_inp-N too: the attention/MLP split of each layer");
   cmd->add_option("-o,--output", o->out, "experiment file to write");
@@ -76,6 +78,7 @@ void add_diff(CLI::App& app, Context& ctx) {
       cfg.text_file = absolute(o->text);
       cfg.floor = !o->no_floor;
       cfg.transplants = cfg.transplants || cfg.components;
+      cfg.prefix_reuse = !o->no_prefix_reuse;
       missing = run::diff_run(cfg, o->out, o->force, ctx.command_line, progress_line);
     }
     if (missing > 0) {

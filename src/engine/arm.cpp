@@ -110,14 +110,28 @@ bool Arm::eval_callback(ggml_tensor* t, bool ask, void* self) {
 
 void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<float>& logits,
                     int first_output) {
-  const int32_t n = static_cast<int32_t>(tokens.size());
+  decode(&tokens, nullptr, static_cast<int32_t>(tokens.size()), hook, logits, first_output);
+}
+
+void Arm::run_residual(std::span<const float> rows, int n_tokens, Hook* hook, std::vector<float>& logits,
+                       int first_output) {
+  if (rows.size() != static_cast<size_t>(n_tokens) * static_cast<size_t>(model_->info().n_embd)) {
+    throw RuntimeError("residual rows do not match the model's width");
+  }
+  decode(nullptr, &rows, n_tokens, hook, logits, first_output);
+}
+
+void Arm::decode(const std::span<const int32_t>* tokens, const std::span<const float>* rows, int32_t n,
+                 Hook* hook, std::vector<float>& logits, int first_output) {
   if (n < 1 || n > n_ctx_) throw RuntimeError("chunk length out of range for this arm");
   if (first_output < 0 || first_output >= n)
     throw RuntimeError("first output position out of range");
   llama_memory_clear(llama_get_memory(ctx_), true);
-  llama_batch batch = llama_batch_init(n, 0, 1);
+  const int32_t width = rows != nullptr ? model_->info().n_embd : 0;
+  llama_batch batch = llama_batch_init(n, width, 1);
+  if (rows != nullptr) std::memcpy(batch.embd, rows->data(), rows->size() * sizeof(float));
   for (int32_t i = 0; i < n; ++i) {
-    batch.token[i] = tokens[static_cast<size_t>(i)];
+    if (tokens != nullptr) batch.token[i] = (*tokens)[static_cast<size_t>(i)];
     batch.pos[i] = i;
     batch.n_seq_id[i] = 1;
     batch.seq_id[i][0] = 0;

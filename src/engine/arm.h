@@ -51,8 +51,16 @@ class Arm {
   void run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<float>& logits,
                  int first_output = 0);
 
+  // The same, starting from residual rows ([n_tokens][n_embd]) instead of tokens: they enter
+  // as layer 0's input through llama_batch.embd. On a model cut by ensure_tail_model this runs
+  // the original's later layers on a given residual.
+  void run_residual(std::span<const float> rows, int n_tokens, Hook* hook, std::vector<float>& logits,
+                    int first_output = 0);
+
  private:
   static bool eval_callback(struct ggml_tensor* t, bool ask, void* self);
+  void decode(const std::span<const int32_t>* tokens, const std::span<const float>* rows, int32_t n,
+              Hook* hook, std::vector<float>& logits, int first_output);
 
   std::shared_ptr<Model> model_;
   ArmSettings settings_;

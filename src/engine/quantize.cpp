@@ -139,4 +139,31 @@ std::string ensure_quantized(const std::string& src, const std::string& type, in
   return path;
 }
 
+std::string ensure_tail_model(const std::string& src, int first_layer) {
+  gguf_check(src);
+  const std::filesystem::path path =
+      cache_dir() / "tails" / (sha256_file(src).substr(0, 16) + "-from-" + std::to_string(first_layer) + ".gguf");
+  if (std::filesystem::is_regular_file(path)) return path.string();
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) throw RuntimeError("cannot create cache directory " + path.parent_path().string() + ": " + ec.message());
+  system_init();
+  std::vector<int32_t> prune;
+  for (int32_t l = 0; l < first_layer; ++l) prune.push_back(l);
+  prune.push_back(-1);
+  llama_model_quantize_params params = llama_model_quantize_default_params();
+  params.only_copy = true;
+  params.prune_layers = prune.data();
+  const std::string tmp = path.string() + ".part-" + std::to_string(::getpid());
+  if (llama_model_quantize(src.c_str(), tmp.c_str(), &params) != 0) {
+    std::filesystem::remove(tmp, ec);
+    const std::string why = last_llama_error();
+    throw RuntimeError("llama.cpp could not cut the first " + std::to_string(first_layer) + " layers of " + src +
+                       (why.empty() ? "" : ": " + why));
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw RuntimeError("cannot move " + tmp + " into the cache: " + ec.message());
+  return path.string();
+}
+
 }  // namespace hd::engine

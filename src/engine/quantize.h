@@ -30,4 +30,10 @@ std::string quantized_cache_path(const std::string& src, const std::string& type
 // The cached `type` variant of `src`, made first if it is not there yet. Returns its path.
 std::string ensure_quantized(const std::string& src, const std::string& type, int n_threads);
 
+// A copy of `src` without its first `first_layer` layers (llama_model_quantize's prune_layers,
+// tensors copied unchanged, the rest renumbered from 0): fed a residual through
+// llama_batch.embd it runs the original's layers first_layer..L-1. Cached under
+// <cache>/tails/<sha16>-from-<first_layer>.gguf. Returns its path.
+std::string ensure_tail_model(const std::string& src, int first_layer);
+
 }  // namespace hd::engine

@@ -38,7 +38,8 @@ nlohmann::json to_json(const DiffConfig& c) {
           {"floor_ubatch", c.floor_ubatch},
           {"save_residuals", c.save_residuals},
           {"transplants", c.transplants},
-          {"components", c.components}};
+          {"components", c.components},
+          {"prefix_reuse", c.prefix_reuse}};
 }
 
 DiffConfig diff_config_from_json(const nlohmann::json& j) {
@@ -55,6 +56,7 @@ DiffConfig diff_config_from_json(const nlohmann::json& j) {
   c.save_residuals = j.at("save_residuals").get<bool>();
   c.transplants = j.value("transplants", false);
   c.components = j.value("components", false);
+  c.prefix_reuse = j.value("prefix_reuse", true);
   return c;
 }
 

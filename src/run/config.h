@@ -21,6 +21,7 @@ struct DiffConfig {
   bool save_residuals = false;
   bool transplants = false;  // denoise and noise at inp_embd and every l_out-N
   bool components = false;   // and at every ffn_inp-N: the attention/MLP split
+  bool prefix_reuse = true;  // start patched passes at the restore point (run/prefix.h)
 };
 
 nlohmann::json to_json(const DiffConfig& c);

@@ -72,6 +72,7 @@ static int run_missing(store::Experiment& e, Session& s,
   using clock = std::chrono::steady_clock;
   const int to_run = total - finished;
   int ran = 0;
+  nlohmann::json reported_reuse;
   for (int c = 0; c < total; ++c) {
     if (done.count(c)) continue;
     if (stop_requested()) break;
@@ -91,6 +92,20 @@ static int run_missing(store::Experiment& e, Session& s,
     analysis::ChunkResult r = s.compute(c, chunks[static_cast<size_t>(c)]);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     e.put_chunk(r, s.pieces_of(r));
+    // Which tails prefix reuse verified (or fell back from) is known after the first chunk.
+    if (const auto reuse = s.prefix_reuse_report(); reuse != reported_reuse) {
+      reported_reuse = reuse;
+      auto prov = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
+      prov["prefix_reuse"] = reuse;
+      e.set_meta("provenance", prov.dump());
+      for (const char* arm : {"a", "b"}) {
+        if (reuse.contains(arm) && !reuse[arm]["fell_back"].empty()) {
+          progress(fmt::format("prefix reuse: arm {}'s model cut at layers {} does not reproduce its own "
+                               "full pass bitwise; those patches run full passes",
+                               arm, reuse[arm]["fell_back"].dump()));
+        }
+      }
+    }
     ++finished;
     ++ran;
     double kl = 0;

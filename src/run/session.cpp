@@ -73,6 +73,11 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
     points_ = analysis::restore_points(model_a->info().n_layer, config_.components);
   }
   arch_ = model_a->info().architecture;
+  if (!points_.empty() && config_.prefix_reuse) {
+    const auto splits = tail_splits(model_a->info().n_layer);
+    tails_a_ = std::make_unique<Tails>(config_.a, model_a->info().n_layer, config_.chunk, splits);
+    tails_b_ = std::make_unique<Tails>(config_.b, model_b->info().n_layer, config_.chunk, splits);
+  }
   a_ = make_run(model_a, config_.a);
   b_ = make_run(model_b, config_.b);
   if (config_.floor) {
@@ -148,12 +153,7 @@ analysis::Transplants Session::transplant(std::span<const int32_t> tokens, int f
     t.points.push_back(points_[k].label);
     const std::string name = graph_name(points_[k]);
     for (const bool denoise : {true, false}) {
-      // denoise: B's pass with A's tensor; noise: A's pass with B's tensor.
-      ArmRun& target = denoise ? b_ : a_;
-      const ArmRun& source = denoise ? a_ : b_;
-      engine::Hook patch;
-      patch.overwrite(name, source.hook.first_row(name), source.hook.captured(name));
-      target.arm->run_chunk(tokens, &patch, patched_logits_, first_output);
+      patched_pass(denoise, points_[k], tokens, first_output);
       auto& rows = denoise ? t.denoise : t.noise;
       const size_t base = rows.size();
       rows.resize(base + static_cast<size_t>(n - 1 - first_output));
@@ -171,6 +171,46 @@ analysis::Transplants Session::transplant(std::span<const int32_t> tokens, int f
     }
   }
   return t;
+}
+
+// denoise: B's pass with A's tensor at the point; noise: A's pass with B's. Through a tail
+// when one is usable (the same numbers, bit for bit, without recomputing the prefix).
+void Session::patched_pass(bool denoise, const analysis::RestorePoint& point,
+                           std::span<const int32_t> tokens, int first_output) {
+  ArmRun& target = denoise ? b_ : a_;
+  const ArmRun& source = denoise ? a_ : b_;
+  Tails* tails = denoise ? tails_b_.get() : tails_a_.get();
+  const std::string name = graph_name(point);
+  const int n = static_cast<int>(tokens.size());
+  using K = analysis::RestorePoint::Kind;
+  int s = tails ? tails->split_for(point) : 0;
+  const std::string feed_name = s > 0 ? engine::point_name(arch_, engine::PointKind::kLayerOut, s - 1) : "";
+  if (s > 0 && !tails->usable(s, target.hook.captured(feed_name), n, target.logits, first_output)) {
+    return patched_pass(denoise, point, tokens, first_output);  // that split is out: a smaller one, or none
+  }
+  engine::Hook patch;
+  if (s == 0) {
+    patch.overwrite(name, source.hook.first_row(name), source.hook.captured(name));
+    target.arm->run_chunk(tokens, &patch, patched_logits_, first_output);
+    return;
+  }
+  if (point.kind == K::kAfterMlp && s == point.layer + 1) {
+    // The tail starts right after the point: the source's residual is its input.
+    tails->tail(s).run_residual(source.hook.captured(name), n, nullptr, patched_logits_, first_output);
+    return;
+  }
+  // Otherwise the tail starts before the point: feed the target's own residual and write the
+  // source's tensor at the point, renumbered in the tail's layers.
+  const engine::PointKind kind =
+      point.kind == K::kAfterMlp ? engine::PointKind::kLayerOut : engine::PointKind::kFfnInp;
+  patch.overwrite(engine::point_name(arch_, kind, point.layer - s), source.hook.first_row(name),
+                  source.hook.captured(name));
+  tails->tail(s).run_residual(target.hook.captured(feed_name), n, &patch, patched_logits_, first_output);
+}
+
+nlohmann::json Session::prefix_reuse_report() const {
+  if (!tails_a_) return {{"enabled", false}};
+  return {{"enabled", true}, {"a", tails_a_->report()}, {"b", tails_b_->report()}};
 }
 
 void Session::run(ArmRun& r, std::span<const int32_t> tokens, int first_output) {

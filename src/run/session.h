@@ -15,6 +15,7 @@
 #include "analysis/restore_points.h"
 #include "engine/arm.h"
 #include "run/config.h"
+#include "run/prefix.h"
 
 namespace hd::run {
 
@@ -41,6 +42,9 @@ class Session {
   // Text of every token id that `c` mentions (inputs, targets, top-k).
   std::map<int32_t, std::string> pieces_of(const analysis::ChunkResult& c) const;
 
+  // Which split points prefix reuse used per arm, and where it fell back to full passes.
+  nlohmann::json prefix_reuse_report() const;
+
   // Settings and model facts of the three arms, with each model file's sha256.
   nlohmann::json arms_provenance() const;
 
@@ -60,6 +64,8 @@ class Session {
                                int first_output) const;
   ArmRun make_run(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings) const;
   analysis::Transplants transplant(std::span<const int32_t> tokens, int first_output);
+  void patched_pass(bool denoise, const analysis::RestorePoint& point, std::span<const int32_t> tokens,
+                    int first_output);
   std::string graph_name(const analysis::RestorePoint& p) const;
 
   DiffConfig config_;
@@ -68,6 +74,7 @@ class Session {
   std::vector<analysis::RestorePoint> points_;  // empty without --transplants
   std::string arch_;
   std::vector<float> patched_logits_;
+  std::unique_ptr<Tails> tails_a_, tails_b_;  // prefix reuse, with --transplants
   std::function<void(int, int)> on_pass_;
   std::map<std::string, std::string> sha256_;  // model path -> file hash
 };
