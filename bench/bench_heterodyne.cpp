@@ -5,6 +5,9 @@
 //      chunk; llama-perplexity with -b 128, one sequence per decode as ours). Target <= 1.10.
 //   2. one chunk capturing every l_out-N vs the same chunk with no hook. Target <= 1.05.
 //   3. peak RSS of a diff over 16 chunks vs over 4 chunks. Target: flat (~1.0).
+//   4. diff --components (both directions) with prefix reuse vs one full pass per patch, on the
+//      big model, 2 chunks of 128 tokens; the two stored results must be bitwise identical.
+//      Target >= 1.5x. (Several minutes: filter it out with --benchmark_filter if in a hurry.)
 // Models are made once into ~/.cache/heterodyne/bench (make-model, quantize).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
@@ -16,7 +19,9 @@
 #include <filesystem>
 #include <map>
 
+#include "analysis/compare.h"
 #include "build_info.h"
+#include "store/experiment.h"
 #include "engine/arm.h"
 #include "engine/model_maker.h"
 #include "engine/points.h"
@@ -159,6 +164,20 @@ void chunk_pass(benchmark::State& state, bool capture) {
 void BM_ChunkNoHook(benchmark::State& state) { chunk_pass(state, false); }
 void BM_ChunkCaptureEveryLayer(benchmark::State& state) { chunk_pass(state, true); }
 
+void components(benchmark::State& state, bool reuse) {
+  const Setup& s = setup();
+  for (auto _ : state) {
+    std::vector<std::string> args = {s.bin, "diff", "--a", s.big_a, "--b", s.big_b, "--text-file", s.text,
+                                     "--chunk", "128", "--max-chunks", "2", "-t", std::to_string(kThreads),
+                                     "--no-floor", "--components", "-o",
+                                     s.dir + (reuse ? "/components-reuse.hdy" : "/components-full.hdy"), "--force"};
+    if (!reuse) args.push_back("--no-prefix-reuse");
+    run(args);
+  }
+}
+void BM_ComponentsFullPasses(benchmark::State& state) { components(state, false); }
+void BM_ComponentsPrefixReuse(benchmark::State& state) { components(state, true); }
+
 std::map<int, long> g_rss;
 void BM_PeakRss(benchmark::State& state) {
   const Setup& s = setup();
@@ -178,6 +197,8 @@ BENCHMARK(BM_HeterodyneDiff)->Unit(benchmark::kSecond)->Iterations(1)->Repetitio
 BENCHMARK(BM_ChunkNoHook)->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(3);
 BENCHMARK(BM_ChunkCaptureEveryLayer)->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(3);
 BENCHMARK(BM_PeakRss)->Arg(4)->Arg(16)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_ComponentsFullPasses)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_ComponentsPrefixReuse)->Unit(benchmark::kSecond)->Iterations(1);
 
 // Keeps the median real time of every benchmark to print the ratios at the end.
 class RatioReporter : public benchmark::ConsoleReporter {
@@ -210,5 +231,15 @@ int main(int argc, char** argv) {
               ratio("BM_ChunkCaptureEveryLayer", "BM_ChunkNoHook"));
   std::printf("  peak RSS 16 chunks / 4 chunks           %.3f   target ~1.0 (%ld vs %ld KiB)\n",
               static_cast<double>(g_rss[16]) / static_cast<double>(g_rss[4]), g_rss[16], g_rss[4]);
+  if (reporter.median.count("BM_ComponentsPrefixReuse") && reporter.median.count("BM_ComponentsFullPasses")) {
+    std::string same = "yes";
+    const auto x = store::Experiment::open(setup().dir + "/components-full.hdy", false);
+    const auto y = store::Experiment::open(setup().dir + "/components-reuse.hdy", false);
+    for (int c : x.finished_chunks()) {
+      if (auto m = analysis::first_mismatch(x.read_chunk(c), y.read_chunk(c))) same = "NO: " + *m;
+    }
+    std::printf("  components: full passes / prefix reuse  %.3f   target >= 1.5; bitwise identical: %s\n",
+                ratio("BM_ComponentsFullPasses", "BM_ComponentsPrefixReuse"), same.c_str());
+  }
   return 0;
 }
