@@ -35,8 +35,8 @@ demo: build
 	@mkdir -p $(DEMO)
 	@test -f $(DEMO)/tiny-llama-f16.gguf || $(HD) make-model --preset tiny-llama --seed 1 --type f16 -o $(DEMO)/tiny-llama-f16.gguf
 	$(HD) diff --a $(DEMO)/tiny-llama-f16.gguf --b-quant Q4_0 --text-file "$$(cat $(BUILD)/llama-source-dir.txt)/README.md" \
-	  --chunk 128 --max-chunks 4 -o $(DEMO)/tiny-llama-f16-vs-q4_0.hdy --force
-	$(HD) show $(DEMO)/tiny-llama-f16-vs-q4_0.hdy --worst 5
+	  --chunk 128 --max-chunks 4 --components -o $(DEMO)/tiny-llama-f16-vs-q4_0.hdy --force
+	$(HD) show $(DEMO)/tiny-llama-f16-vs-q4_0.hdy --worst 5 --transplants --components
 
 bench: build
 	cmake --build $(BUILD) -j $(JOBS) --target heterodyne_bench
