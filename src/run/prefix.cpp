@@ -14,7 +14,7 @@ std::vector<int> tail_splits(int n_layer) {
   return s;
 }
 
-Tails::Tails(const engine::ArmSettings& settings, int /*n_layer*/, int chunk, std::vector<int> splits) {
+Tails::Tails(const engine::ArmSettings& settings, int chunk, const std::vector<int>& splits) {
   for (int s : splits) {
     engine::ArmSettings t = settings;
     t.model = engine::ensure_tail_model(settings.model, s);

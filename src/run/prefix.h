@@ -22,7 +22,7 @@ std::vector<int> tail_splits(int n_layer);
 
 class Tails {
  public:
-  Tails(const engine::ArmSettings& settings, int n_layer, int chunk, std::vector<int> splits);
+  Tails(const engine::ArmSettings& settings, int chunk, const std::vector<int>& splits);
 
   // What to run for a patch at `point` of an arm: the largest usable split s with
   // s <= N + 1 (after layer N's MLP) or s <= N (after its attention); 0 when none.

@@ -75,8 +75,8 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   arch_ = model_a->info().architecture;
   if (!points_.empty() && config_.prefix_reuse) {
     const auto splits = tail_splits(model_a->info().n_layer);
-    tails_a_ = std::make_unique<Tails>(config_.a, model_a->info().n_layer, config_.chunk, splits);
-    tails_b_ = std::make_unique<Tails>(config_.b, model_b->info().n_layer, config_.chunk, splits);
+    tails_a_ = std::make_unique<Tails>(config_.a, config_.chunk, splits);
+    tails_b_ = std::make_unique<Tails>(config_.b, config_.chunk, splits);
   }
   a_ = make_run(model_a, config_.a);
   b_ = make_run(model_b, config_.b);
