@@ -21,12 +21,12 @@
 
 #include "analysis/compare.h"
 #include "build_info.h"
-#include "store/experiment.h"
 #include "engine/arm.h"
 #include "engine/model_maker.h"
 #include "engine/points.h"
 #include "engine/quantize.h"
 #include "run/session.h"
+#include "store/experiment.h"
 
 namespace fs = std::filesystem;
 using namespace hd;
@@ -167,10 +167,17 @@ void BM_ChunkCaptureEveryLayer(benchmark::State& state) { chunk_pass(state, true
 void components(benchmark::State& state, bool reuse) {
   const Setup& s = setup();
   for (auto _ : state) {
-    std::vector<std::string> args = {s.bin, "diff", "--a", s.big_a, "--b", s.big_b, "--text-file", s.text,
-                                     "--chunk", "128", "--max-chunks", "2", "-t", std::to_string(kThreads),
-                                     "--no-floor", "--components", "-o",
-                                     s.dir + (reuse ? "/components-reuse.hdy" : "/components-full.hdy"), "--force"};
+    std::vector<std::string> args = {
+        s.bin,          "diff",
+        "--a",          s.big_a,
+        "--b",          s.big_b,
+        "--text-file",  s.text,
+        "--chunk",      "128",
+        "--max-chunks", "2",
+        "-t",           std::to_string(kThreads),
+        "--no-floor",   "--components",
+        "-o",           s.dir + (reuse ? "/components-reuse.hdy" : "/components-full.hdy"),
+        "--force"};
     if (!reuse) args.push_back("--no-prefix-reuse");
     run(args);
   }
@@ -231,15 +238,17 @@ int main(int argc, char** argv) {
               ratio("BM_ChunkCaptureEveryLayer", "BM_ChunkNoHook"));
   std::printf("  peak RSS 16 chunks / 4 chunks           %.3f   target ~1.0 (%ld vs %ld KiB)\n",
               static_cast<double>(g_rss[16]) / static_cast<double>(g_rss[4]), g_rss[16], g_rss[4]);
-  if (reporter.median.count("BM_ComponentsPrefixReuse") && reporter.median.count("BM_ComponentsFullPasses")) {
+  if (reporter.median.count("BM_ComponentsPrefixReuse") &&
+      reporter.median.count("BM_ComponentsFullPasses")) {
     std::string same = "yes";
     const auto x = store::Experiment::open(setup().dir + "/components-full.hdy", false);
     const auto y = store::Experiment::open(setup().dir + "/components-reuse.hdy", false);
     for (int c : x.finished_chunks()) {
       if (auto m = analysis::first_mismatch(x.read_chunk(c), y.read_chunk(c))) same = "NO: " + *m;
     }
-    std::printf("  components: full passes / prefix reuse  %.3f   target >= 1.5; bitwise identical: %s\n",
-                ratio("BM_ComponentsFullPasses", "BM_ComponentsPrefixReuse"), same.c_str());
+    std::printf(
+        "  components: full passes / prefix reuse  %.3f   target >= 1.5; bitwise identical: %s\n",
+        ratio("BM_ComponentsFullPasses", "BM_ComponentsPrefixReuse"), same.c_str());
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 #include "engine/arm.h"
 #include "engine/model_maker.h"
 #include "engine/points.h"
+#include "engine/quantize.h"
 #include "errors.h"
 #include "run/session.h"
 #include "test_support.h"
@@ -183,4 +184,33 @@ TEST(Engine, Qwen3RunsWithAQuantizedKCache) {
   EXPECT_LT(kl / 31, 1e-2);
   // Layer 0's residual moves only through attention over the quantized keys: nonzero, small.
   EXPECT_GT(r.diff.layers[5].diff.rel_err, 0.0);
+}
+
+TEST(Engine, ArmsOfDifferentShapesAreRefused) {
+  // Same vocabulary, fewer layers: a tail of tiny-llama. Residuals pair layers and rows, so
+  // such arms cannot be compared and must be refused, naming both shapes.
+  const std::string dir = test::temp_dir("shapes");
+  const std::string model = dir + "/tiny-llama.gguf";
+  engine::make_model({"tiny-llama", 1, "f16"}, model);
+  run::DiffConfig c;
+  c.a = settings_for(model);
+  c.b = settings_for(engine::ensure_tail_model(model, 1));
+  c.chunk = 32;
+  try {
+    run::Session s(c);
+    FAIL() << "arms of different shapes were accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("4 layers × 256, B is llama 3 layers × 256"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Engine, AScoreFromThatLeavesNothingIsRefused) {
+  run::DiffConfig c;
+  c.chunk = 2;
+  c.score_from = "half";
+  EXPECT_THROW(run::validate(c), InputError);
+  c.chunk = 4;
+  EXPECT_NO_THROW(run::validate(c));
 }

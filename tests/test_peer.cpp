@@ -65,10 +65,11 @@ TEST_P(Peer, AgreesWithLlamaPerplexity) {
   engine::quantize_model(model, quant, type, 2);
 
   const std::string peer = std::string(HD_LLAMA_PERPLEXITY) + " -c 128 -b 128 -t 2 -f " + text;
-  const std::string base =
-      run_peer(peer + " -m " + model + " --kl-divergence-base " + dir + "/base.kld", "Final estimate");
-  const std::string kld = run_peer(
-      peer + " -m " + quant + " --kl-divergence-base " + dir + "/base.kld --kl-divergence", R"(Same top p:\s*[0-9])");
+  const std::string base = run_peer(
+      peer + " -m " + model + " --kl-divergence-base " + dir + "/base.kld", "Final estimate");
+  const std::string kld =
+      run_peer(peer + " -m " + quant + " --kl-divergence-base " + dir + "/base.kld --kl-divergence",
+               R"(Same top p:\s*[0-9])");
   const double peer_ppl_a = grab(base, R"(Final estimate: PPL = ([0-9.]+))");
   const double peer_ppl_b = grab(kld, R"(Mean PPL\(Q\)\s*:\s*([0-9.]+))");
   const double peer_kl = grab(kld, R"(Mean\s+KLD:\s*([0-9.]+))");

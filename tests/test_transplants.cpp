@@ -3,7 +3,6 @@
 
 #include <cmath>
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 #include "analysis/compare.h"
@@ -24,7 +23,8 @@ engine::ArmSettings arm(const std::string& model) {
   return s;
 }
 
-run::DiffConfig components_config(const engine::ArmSettings& a, const engine::ArmSettings& b, int chunk) {
+run::DiffConfig components_config(const engine::ArmSettings& a, const engine::ArmSettings& b,
+                                  int chunk) {
   run::DiffConfig c;
   c.a = a;
   c.b = b;
@@ -36,7 +36,8 @@ run::DiffConfig components_config(const engine::ArmSettings& a, const engine::Ar
 
 std::vector<analysis::ChunkResult> run_chunks(run::DiffConfig c, int n_chunks) {
   run::Session s(std::move(c));
-  auto chunks = s.chunks_of(run::read_text_file(test::shared_path("corpora/tom-sawyer.txt")).substr(0, 20000));
+  auto chunks = s.chunks_of(
+      run::read_text_file(test::shared_path("corpora/tom-sawyer.txt")).substr(0, 20000));
   std::vector<analysis::ChunkResult> out;
   for (int i = 0; i < n_chunks; ++i) out.push_back(s.compute(i, chunks[static_cast<size_t>(i)]));
   return out;
@@ -110,7 +111,8 @@ TEST_P(KCacheOnly, MlpAndEmbeddingStepsAreExactlyZero) {
       EXPECT_TRUE(same_bits(v[0], v[1])) << "embedding step at " << pos;
       for (size_t k = 2; k + 1 < v.size(); k += 2) {
         EXPECT_EQ(pts[k - 1].rfind("ffn_inp-", 0), 0u);
-        EXPECT_TRUE(same_bits(v[k], v[k + 1])) << pts[k] << " MLP step at " << pos << ": " << v[k] << " vs " << v[k + 1];
+        EXPECT_TRUE(same_bits(v[k], v[k + 1]))
+            << pts[k] << " MLP step at " << pos << ": " << v[k] << " vs " << v[k + 1];
         attention_moves = attention_moves || !same_bits(v[k - 1], v[k]);
       }
     }
@@ -139,7 +141,8 @@ TEST(Transplants, StepsTelescope) {
     for (const auto& l : d.layers) sum += l.attention.mean + l.mlp.mean;
     const double expect = denoise ? d.untouched - d.final : d.final - d.untouched;
     EXPECT_NEAR(sum, expect, 1e-12 * std::abs(expect)) << (denoise ? "denoise" : "noise");
-    EXPECT_NEAR(d.attention_total.mean + d.mlp_total.mean + d.embedding.mean, expect, 1e-12 * std::abs(expect));
+    EXPECT_NEAR(d.attention_total.mean + d.mlp_total.mean + d.embedding.mean, expect,
+                1e-12 * std::abs(expect));
     EXPECT_GT(expect, 0.0);
   }
   // Curves: denoise falls from KL(A||B) towards the head's own share; noise starts at 0.
@@ -176,9 +179,9 @@ TEST(Transplants, StoredShownAndVerified) {
   HD_REQUIRE_SHARED();
   const std::string dir = test::temp_dir("transplant-cli");
   const std::string path = dir + "/run.hdy";
-  auto r = test::run_cli({"diff", "--a", test::shared_path("models/stories260K.gguf"), "--b-quant", "Q4_0",
-                          "--text-file", test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "32",
-                          "--max-chunks", "3", "--components", "-o", path});
+  auto r = test::run_cli({"diff", "--a", test::shared_path("models/stories260K.gguf"), "--b-quant",
+                          "Q4_0", "--text-file", test::shared_path("corpora/tom-sawyer.txt"),
+                          "--chunk", "32", "--max-chunks", "3", "--components", "-o", path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = test::run_cli({"show", path, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -193,8 +196,8 @@ TEST(Transplants, StoredShownAndVerified) {
   EXPECT_EQ(den[2]["kl_ci95"].size(), 2u);     // [lo, hi]
   EXPECT_LE(den[2]["kl_ci95"][0].get<double>(), den[2]["kl_mean"].get<double>());
   const auto& c = j["components"]["noise"];
-  for (const char* key : {"untouched", "final", "embedding", "layers", "attention_total", "mlp_total",
-                          "paired_diff", "paired_diff_ci95"}) {
+  for (const char* key : {"untouched", "final", "embedding", "layers", "attention_total",
+                          "mlp_total", "paired_diff", "paired_diff_ci95"}) {
     EXPECT_TRUE(c.contains(key)) << key;
   }
   EXPECT_EQ(c["untouched"], 0.0);
@@ -224,7 +227,9 @@ class PrefixReuse : public ::testing::TestWithParam<ReuseCase> {};
 TEST_P(PrefixReuse, BitwiseIdenticalToFullPasses) {
   HD_REQUIRE_SHARED();
   const ReuseCase& rc = GetParam();
-  const std::string a_path = rc.model_a == "stories260K" ? test::shared_path("models/stories260K.gguf") : model(rc.model_a);
+  const std::string a_path = rc.model_a == "stories260K"
+                                 ? test::shared_path("models/stories260K.gguf")
+                                 : model(rc.model_a);
   auto a = arm(a_path);
   a.n_ubatch = rc.ubatch;
   a.flash_attn = rc.fa;
@@ -236,7 +241,8 @@ TEST_P(PrefixReuse, BitwiseIdenticalToFullPasses) {
   auto without = with;
   without.prefix_reuse = false;
   run::Session fast(with), slow(without);
-  const auto chunks = fast.chunks_of(run::read_text_file(test::shared_path("corpora/tom-sawyer.txt")).substr(0, 8000));
+  const auto chunks = fast.chunks_of(
+      run::read_text_file(test::shared_path("corpora/tom-sawyer.txt")).substr(0, 8000));
   for (int i = 0; i < 2; ++i) {
     const auto x = fast.compute(i, chunks[static_cast<size_t>(i)]);
     const auto y = slow.compute(i, chunks[static_cast<size_t>(i)]);
@@ -252,9 +258,10 @@ TEST_P(PrefixReuse, BitwiseIdenticalToFullPasses) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, PrefixReuse,
-    ::testing::Values(ReuseCase{"stories260K_vs_Q4_0", "stories260K", "Q4_0", "", "auto", "1", 512},
-                      ReuseCase{"stories260K_ub7_half", "stories260K", "Q8_0", "", "auto", "half", 7},
-                      ReuseCase{"tiny_llama_vs_Q4_K_M", "tiny-llama", "Q4_K_M", "", "auto", "1", 512},
-                      ReuseCase{"tiny_llama_q8_0_K_fa_off", "tiny-llama", "", "q8_0", "off", "1", 512},
-                      ReuseCase{"tiny_qwen3_q8_0_K_fa_on_half", "tiny-qwen3", "", "q8_0", "on", "half", 512}),
+    ::testing::Values(
+        ReuseCase{"stories260K_vs_Q4_0", "stories260K", "Q4_0", "", "auto", "1", 512},
+        ReuseCase{"stories260K_ub7_half", "stories260K", "Q8_0", "", "auto", "half", 7},
+        ReuseCase{"tiny_llama_vs_Q4_K_M", "tiny-llama", "Q4_K_M", "", "auto", "1", 512},
+        ReuseCase{"tiny_llama_q8_0_K_fa_off", "tiny-llama", "", "q8_0", "off", "1", 512},
+        ReuseCase{"tiny_qwen3_q8_0_K_fa_on_half", "tiny-qwen3", "", "q8_0", "on", "half", 512}),
     [](const auto& info) { return info.param.name; });

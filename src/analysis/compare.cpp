@@ -75,15 +75,17 @@ std::optional<std::string> first_mismatch(const ChunkResult& s, const ChunkResul
     return fmt::format("chunk {}: transplants presence differs", s.chunk);
   }
   if (s.transplants) {
-    if (s.transplants->points != r.transplants->points) return fmt::format("chunk {}: restore points differ", s.chunk);
+    if (s.transplants->points != r.transplants->points)
+      return fmt::format("chunk {}: restore points differ", s.chunk);
     for (const bool d : {true, false}) {
       const auto& a = d ? s.transplants->denoise : s.transplants->noise;
       const auto& b = d ? r.transplants->denoise : r.transplants->noise;
       const char* dir = d ? "denoise" : "noise";
       if (a.size() != b.size()) return fmt::format("chunk {} {}: row counts differ", s.chunk, dir);
       for (size_t i = 0; i < a.size(); ++i) {
-        const std::string where = fmt::format("chunk {} pos {} ({} at {})", s.chunk, a[i].pos, dir,
-                                              s.transplants->points[static_cast<size_t>(a[i].step - 1)]);
+        const std::string where =
+            fmt::format("chunk {} pos {} ({} at {})", s.chunk, a[i].pos, dir,
+                        s.transplants->points[static_cast<size_t>(a[i].step - 1)]);
         if (a[i].step != b[i].step || a[i].pos != b[i].pos) return where + ": rows differ";
         if (auto m = diff_number(where, "kl", a[i].kl, b[i].kl)) return m;
       }

@@ -31,7 +31,8 @@ std::optional<PositionTrace> trace_of(const ChunkResult& c, int pos) {
   for (const auto* rows : {&t.denoise, &t.noise}) {
     auto& out = rows == &t.denoise ? tr.denoise : tr.noise;
     for (const auto& r : *rows) {
-      if (r.pos == pos && r.step >= 1 && static_cast<size_t>(r.step) < steps) out[static_cast<size_t>(r.step)] = r.kl;
+      if (r.pos == pos && r.step >= 1 && static_cast<size_t>(r.step) < steps)
+        out[static_cast<size_t>(r.step)] = r.kl;
     }
   }
   return tr;
@@ -47,7 +48,8 @@ std::optional<Table> build_table(const std::vector<ChunkResult>& chunks) {
     const size_t steps = chunk.transplants->points.size() + 1;
     if (t.points.empty()) {
       t.points.push_back("none");
-      t.points.insert(t.points.end(), chunk.transplants->points.begin(), chunk.transplants->points.end());
+      t.points.insert(t.points.end(), chunk.transplants->points.begin(),
+                      chunk.transplants->points.end());
     }
     for (const auto& r : chunk.diff.positions) {
       if (!r.scored) continue;
@@ -89,7 +91,8 @@ std::vector<CurvePoint> curve(const Table& t, const std::vector<std::vector<doub
   return out;
 }
 
-DirectionComponents components(const Table& t, const std::vector<std::vector<double>>& m, bool denoise) {
+DirectionComponents components(const Table& t, const std::vector<std::vector<double>>& m,
+                               bool denoise) {
   // step(k) is positive when the block entered at point k carries divergence.
   auto step = [denoise](const std::vector<double>& r, size_t k) {
     return denoise ? r[k - 1] - r[k] : r[k] - r[k - 1];
@@ -114,7 +117,8 @@ DirectionComponents components(const Table& t, const std::vector<std::vector<dou
   };
   c.attention_total = mean_of(t, m, [&](const auto& r) { return total(r, attn_steps); });
   c.mlp_total = mean_of(t, m, [&](const auto& r) { return total(r, mlp_steps); });
-  c.paired_diff = mean_of(t, m, [&](const auto& r) { return total(r, attn_steps) - total(r, mlp_steps); });
+  c.paired_diff =
+      mean_of(t, m, [&](const auto& r) { return total(r, attn_steps) - total(r, mlp_steps); });
   // Attention's share per chunk, to show how stable the split is across the text.
   std::map<int, std::pair<double, double>> per_chunk;
   for (size_t i = 0; i < m.size(); ++i) {

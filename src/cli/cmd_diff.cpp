@@ -38,10 +38,12 @@ void add_diff(CLI::App& app, Context& ctx) {
                   "ubatch of the floor arm (default: an odd split of the chunk)");
   cmd->add_flag("--save-residuals", o->cfg.save_residuals,
                 "store every l_out-N tensor of both arms");
-  cmd->add_flag("--transplants", o->cfg.transplants,
-                "denoise (A's residual into B) and noise (B's into A) at inp_embd and every l_out-N");
-  cmd->add_flag("--no-prefix-reuse", o->no_prefix_reuse,
-                "run every patched pass from the embeddings (for comparison; the numbers are the same)");
+  cmd->add_flag(
+      "--transplants", o->cfg.transplants,
+      "denoise (A's residual into B) and noise (B's into A) at inp_embd and every l_out-N");
+  cmd->add_flag(
+      "--no-prefix-reuse", o->no_prefix_reuse,
+      "run every patched pass from the embeddings (for comparison; the numbers are the same)");
   cmd->add_flag("--components", o->cfg.components,
                 "transplants at every ffn_inp-N too: the attention/MLP split of each layer");
   cmd->add_option("-o,--output", o->out, "experiment file to write");

@@ -36,7 +36,8 @@ void add_quantize(CLI::App& app, Context& ctx) {
   cmd->add_option("input", o->in, "source GGUF (F32/F16/BF16)")->required();
   cmd->add_option("output", o->out, "GGUF to write")->required();
   cmd->add_option("type", o->type, "Q8_0, Q4_K_M, Q4_0, ...")->required();
-  cmd->add_flag("--leave-output-tensor", o->keep_output, "leave output.weight unquantized (as llama-quantize)");
+  cmd->add_flag("--leave-output-tensor", o->keep_output,
+                "leave output.weight unquantized (as llama-quantize)");
   cmd->add_option("-t,--threads", o->threads, "threads (default: all cores)")
       ->each([o](const std::string&) { o->threads_given = true; });
   cmd->callback([o, &ctx] {

@@ -20,9 +20,11 @@ void add_show(CLI::App& app, Context& ctx) {
   CLI::App* cmd = app.add_subcommand("show", "print what an experiment file holds");
   cmd->add_option("file", o->file, "experiment file")->required();
   cmd->add_flag("--json", o->json, "machine-readable output");
-  cmd->add_flag("--transplants", o->transplants, "denoise and noise curves over layers, with intervals");
+  cmd->add_flag("--transplants", o->transplants,
+                "denoise and noise curves over layers, with intervals");
   cmd->add_flag("--components", o->components, "attention vs MLP per layer, with intervals");
-  cmd->add_option("--position", o->position, "one token (CHUNK:POS): its KL after each restore point");
+  cmd->add_option("--position", o->position,
+                  "one token (CHUNK:POS): its KL after each restore point");
   cmd->add_option("--worst", o->worst, "also list the N positions with the largest KL")
       ->check(CLI::NonNegativeNumber);
   cmd->callback([o, &ctx] {
@@ -37,7 +39,8 @@ void add_show(CLI::App& app, Context& ctx) {
                 << "\n";
     } else {
       if ((o->transplants || o->components || !o->position.empty()) && !l.transplants) {
-        throw InputError("'" + o->file + "' has no transplants: run diff with --transplants or --components");
+        throw InputError("'" + o->file +
+                         "' has no transplants: run diff with --transplants or --components");
       }
       report::print_summary(std::cout, l);
       if (o->transplants) report::print_transplants(std::cout, *l.transplants);

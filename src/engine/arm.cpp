@@ -113,16 +113,16 @@ void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<flo
   decode(&tokens, nullptr, static_cast<int32_t>(tokens.size()), hook, logits, first_output);
 }
 
-void Arm::run_residual(std::span<const float> rows, int n_tokens, Hook* hook, std::vector<float>& logits,
-                       int first_output) {
+void Arm::run_residual(std::span<const float> rows, int n_tokens, Hook* hook,
+                       std::vector<float>& logits, int first_output) {
   if (rows.size() != static_cast<size_t>(n_tokens) * static_cast<size_t>(model_->info().n_embd)) {
     throw RuntimeError("residual rows do not match the model's width");
   }
   decode(nullptr, &rows, n_tokens, hook, logits, first_output);
 }
 
-void Arm::decode(const std::span<const int32_t>* tokens, const std::span<const float>* rows, int32_t n,
-                 Hook* hook, std::vector<float>& logits, int first_output) {
+void Arm::decode(const std::span<const int32_t>* tokens, const std::span<const float>* rows,
+                 int32_t n, Hook* hook, std::vector<float>& logits, int first_output) {
   if (n < 1 || n > n_ctx_) throw RuntimeError("chunk length out of range for this arm");
   if (first_output < 0 || first_output >= n)
     throw RuntimeError("first output position out of range");

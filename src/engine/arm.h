@@ -54,8 +54,8 @@ class Arm {
   // The same, starting from residual rows ([n_tokens][n_embd]) instead of tokens: they enter
   // as layer 0's input through llama_batch.embd. On a model cut by ensure_tail_model this runs
   // the original's later layers on a given residual.
-  void run_residual(std::span<const float> rows, int n_tokens, Hook* hook, std::vector<float>& logits,
-                    int first_output = 0);
+  void run_residual(std::span<const float> rows, int n_tokens, Hook* hook,
+                    std::vector<float>& logits, int first_output = 0);
 
  private:
   static bool eval_callback(struct ggml_tensor* t, bool ask, void* self);

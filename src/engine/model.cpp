@@ -1,5 +1,7 @@
 #include "engine/model.h"
 
+#include <algorithm>
+
 #include "engine/gguf_file.h"
 #include "engine/system.h"
 #include "errors.h"
@@ -99,10 +101,16 @@ std::vector<int32_t> Model::tokenize(std::string_view text, bool add_special) co
 
 std::string Model::token_text(int32_t token) const {
   const llama_vocab* vocab = llama_model_get_vocab(model_);
-  char buf[256];
-  const int32_t n = llama_token_to_piece(vocab, token, buf, sizeof buf, 0, true);
-  if (n < 0) return {};
-  return std::string(buf, static_cast<size_t>(n));
+  std::string piece(64, '\0');
+  int32_t n =
+      llama_token_to_piece(vocab, token, piece.data(), static_cast<int32_t>(piece.size()), 0, true);
+  if (n < 0) {  // longer than the buffer: -n is the size it needs
+    piece.resize(static_cast<size_t>(-n));
+    n = llama_token_to_piece(vocab, token, piece.data(), static_cast<int32_t>(piece.size()), 0,
+                             true);
+  }
+  piece.resize(static_cast<size_t>(std::max(n, 0)));
+  return piece;
 }
 
 std::optional<std::string> vocab_difference(const Model& a, const Model& b) {

@@ -142,11 +142,14 @@ std::string ensure_quantized(const std::string& src, const std::string& type, in
 std::string ensure_tail_model(const std::string& src, int first_layer) {
   gguf_check(src);
   const std::filesystem::path path =
-      cache_dir() / "tails" / (sha256_file(src).substr(0, 16) + "-from-" + std::to_string(first_layer) + ".gguf");
+      cache_dir() / "tails" /
+      (sha256_file(src).substr(0, 16) + "-from-" + std::to_string(first_layer) + ".gguf");
   if (std::filesystem::is_regular_file(path)) return path.string();
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
-  if (ec) throw RuntimeError("cannot create cache directory " + path.parent_path().string() + ": " + ec.message());
+  if (ec)
+    throw RuntimeError("cannot create cache directory " + path.parent_path().string() + ": " +
+                       ec.message());
   system_init();
   std::vector<int32_t> prune;
   for (int32_t l = 0; l < first_layer; ++l) prune.push_back(l);
@@ -158,11 +161,15 @@ std::string ensure_tail_model(const std::string& src, int first_layer) {
   if (llama_model_quantize(src.c_str(), tmp.c_str(), &params) != 0) {
     std::filesystem::remove(tmp, ec);
     const std::string why = last_llama_error();
-    throw RuntimeError("llama.cpp could not cut the first " + std::to_string(first_layer) + " layers of " + src +
-                       (why.empty() ? "" : ": " + why));
+    throw RuntimeError("llama.cpp could not cut the first " + std::to_string(first_layer) +
+                       " layers of " + src + (why.empty() ? "" : ": " + why));
   }
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw RuntimeError("cannot move " + tmp + " into the cache: " + ec.message());
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    throw RuntimeError("cannot move " + tmp + " into the cache: " + why);
+  }
   return path.string();
 }
 

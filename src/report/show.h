@@ -1,8 +1,8 @@
 // `heterodyne show`: the totals of a diff as a terminal table or JSON, and the worst tokens.
 #pragma once
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>

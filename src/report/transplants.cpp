@@ -1,8 +1,8 @@
 #include "report/transplants.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "errors.h"
 
@@ -33,19 +33,22 @@ void print_transplants(std::ostream& os, const analysis::TransplantSummary& s) {
   }
 }
 
-static void print_direction(std::ostream& os, const char* name, const analysis::DirectionComponents& c) {
+static void print_direction(std::ostream& os, const char* name,
+                            const analysis::DirectionComponents& c) {
   os << fmt::format("\n  {}: untouched {}  final {}  (steps sum to {})\n", name, num(c.untouched),
                     num(c.final),
                     std::string(name) == "denoise" ? "untouched − final" : "final − untouched");
   os << fmt::format("  {:>9}  {:<26} {}\n", "", "attention", "MLP");
   os << fmt::format("  {:>9}  {:<26}\n", "embedding", with_ci(c.embedding));
   for (const auto& l : c.layers) {
-    os << fmt::format("  {:>9}  {:<26} {}\n", fmt::format("layer {}", l.layer), with_ci(l.attention),
-                      with_ci(l.mlp));
+    os << fmt::format("  {:>9}  {:<26} {}\n", fmt::format("layer {}", l.layer),
+                      with_ci(l.attention), with_ci(l.mlp));
   }
-  os << fmt::format("  {:>9}  {:<26} {}\n", "total", with_ci(c.attention_total), with_ci(c.mlp_total));
-  os << fmt::format("  attention − MLP (paired): {}   attention's share per chunk: {:.2f} – {:.2f}\n",
-                    with_ci(c.paired_diff), c.attention_share_min, c.attention_share_max);
+  os << fmt::format("  {:>9}  {:<26} {}\n", "total", with_ci(c.attention_total),
+                    with_ci(c.mlp_total));
+  os << fmt::format(
+      "  attention − MLP (paired): {}   attention's share per chunk: {:.2f} – {:.2f}\n",
+      with_ci(c.paired_diff), c.attention_share_min, c.attention_share_max);
 }
 
 void print_components(std::ostream& os, const analysis::TransplantSummary& s) {
@@ -53,7 +56,8 @@ void print_components(std::ostream& os, const analysis::TransplantSummary& s) {
     os << "\n  components: not measured (run diff with --components)\n";
     return;
   }
-  os << "\n  components: the change in KL across each block, positive = the block carries divergence\n";
+  os << "\n  components: the change in KL across each block, positive = the block carries "
+        "divergence\n";
   print_direction(os, "denoise", s.denoise_components);
   print_direction(os, "noise", s.noise_components);
 }
@@ -90,7 +94,8 @@ void print_position(std::ostream& os, const Loaded& l, const std::string& where)
 
 static nlohmann::json curve_json(const std::vector<analysis::CurvePoint>& c) {
   nlohmann::json a = nlohmann::json::array();
-  for (const auto& p : c) a.push_back({{"point", p.point}, {"kl_mean", p.kl.mean}, {"kl_ci95", interval(p.kl)}});
+  for (const auto& p : c)
+    a.push_back({{"point", p.point}, {"kl_mean", p.kl.mean}, {"kl_ci95", interval(p.kl)}});
   return a;
 }
 

@@ -1,9 +1,8 @@
 // show --transplants / --components / --position: where in the network the divergence forms.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "analysis/transplant_summary.h"
 #include "report/show.h"

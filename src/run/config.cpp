@@ -91,6 +91,11 @@ void validate(const DiffConfig& c) {
     }
   }
   if (c.floor_ubatch < 0) throw InputError("--floor-ub must be at least 1");
+  if (first_scored_target(c.score_from, c.chunk) > c.chunk - 1) {
+    throw InputError("--score-from " + c.score_from +
+                     " leaves no position to score in a chunk of " + std::to_string(c.chunk) +
+                     " tokens");
+  }
 }
 
 }  // namespace hd::run

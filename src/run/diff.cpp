@@ -86,8 +86,8 @@ static int run_missing(store::Experiment& e, Session& s,
       last = now;
       const double chunk_s = std::chrono::duration<double>(now - t0).count() / pass * passes;
       const double left = chunk_s * (passes - pass) / passes + chunk_s * (to_run - ran - 1);
-      progress(fmt::format("chunk {}/{}: patched pass {}/{}, about {:.0f} s left", finished + 1, total,
-                           pass, passes, left));
+      progress(fmt::format("chunk {}/{}: patched pass {}/{}, about {:.0f} s left", finished + 1,
+                           total, pass, passes, left));
     });
     analysis::ChunkResult r = s.compute(c, chunks[static_cast<size_t>(c)]);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -100,9 +100,10 @@ static int run_missing(store::Experiment& e, Session& s,
       e.set_meta("provenance", prov.dump());
       for (const char* arm : {"a", "b"}) {
         if (reuse.contains(arm) && !reuse[arm]["fell_back"].empty()) {
-          progress(fmt::format("prefix reuse: arm {}'s model cut at layers {} does not reproduce its own "
-                               "full pass bitwise; those patches run full passes",
-                               arm, reuse[arm]["fell_back"].dump()));
+          progress(fmt::format(
+              "prefix reuse: arm {}'s model cut at layers {} does not reproduce its own "
+              "full pass bitwise; those patches run full passes",
+              arm, reuse[arm]["fell_back"].dump()));
         }
       }
     }
@@ -161,8 +162,8 @@ int diff_resume(const std::string& path, const std::string& command_line,
     progress("'" + path + "' is already complete");
     return 0;
   }
-  const auto config = diff_config_from_json(nlohmann::json::parse(e.meta("config").value()));
-  auto prov = nlohmann::json::parse(e.meta("provenance").value());
+  const auto config = diff_config_from_json(nlohmann::json::parse(e.required_meta("config")));
+  auto prov = nlohmann::json::parse(e.required_meta("provenance"));
   const std::string text = read_text_file(config.text_file);
   Session s(config);
   check_same_inputs(prov, s, text);

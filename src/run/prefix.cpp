@@ -33,15 +33,16 @@ int Tails::split_for(const analysis::RestorePoint& p) const {
   return best;
 }
 
-bool Tails::usable(int s, std::span<const float> own_residual, int n_tokens, std::span<const float> own_logits,
-                   int first_output) {
+bool Tails::usable(int s, std::span<const float> own_residual, int n_tokens,
+                   std::span<const float> own_logits, int first_output) {
   Entry& e = arms_.at(s);
   if (e.state == 0) {
     e.arm->run_residual(own_residual, n_tokens, nullptr, logits_, first_output);
-    e.state = logits_.size() == own_logits.size() &&
-                      std::memcmp(logits_.data(), own_logits.data(), logits_.size() * sizeof(float)) == 0
-                  ? 1
-                  : -1;
+    e.state =
+        logits_.size() == own_logits.size() &&
+                std::memcmp(logits_.data(), own_logits.data(), logits_.size() * sizeof(float)) == 0
+            ? 1
+            : -1;
   }
   return e.state > 0;
 }

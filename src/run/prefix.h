@@ -6,11 +6,10 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "analysis/restore_points.h"
 #include "engine/arm.h"
@@ -31,8 +30,8 @@ class Tails {
 
   // First use of a split: does the tail fed the arm's own l_out-(s-1) reproduce the arm's
   // own logits bitwise? Decided once; the answer is kept.
-  bool usable(int s, std::span<const float> own_residual, int n_tokens, std::span<const float> own_logits,
-              int first_output);
+  bool usable(int s, std::span<const float> own_residual, int n_tokens,
+              std::span<const float> own_logits, int first_output);
 
   nlohmann::json report() const;  // {splits, verified: [...], fell_back: [...]}
 

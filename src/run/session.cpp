@@ -69,6 +69,15 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   if (auto why = engine::vocab_difference(*model_a, *model_b)) {
     throw InputError("the arms have different vocabularies (" + *why + ")");
   }
+  // Residuals and transplants pair the arms layer by layer and row by row.
+  const auto& ia = model_a->info();
+  const auto& ib = model_b->info();
+  if (ia.architecture != ib.architecture || ia.n_layer != ib.n_layer || ia.n_embd != ib.n_embd) {
+    throw InputError("the arms must share architecture, layer count and width: A is " +
+                     ia.architecture + " " + std::to_string(ia.n_layer) + " layers × " +
+                     std::to_string(ia.n_embd) + ", B is " + ib.architecture + " " +
+                     std::to_string(ib.n_layer) + " layers × " + std::to_string(ib.n_embd));
+  }
   if (config_.transplants || config_.components) {
     points_ = analysis::restore_points(model_a->info().n_layer, config_.components);
   }
@@ -164,7 +173,8 @@ analysis::Transplants Session::transplant(std::span<const int32_t> tokens, int f
           rows[base + static_cast<size_t>(i)] = {
               static_cast<int>(k) + 1, p,
               analysis::kl_divergence({a_.logits.data() + static_cast<size_t>(i) * v, v},
-                                      {patched_logits_.data() + static_cast<size_t>(i) * v, v}, scratch)};
+                                      {patched_logits_.data() + static_cast<size_t>(i) * v, v},
+                                      scratch)};
         }
       });
       if (on_pass_) on_pass_(++done, total);
@@ -184,9 +194,11 @@ void Session::patched_pass(bool denoise, const analysis::RestorePoint& point,
   const int n = static_cast<int>(tokens.size());
   using K = analysis::RestorePoint::Kind;
   int s = tails ? tails->split_for(point) : 0;
-  const std::string feed_name = s > 0 ? engine::point_name(arch_, engine::PointKind::kLayerOut, s - 1) : "";
+  const std::string feed_name =
+      s > 0 ? engine::point_name(arch_, engine::PointKind::kLayerOut, s - 1) : "";
   if (s > 0 && !tails->usable(s, target.hook.captured(feed_name), n, target.logits, first_output)) {
-    return patched_pass(denoise, point, tokens, first_output);  // that split is out: a smaller one, or none
+    return patched_pass(denoise, point, tokens,
+                        first_output);  // that split is out: a smaller one, or none
   }
   engine::Hook patch;
   if (s == 0) {
@@ -196,7 +208,8 @@ void Session::patched_pass(bool denoise, const analysis::RestorePoint& point,
   }
   if (point.kind == K::kAfterMlp && s == point.layer + 1) {
     // The tail starts right after the point: the source's residual is its input.
-    tails->tail(s).run_residual(source.hook.captured(name), n, nullptr, patched_logits_, first_output);
+    tails->tail(s).run_residual(source.hook.captured(name), n, nullptr, patched_logits_,
+                                first_output);
     return;
   }
   // Otherwise the tail starts before the point: feed the target's own residual and write the
@@ -205,7 +218,8 @@ void Session::patched_pass(bool denoise, const analysis::RestorePoint& point,
       point.kind == K::kAfterMlp ? engine::PointKind::kLayerOut : engine::PointKind::kFfnInp;
   patch.overwrite(engine::point_name(arch_, kind, point.layer - s), source.hook.first_row(name),
                   source.hook.captured(name));
-  tails->tail(s).run_residual(target.hook.captured(feed_name), n, &patch, patched_logits_, first_output);
+  tails->tail(s).run_residual(target.hook.captured(feed_name), n, &patch, patched_logits_,
+                              first_output);
 }
 
 nlohmann::json Session::prefix_reuse_report() const {

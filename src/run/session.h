@@ -64,8 +64,8 @@ class Session {
                                int first_output) const;
   ArmRun make_run(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings) const;
   analysis::Transplants transplant(std::span<const int32_t> tokens, int first_output);
-  void patched_pass(bool denoise, const analysis::RestorePoint& point, std::span<const int32_t> tokens,
-                    int first_output);
+  void patched_pass(bool denoise, const analysis::RestorePoint& point,
+                    std::span<const int32_t> tokens, int first_output);
   std::string graph_name(const analysis::RestorePoint& p) const;
 
   DiffConfig config_;

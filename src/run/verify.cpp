@@ -31,14 +31,14 @@ int verify(const std::string& path, const VerifyOptions& options, const Progress
   check_integrity(e, progress);
   if (options.integrity_only) return 0;
 
-  const auto prov = nlohmann::json::parse(e.meta("provenance").value());
+  const auto prov = nlohmann::json::parse(e.required_meta("provenance"));
   const std::string commit = prov["llama_cpp"]["commit"];
   if (commit != build::kLlamaCommit && !options.force) {
     throw InputError("this run was made with llama.cpp " + commit.substr(0, 12) +
                      ", this build uses " + std::string(build::kLlamaCommit).substr(0, 12) +
                      " (--force to compare anyway)");
   }
-  Session s(diff_config_from_json(nlohmann::json::parse(e.meta("config").value())));
+  Session s(diff_config_from_json(nlohmann::json::parse(e.required_meta("config"))));
   if (auto change = s.model_change(prov["arms"]); change && !options.force) {
     throw InputError(*change + " (--force to compare anyway)");
   }

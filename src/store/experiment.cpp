@@ -156,6 +156,12 @@ std::optional<std::string> Experiment::meta(const std::string& key) const {
   return q.text(0);
 }
 
+std::string Experiment::required_meta(const std::string& key) const {
+  if (auto v = meta(key)) return *v;
+  throw InputError("'" + path_ + "' has no stored " + key +
+                   ": the run that made it stopped before it began; run it again");
+}
+
 // Top-k as JSON, [[id, p], ...]; p printed as the shortest text that reads back as the same f32.
 static std::string top_json(const TopK& t) {
   std::string s = "[";
@@ -227,7 +233,8 @@ void Experiment::put_chunk(const ChunkResult& c, const std::map<int32_t, std::st
   if (c.transplants) {
     Statement tr(db_->handle(), "INSERT INTO transplants VALUES (?, ?, ?, ?, ?, ?)");
     for (const char* dir : {"denoise", "noise"}) {
-      const auto& rows = std::string_view(dir) == "denoise" ? c.transplants->denoise : c.transplants->noise;
+      const auto& rows =
+          std::string_view(dir) == "denoise" ? c.transplants->denoise : c.transplants->noise;
       for (const auto& r : rows) {
         tr.bind(1, int64_t{c.chunk}).bind(2, std::string_view(dir)).bind(3, int64_t{r.step});
         tr.bind(4, c.transplants->points.at(static_cast<size_t>(r.step - 1)));

@@ -32,6 +32,8 @@ class Experiment {
 
   void set_meta(const std::string& key, const std::string& value);
   std::optional<std::string> meta(const std::string& key) const;
+  // The value, or InputError naming the file when a run was stopped before storing it.
+  std::string required_meta(const std::string& key) const;
 
   // Stores one chunk, with the vocabulary pieces of every token it mentions, in one
   // transaction. `pieces` maps token id to its text.
