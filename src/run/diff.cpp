@@ -61,6 +61,13 @@ static nlohmann::json provenance(const Session& s, const std::string& text,
   return p;
 }
 
+// Sets one key of the stored provenance, keeping the rest.
+static void set_provenance(store::Experiment& e, const std::string& key, const nlohmann::json& value) {
+  auto prov = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
+  prov[key] = value;
+  e.set_meta("provenance", prov.dump());
+}
+
 // Runs every chunk not yet in the file; seals it when all are there.
 static int run_missing(store::Experiment& e, Session& s,
                        const std::vector<std::vector<int32_t>>& chunks,
@@ -95,9 +102,7 @@ static int run_missing(store::Experiment& e, Session& s,
     // Which tails prefix reuse verified (or fell back from) is known after the first chunk.
     if (const auto reuse = s.prefix_reuse_report(); reuse != reported_reuse) {
       reported_reuse = reuse;
-      auto prov = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
-      prov["prefix_reuse"] = reuse;
-      e.set_meta("provenance", prov.dump());
+      set_provenance(e, "prefix_reuse", reuse);
       for (const char* arm : {"a", "b"}) {
         if (reuse.contains(arm) && !reuse[arm]["fell_back"].empty()) {
           progress(fmt::format(
@@ -119,9 +124,7 @@ static int run_missing(store::Experiment& e, Session& s,
   }
   const int missing = total - finished;
   if (missing == 0) {
-    auto prov = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
-    prov["finished_at"] = now_utc();
-    e.set_meta("provenance", prov.dump());
+    set_provenance(e, "finished_at", now_utc());
     e.seal();
   }
   return missing;

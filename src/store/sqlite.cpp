@@ -90,10 +90,8 @@ Database::Database(const std::string& path, bool writable, bool create) {
 Database::~Database() { sqlite3_close(db_); }
 
 void Database::exec(std::string_view sql) {
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &err);
-  std::string msg = err ? err : "";
-  sqlite3_free(err);
+  // check() reads sqlite3_errmsg, so sqlite3_exec's own copy of the message is not needed.
+  const int rc = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) check(db_, rc, "experiment file");
 }
 
