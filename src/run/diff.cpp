@@ -62,7 +62,8 @@ static nlohmann::json provenance(const Session& s, const std::string& text,
 }
 
 // Sets one key of the stored provenance, keeping the rest.
-static void set_provenance(store::Experiment& e, const std::string& key, const nlohmann::json& value) {
+static void set_provenance(store::Experiment& e, const std::string& key,
+                           const nlohmann::json& value) {
   auto prov = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
   prov[key] = value;
   e.set_meta("provenance", prov.dump());
