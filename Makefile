@@ -1,6 +1,7 @@
 # heterodyne: the two commands of the README, and their helpers.
-#   make demo   builds everything, makes a model and its Q4_0, diffs them on llama.cpp's own
-#               README (a text every installation has), shows the result
+#   make demo   builds everything, trains (or reuses) the demo model on source code every
+#               installation has, diffs it against its Q8_0, Q4_K_M and Q2_K on held-out text,
+#               shows the ladder, the worst tokens and where the divergence forms
 #   make test   installs what is missing (Debian packages), builds, runs every test
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -11,6 +12,7 @@ CMAKE_FLAGS += -DHETERODYNE_LLAMA_SOURCE=$(LLAMA_SOURCE)
 endif
 HD = $(BUILD)/heterodyne
 DEMO = out/demo
+DEMO_CHUNKS ?= 8
 
 .PHONY: all deps configure build test demo bench clean
 
@@ -33,10 +35,19 @@ test: build
 
 demo: build
 	@mkdir -p $(DEMO)
-	@test -f $(DEMO)/tiny-llama-f16.gguf || $(HD) make-model --preset tiny-llama --seed 1 --type f16 -o $(DEMO)/tiny-llama-f16.gguf
-	$(HD) diff --a $(DEMO)/tiny-llama-f16.gguf --b-quant Q4_0 --text-file "$$(cat $(BUILD)/llama-source-dir.txt)/README.md" \
-	  --chunk 128 --max-chunks 4 --components -o $(DEMO)/tiny-llama-f16-vs-q4_0.hdy --force
-	$(HD) show $(DEMO)/tiny-llama-f16-vs-q4_0.hdy --worst 5 --transplants --components
+	$(HD) demo-model -o $(DEMO)/demo-f32.gguf --held-out-text $(DEMO)/held-out.txt
+	$(HD) diff --a $(DEMO)/demo-f32.gguf --b-quant Q4_K_M --text-file $(DEMO)/held-out.txt \
+	  --chunk 256 --max-chunks $(DEMO_CHUNKS) --transplants --components -o $(DEMO)/demo-vs-Q4_K_M.hdy --force
+	@for t in Q8_0 Q2_K; do \
+	  $(HD) diff --a $(DEMO)/demo-f32.gguf --b-quant $$t --text-file $(DEMO)/held-out.txt \
+	    --chunk 256 --max-chunks $(DEMO_CHUNKS) -o $(DEMO)/demo-vs-$$t.hdy --force || exit 1; \
+	done
+	@echo; echo "== the quantization ladder: the demo model (F32) against each type, on text it never saw"
+	@$(HD) show $(DEMO)/demo-vs-Q8_0.hdy $(DEMO)/demo-vs-Q4_K_M.hdy $(DEMO)/demo-vs-Q2_K.hdy
+	@echo; echo "== F32 vs Q4_K_M: where it diverges, in the text and across the layers"
+	@$(HD) show $(DEMO)/demo-vs-Q4_K_M.hdy --worst 5 --transplants --components
+	@echo; echo "experiment files: $(DEMO)/demo-vs-{Q8_0,Q4_K_M,Q2_K}.hdy"
+	@echo "next: $(HD) show $(DEMO)/demo-vs-Q4_K_M.hdy --worst 20   (or --json, or: $(HD) export ...)"
 
 bench: build
 	cmake --build $(BUILD) -j $(JOBS) --target heterodyne_bench

@@ -7,10 +7,27 @@
 #include "report/transplants.h"
 
 namespace hd::cli {
+namespace {
+
+void show_several(const std::vector<std::string>& files, bool single_file_option) {
+  if (single_file_option) {
+    throw InputError("--json, --worst, --transplants, --components and --position take one file");
+  }
+  std::vector<report::Loaded> runs;
+  for (const std::string& f : files) runs.push_back(report::load_experiment(f));
+  for (const auto& l : runs) {
+    if (l.integrity == "MISMATCH") {
+      progress_line("warning: '" + l.path + "' fails its integrity check (changed after it was sealed)");
+    }
+  }
+  report::print_ladder(std::cout, runs);
+}
+
+}  // namespace
 
 void add_show(CLI::App& app, Context& ctx) {
   struct Opts {
-    std::string file;
+    std::vector<std::string> files;
     bool json = false;
     int worst = 0;
     bool transplants = false, components = false;
@@ -18,7 +35,9 @@ void add_show(CLI::App& app, Context& ctx) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("show", "print what an experiment file holds");
-  cmd->add_option("file", o->file, "experiment file")->required();
+  cmd->add_option("files", o->files,
+                  "experiment file; several: one row each, side by side (a quantization ladder)")
+      ->required();
   cmd->add_flag("--json", o->json, "machine-readable output");
   cmd->add_flag("--transplants", o->transplants,
                 "denoise and noise curves over layers, with intervals");
@@ -28,9 +47,16 @@ void add_show(CLI::App& app, Context& ctx) {
   cmd->add_option("--worst", o->worst, "also list the N positions with the largest KL")
       ->check(CLI::NonNegativeNumber);
   cmd->callback([o, &ctx] {
-    const report::Loaded l = report::load_experiment(o->file);
+    if (o->files.size() > 1) {
+      show_several(o->files, o->json || o->worst || o->transplants || o->components ||
+                                 !o->position.empty());
+      ctx.exit_code = 0;
+      return;
+    }
+    const std::string& file = o->files.front();
+    const report::Loaded l = report::load_experiment(file);
     if (l.integrity == "MISMATCH") {
-      progress_line("warning: '" + o->file +
+      progress_line("warning: '" + file +
                     "' fails its integrity check (changed after it was sealed)");
     }
     if (o->json) {
@@ -39,7 +65,7 @@ void add_show(CLI::App& app, Context& ctx) {
                 << "\n";
     } else {
       if ((o->transplants || o->components || !o->position.empty()) && !l.transplants) {
-        throw InputError("'" + o->file +
+        throw InputError("'" + file +
                          "' has no transplants: run diff with --transplants or --components");
       }
       report::print_summary(std::cout, l);

@@ -113,6 +113,21 @@ std::string Model::token_text(int32_t token) const {
   return piece;
 }
 
+std::string Model::detokenize(std::span<const int32_t> tokens) const {
+  const llama_vocab* vocab = llama_model_get_vocab(model_);
+  std::string text(tokens.size() * 4 + 16, '\0');
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int32_t n = llama_detokenize(vocab, tokens.data(), static_cast<int32_t>(tokens.size()),
+                                       text.data(), static_cast<int32_t>(text.size()), true, false);
+    if (n >= 0) {
+      text.resize(static_cast<size_t>(n));
+      return text;
+    }
+    text.resize(static_cast<size_t>(-n));  // -n is the size it needs
+  }
+  throw RuntimeError("llama_detokenize failed");
+}
+
 std::optional<std::string> vocab_difference(const Model& a, const Model& b) {
   const ModelInfo& ia = a.info();
   const ModelInfo& ib = b.info();

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,8 @@ class Model {
   // text the vocabulary cannot encode (naming the first line that fails).
   std::vector<int32_t> tokenize(std::string_view text, bool add_special) const;
   std::string token_text(int32_t token) const;
+  // llama_detokenize: the text the tokens stand for, control tokens left out.
+  std::string detokenize(std::span<const int32_t> tokens) const;
 
  private:
   friend std::shared_ptr<Model> model_load(const std::string& path);

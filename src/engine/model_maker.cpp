@@ -38,7 +38,7 @@ namespace {
 struct Preset {
   const char* name;
   const char* arch;        // general.architecture; also the prefix of its hyperparameter keys
-  const char* vocab_file;  // a vocabulary GGUF in <llama.cpp>/models/
+  const char* vocab_file;  // a vocabulary GGUF in <llama.cpp>/models/; null: the spec gives one
   uint32_t n_layer;
   uint32_t n_embd;
   uint32_t n_head;
@@ -59,6 +59,7 @@ constexpr Preset kPresets[] = {
      1e-5f, false, false},
     {"tiny-qwen3", "qwen3", "ggml-vocab-qwen2.gguf", 4, 256, 4, 2, 64, 768, 2048, 1000000.0f, 1e-6f,
      true, false},
+    {"demo-llama", "llama", nullptr, 4, 256, 4, 2, 64, 768, 2048, 10000.0f, 1e-5f, false, false},
     // Qwen3-0.6B's real shapes (config.json of Qwen/Qwen3-0.6B).
     {"qwen3-0.6b", "qwen3", "ggml-vocab-qwen2.gguf", 28, 1024, 16, 8, 128, 3072, 40960, 1000000.0f,
      1e-6f, true, true},
@@ -91,7 +92,9 @@ std::string lower(std::string s) {
 
 const Preset& find_preset(const std::string& name) {
   for (const Preset& p : kPresets) {
-    if (name == p.name) return p;
+    if (name == p.name) {
+      return p;
+    }
   }
   throw InputError("unknown model preset '" + name + "' (valid: " + join(model_presets()) + ")");
 }
@@ -153,6 +156,27 @@ void copy_tokenizer(gguf_context* dst, gguf_context* vocab) {
   }
   for (const std::string& key : foreign) gguf_remove_key(vocab, key.c_str());
   gguf_set_kv(dst, vocab);
+}
+
+// A learned vocabulary, as llama.cpp's convert script writes a SentencePiece model.
+void set_vocabulary(gguf_context* ctx, const SpmVocabulary& v) {
+  const size_t n = v.tokens.size();
+  if (n == 0 || v.scores.size() != n || v.types.size() != n) {
+    throw InputError("vocabulary tokens, scores and types differ in length");
+  }
+  std::vector<const char*> texts;
+  texts.reserve(n);
+  for (const std::string& t : v.tokens) texts.push_back(t.c_str());
+  gguf_set_val_str(ctx, "tokenizer.ggml.model", "llama");
+  gguf_set_arr_str(ctx, "tokenizer.ggml.tokens", texts.data(), n);
+  gguf_set_arr_data(ctx, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, v.scores.data(), n);
+  gguf_set_arr_data(ctx, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, v.types.data(), n);
+  gguf_set_val_u32(ctx, "tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk));
+  gguf_set_val_u32(ctx, "tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos));
+  gguf_set_val_u32(ctx, "tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos));
+  gguf_set_val_bool(ctx, "tokenizer.ggml.add_bos_token", false);
+  gguf_set_val_bool(ctx, "tokenizer.ggml.add_eos_token", false);
+  gguf_set_val_bool(ctx, "tokenizer.ggml.add_space_prefix", false);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -426,13 +450,23 @@ void make_model(const ModelSpec& spec, const std::string& out_path) {
   const WeightType& weights = find_weight_type(spec.type);
   if (out_path.empty()) throw InputError("no output path given for the model");
 
-  const std::string vpath = vocab_path(preset);
-  GgufPtr vocab = load_vocab(vpath);
-  const int64_t n_vocab = vocab_size(vocab.get(), vpath);
-
+  if ((preset.vocab_file == nullptr) != (spec.vocabulary != nullptr)) {
+    throw InputError(std::string("preset '") + preset.name +
+                     (preset.vocab_file ? "' has its own vocabulary" : "' needs a vocabulary"));
+  }
   GgufPtr ctx(gguf_init_empty());
-  set_metadata(ctx.get(), preset, weights, spec.seed, n_vocab);
-  copy_tokenizer(ctx.get(), vocab.get());
+  int64_t n_vocab = 0;
+  if (spec.vocabulary) {
+    n_vocab = static_cast<int64_t>(spec.vocabulary->tokens.size());
+    set_metadata(ctx.get(), preset, weights, spec.seed, n_vocab);
+    set_vocabulary(ctx.get(), *spec.vocabulary);
+  } else {
+    const std::string vpath = vocab_path(preset);
+    GgufPtr vocab = load_vocab(vpath);
+    n_vocab = vocab_size(vocab.get(), vpath);
+    set_metadata(ctx.get(), preset, weights, spec.seed, n_vocab);
+    copy_tokenizer(ctx.get(), vocab.get());
+  }
 
   const std::vector<TensorPlan> plan = plan_tensors(preset, n_vocab);
   const GgmlPtr descriptors = add_tensors(ctx.get(), plan, weights);

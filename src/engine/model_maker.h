@@ -11,13 +11,28 @@
 
 namespace hd::engine {
 
+// A SentencePiece-style vocabulary for llama.cpp's "llama" (SPM) tokenizer.
+struct SpmVocabulary {
+  std::vector<std::string> tokens;  // piece text, spaces as U+2581; "<0x41>" for byte tokens
+  std::vector<float> scores;        // merge priority: higher merges first
+  std::vector<int32_t> types;       // llama_token_type: 1 normal, 2 unknown, 3 control, 6 byte
+  int32_t unk = 0;
+  int32_t bos = 1;
+  int32_t eos = 2;
+};
+
 struct ModelSpec {
   std::string preset;        // one of model_presets()
   uint64_t seed = 1;         // same seed => byte-identical file
   std::string type = "f32";  // storage of the 2-D weight matrices: f32, f16 or bf16
+  // Required by the "demo-llama" preset (which has no vocabulary of its own), refused by the
+  // others. Written without a BOS (add_bos false) and without a space prefix, so text
+  // round-trips through llama.cpp's tokenizer byte for byte.
+  const SpmVocabulary* vocabulary = nullptr;
 };
 
-// Names accepted in ModelSpec::preset: tiny-llama, tiny-qwen3, qwen3-0.6b.
+// Names accepted in ModelSpec::preset: tiny-llama, tiny-qwen3, qwen3-0.6b, demo-llama (the
+// shape heterodyne trains for its demo: tiny-llama's, to be filled by training).
 std::vector<std::string> model_presets();
 
 // Names accepted in ModelSpec::type: f32, f16, bf16 (case-insensitive).

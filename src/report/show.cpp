@@ -107,6 +107,36 @@ void print_summary(std::ostream& os, const Loaded& l) {
   }
 }
 
+// What distinguishes B in a ladder row: the quant type it was made with, else its file name, plus
+// any cache or attention setting where it differs from A.
+static std::string b_label(const Loaded& l) {
+  std::string label = l.config.value("b_quant", "");
+  const auto& arms = l.provenance["arms"];
+  if (label.empty()) {
+    const std::string model = arms["b"].value("model", "?");
+    label = model.substr(model.find_last_of('/') + 1);
+  }
+  for (const char* key : {"cache_type_k", "cache_type_v", "flash_attn"}) {
+    const std::string a = arms["a"].value(key, ""), b = arms["b"].value(key, "");
+    if (a != b) label += fmt::format(" {}={}", key, b);
+  }
+  return label;
+}
+
+void print_ladder(std::ostream& os, const std::vector<Loaded>& runs) {
+  os << fmt::format("{:<22} {:>24} {:>20} {:>10} {:>10} {:>22} {:>9}\n", "B", "mean KL(A‖B)",
+                    "top-1 change %", "PPL A", "PPL B", "floor KL", "positions");
+  for (const Loaded& l : runs) {
+    const auto& s = l.summary;
+    const std::string floor = !s.has_floor                  ? "not measured"
+                              : s.floor.bitwise_identical ? "0 (bitwise)"
+                                                          : ci(s.floor.kl);
+    os << fmt::format("{:<22} {:>24} {:>20} {:>10.4f} {:>10.4f} {:>22} {:>9}\n", b_label(l),
+                      ci(s.diff.kl), ci(s.diff.top1_change, 100), s.diff.ppl_a, s.diff.ppl_b,
+                      floor, s.diff.n_scored);
+  }
+}
+
 static std::vector<const PositionRow*> worst_rows(const Loaded& l, int n,
                                                   std::vector<int>& chunk_of) {
   std::vector<std::pair<const PositionRow*, int>> rows;

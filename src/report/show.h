@@ -31,6 +31,10 @@ Loaded load_experiment(const std::string& path);
 
 nlohmann::json summary_json(const Loaded& l, int worst);
 void print_summary(std::ostream& os, const Loaded& l);
+// Several experiments side by side, one row each (a quantization ladder): mean KL, top-1 change
+// rate and PPL of B, the floor of each next to it.
+void print_ladder(std::ostream& os, const std::vector<Loaded>& runs);
+
 // The `n` scored positions with the largest KL, with their text and both arms' top-5.
 void print_worst(std::ostream& os, const Loaded& l, int n);
 
