@@ -136,7 +136,8 @@ TEST(DemoTokenizer, LlamaCppRoundTripsTheCorpusByteForByte) {
   EXPECT_FALSE(model->info().add_bos);
 
   const std::string tricky =
-      "<s> </s> <0x41> <unk> \t\r\n  two  spaces, ünïcödé 日本語 🦙 \x01 end without newline";
+      "<s> </s> <0x41> <unk> \t\r\n  two  spaces, ünïcödé 日本語 🦙 \x01 end without "
+      "newline";
   for (const std::string* text : {&corpus.train, &corpus.held_out, &tricky}) {
     const std::vector<int32_t> tokens = model->tokenize(*text, false);
     EXPECT_EQ(model->detokenize(tokens), *text);
@@ -253,8 +254,10 @@ TEST(DemoLadder, KlFallsWithMoreBits) {
   const std::string f32 = dir + "/demo-f32.gguf";
   fs::copy_file(d.model_path, f32, fs::copy_options::overwrite_existing);
   std::vector<double> kl;
+  std::vector<std::string> files;
   for (const char* type : {"Q8_0", "Q4_K_M", "Q2_K"}) {
     const std::string out = dir + "/" + type + ".hdy";
+    files.push_back(out);
     const auto r = hd::test::run_cli({"diff", "--a", f32, "--b-quant", type, "--text-file",
                                       d.held_out_path, "--chunk", "256", "--max-chunks", "6",
                                       "--no-floor", "-o", out, "--force"});
@@ -262,6 +265,17 @@ TEST(DemoLadder, KlFallsWithMoreBits) {
     const auto j = nlohmann::json::parse(hd::test::run_cli({"show", out, "--json"}).out);
     kl.push_back(j.at("kl_mean").get<double>());
   }
+  // `show` with several files prints them as a ladder, one row each, in the order given.
+  const auto ladder = hd::test::run_cli({"show", files[0], files[1], files[2]});
+  ASSERT_EQ(ladder.exit_code, 0) << ladder.err;
+  const size_t q8 = ladder.out.find("\nQ8_0 "), q4 = ladder.out.find("\nQ4_K_M "),
+               q2 = ladder.out.find("\nQ2_K ");
+  ASSERT_NE(q8, std::string::npos) << ladder.out;
+  EXPECT_TRUE(q8 < q4 && q4 < q2 && q2 != std::string::npos) << ladder.out;
+  const auto one_file_only = hd::test::run_cli({"show", files[0], files[1], "--json"});
+  EXPECT_EQ(one_file_only.exit_code, 2);
+  EXPECT_NE(one_file_only.err.find("take one file"), std::string::npos) << one_file_only.err;
+
   EXPECT_LT(kl[0], kl[1]);
   EXPECT_LT(kl[1], kl[2]);
   EXPECT_GT(kl[0], 0.0);  // a trained model: quantization shows

@@ -17,7 +17,8 @@ void show_several(const std::vector<std::string>& files, bool single_file_option
   for (const std::string& f : files) runs.push_back(report::load_experiment(f));
   for (const auto& l : runs) {
     if (l.integrity == "MISMATCH") {
-      progress_line("warning: '" + l.path + "' fails its integrity check (changed after it was sealed)");
+      progress_line("warning: '" + l.path +
+                    "' fails its integrity check (changed after it was sealed)");
     }
   }
   report::print_ladder(std::cout, runs);
@@ -48,8 +49,8 @@ void add_show(CLI::App& app, Context& ctx) {
       ->check(CLI::NonNegativeNumber);
   cmd->callback([o, &ctx] {
     if (o->files.size() > 1) {
-      show_several(o->files, o->json || o->worst || o->transplants || o->components ||
-                                 !o->position.empty());
+      show_several(o->files,
+                   o->json || o->worst || o->transplants || o->components || !o->position.empty());
       ctx.exit_code = 0;
       return;
     }

@@ -18,15 +18,15 @@ namespace {
 constexpr uintmax_t kMaxFileBytes = 256 * 1024;
 
 bool wanted_extension(const fs::path& p) {
-  static const std::set<std::string> kExt = {".c",  ".cc", ".cpp", ".h",
-                                             ".hpp", ".py", ".md",  ".sh", ".cmake"};
+  static const std::set<std::string> kExt = {".c",  ".cc", ".cpp", ".h",    ".hpp",
+                                             ".py", ".md", ".sh",  ".cmake"};
   return kExt.count(p.extension().string()) > 0;
 }
 
 bool skipped_directory(const std::string& name) {
   static const std::set<std::string> kSkip = {
-      ".git",  "models", "__pycache__", "site-packages", "dist-packages",
-      "test",  "tests",  "node_modules", "idlelib",     "build"};
+      ".git", "models", "__pycache__",  "site-packages", "dist-packages",
+      "test", "tests",  "node_modules", "idlelib",       "build"};
   return kSkip.count(name) > 0;
 }
 
@@ -121,7 +121,8 @@ Corpus gather_corpus(const CorpusSettings& settings) {
   Corpus c;
   for (const Candidate& cand : candidates(settings.roots)) {
     // The first hex digit pair of the path hash picks the held-out files.
-    const bool held = std::stoi(cand.order.substr(0, 2), nullptr, 16) % settings.held_out_every == 0;
+    const bool held =
+        std::stoi(cand.order.substr(0, 2), nullptr, 16) % settings.held_out_every == 0;
     std::string& dst = held ? c.held_out : c.train;
     const size_t cap = held ? settings.max_held_out_bytes : settings.max_train_bytes;
     if (dst.size() >= cap) {

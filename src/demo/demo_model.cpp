@@ -28,7 +28,7 @@ namespace {
 
 // Bump when anything that shapes the model changes without showing in the settings (the
 // vocabulary learner, the corpus rules, the initialisation, the schedule).
-constexpr int kRecipe = 1;
+constexpr int kRecipe = 2;
 
 std::string fmt2(double v, int digits = 3) {
   std::ostringstream s;
@@ -75,16 +75,11 @@ HeldOutLoss loss_from(const nlohmann::json& j) {
 }
 
 nlohmann::json summary_json(const DemoModel& d) {
-  return {{"corpus_sha256", d.corpus_sha256},
-          {"train_files", d.train_files},
-          {"held_out_files", d.held_out_files},
-          {"train_bytes", d.train_bytes},
-          {"held_out_bytes", d.held_out_bytes},
-          {"train_tokens", d.train_tokens},
-          {"before", loss_json(d.before)},
-          {"after", loss_json(d.after)},
-          {"train_seconds", d.train_seconds},
-          {"prompt", d.prompt},
+  return {{"corpus_sha256", d.corpus_sha256},   {"train_files", d.train_files},
+          {"held_out_files", d.held_out_files}, {"train_bytes", d.train_bytes},
+          {"held_out_bytes", d.held_out_bytes}, {"train_tokens", d.train_tokens},
+          {"before", loss_json(d.before)},      {"after", loss_json(d.after)},
+          {"train_seconds", d.train_seconds},   {"prompt", d.prompt},
           {"continuation", d.continuation}};
 }
 
@@ -106,8 +101,8 @@ void read_summary(const fs::path& p, DemoModel& d) {
 
 std::string loss_line(const char* when, const HeldOutLoss& l) {
   return std::string("demo: held-out loss ") + when + ": " + fmt2(l.nats_per_byte) +
-         " nats/byte (" + fmt2(l.nats_per_token) + " nats/token over " +
-         std::to_string(l.tokens) + " tokens)";
+         " nats/byte (" + fmt2(l.nats_per_token) + " nats/token over " + std::to_string(l.tokens) +
+         " tokens)";
 }
 
 }  // namespace
@@ -164,8 +159,8 @@ std::string greedy_continuation(const std::string& model_path, const std::string
   for (int i = 0; i < n_tokens && static_cast<int>(tokens.size()) < n_ctx; ++i) {
     const int n = static_cast<int>(tokens.size());
     arm.run_chunk(tokens, nullptr, logits, n - 1);
-    tokens.push_back(static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) -
-                                          logits.begin()));
+    tokens.push_back(
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
   }
   return model->detokenize(std::span<const int32_t>(tokens).subspan(prompt_len));
 }
@@ -173,6 +168,7 @@ std::string greedy_continuation(const std::string& model_path, const std::string
 DemoModel ensure_demo_model(const DemoSettings& s,
                             const std::function<void(const std::string&)>& progress) {
   if (s.steps < 1) throw InputError("--steps must be at least 1");
+  if (!(s.lr > 0 && s.lr <= 1)) throw InputError("--lr must be in (0, 1]");
   CorpusSettings cs;
   cs.roots = s.corpus_roots.empty() ? default_corpus_roots() : s.corpus_roots;
   const Corpus corpus = gather_corpus(cs);
@@ -187,6 +183,11 @@ DemoModel ensure_demo_model(const DemoSettings& s,
     read_summary(dir / "summary.json", d);
     d.reused = true;
     progress("demo: reusing the trained model " + d.model_path);
+    if (d.prompt != s.prompt) {  // another prompt: decode it now (not part of the cached result)
+      d.prompt = s.prompt;
+      d.continuation = greedy_continuation(d.model_path, s.prompt, s.continuation_tokens, s.n_ctx,
+                                           resolved_threads(s));
+    }
     return d;
   }
 
@@ -233,18 +234,17 @@ DemoModel ensure_demo_model(const DemoSettings& s,
     ts.n_threads = threads;
     ts.seed = s.seed;
     const std::string model = (tmp / "model-f32.gguf").string();
-    engine::train_model(init, train_tokens, ts, model,
-                        {{"general.name", "heterodyne demo (trained, seed " +
-                                              std::to_string(s.seed) + ")"},
-                         {"heterodyne.demo.key", d.key},
-                         {"heterodyne.demo.corpus_sha256", corpus.sha256},
-                         {"heterodyne.demo.steps", std::to_string(s.steps)}},
-                        [&](const engine::TrainProgress& p) {
-                          d.train_seconds = p.seconds;
-                          progress("demo: train step " + std::to_string(p.step) + "/" +
-                                   std::to_string(p.steps) + "  loss " + fmt2(p.loss) +
-                                   " nats/token  " + fmt2(p.seconds, 0) + " s");
-                        });
+    engine::train_model(
+        init, train_tokens, ts, model,
+        {{"general.name", "heterodyne demo (trained, seed " + std::to_string(s.seed) + ")"},
+         {"heterodyne.demo.key", d.key},
+         {"heterodyne.demo.corpus_sha256", corpus.sha256},
+         {"heterodyne.demo.steps", std::to_string(s.steps)}},
+        [&](const engine::TrainProgress& p) {
+          d.train_seconds = p.seconds;
+          progress("demo: train step " + std::to_string(p.step) + "/" + std::to_string(p.steps) +
+                   "  loss " + fmt2(p.loss) + " nats/token  " + fmt2(p.seconds, 0) + " s");
+        });
     fs::remove(init, ec);
     d.after = held_out_loss(model, corpus.held_out, s.n_ctx, s.eval_windows, threads);
     progress(loss_line("after training", d.after));

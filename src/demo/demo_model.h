@@ -16,13 +16,13 @@ namespace hd::demo {
 
 struct DemoSettings {
   uint64_t seed = 1;  // initial weights and training windows
-  // Measured on 2 cores (docs/demo.md): 1600 steps train in about 2.5 minutes; a peak rate of
+  // Measured on 2 cores (docs/demo.md): 1500 steps train in 2.2 to 2.7 minutes; a peak rate of
   // 2e-4 beat 3e-4 and 5e-4, which spike, since every step sees one window of 256 tokens.
-  int steps = 1600;
+  int steps = 1500;
   int vocab_size = 1024;
-  int n_ctx = 256;   // training window, and the model's context_length
+  int n_ctx = 256;  // training window, and the model's context_length
   float lr = 2e-4f;
-  int n_threads = 0;  // 0: default_threads()
+  int n_threads = 0;                      // 0: default_threads()
   std::vector<std::string> corpus_roots;  // empty: default_corpus_roots()
   std::string prompt = "static int ";     // greedy continuation shown after training
   int continuation_tokens = 48;
@@ -54,7 +54,8 @@ DemoModel ensure_demo_model(const DemoSettings& settings,
                             const std::function<void(const std::string&)>& progress);
 
 // Mean negative log-likelihood of the next token over up to max_windows non-overlapping windows
-// of n_ctx tokens spread evenly over the text, per token and per byte of the predicted tokens' text.
+// of n_ctx tokens spread evenly over the text, per token and per byte of the predicted tokens'
+// text.
 HeldOutLoss held_out_loss(const std::string& model_path, const std::string& text, int n_ctx,
                           int max_windows, int n_threads);
 

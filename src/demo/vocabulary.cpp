@@ -1,7 +1,9 @@
-// Byte-pair encoding over words, the words split the way code and prose break naturally:
-// a run of spaces joins the word after it ("    return" is one word), punctuation and line
-// breaks stand alone. llama.cpp's tokenizer does not pre-split, but it can only form pieces that
-// exist, and none crosses these boundaries, so training and use agree.
+// Byte-pair encoding over words, the words split the way code and prose break naturally: a word
+// is a run of letters/digits or a run of punctuation, with the line breaks and indentation before
+// it ("\n    return", "\n    });"). Code is mostly such runs, so pieces grow long and each token
+// carries more text. llama.cpp's tokenizer does not pre-split; it merges by score wherever a
+// piece exists, so use may segment a little differently from training, which is harmless: the
+// model is trained on llama.cpp's own tokenization.
 #include "demo/vocabulary.h"
 
 #include <algorithm>
@@ -44,13 +46,15 @@ std::vector<std::string> characters(std::string_view text) {
   return out;
 }
 
-enum class CharClass { kSpace, kWord, kOther };
+enum class CharClass { kNewline, kSpace, kWord, kPunct, kOther };
 
 CharClass classify(const std::string& c) {
   if (c == kSpaceMarker) return CharClass::kSpace;
   const unsigned char b = static_cast<unsigned char>(c[0]);
   if (b >= 0x80 || std::isalnum(b) || b == '_') return CharClass::kWord;
-  return CharClass::kOther;
+  if (c == "\n") return CharClass::kNewline;
+  if (std::ispunct(b)) return CharClass::kPunct;
+  return CharClass::kOther;  // tabs and other controls stand alone
 }
 
 struct PairHash {
@@ -87,8 +91,12 @@ class Learner {
         continue;
       }
       const CharClass cls = classify(c);
-      const bool joins = !word.empty() && ((cls == CharClass::kWord && prev != CharClass::kOther) ||
-                                           (cls == CharClass::kSpace && prev == CharClass::kSpace));
+      const bool lead = prev == CharClass::kNewline || prev == CharClass::kSpace;
+      const bool joins =
+          !word.empty() && ((cls == CharClass::kWord && (prev == CharClass::kWord || lead)) ||
+                            (cls == CharClass::kPunct && (prev == CharClass::kPunct || lead)) ||
+                            (cls == CharClass::kSpace && lead) ||
+                            (cls == CharClass::kNewline && prev == CharClass::kNewline));
       if (!joins) flush();
       word.push_back(it->second);
       prev = cls;
@@ -223,8 +231,9 @@ std::vector<std::string> alphabet(const std::vector<std::string>& chars, int min
 
 Vocabulary learn_vocabulary(std::string_view text, const VocabularySettings& settings) {
   if (settings.size < kControlTokens + kByteTokens + 1) {
-    throw InputError("vocabulary size " + std::to_string(settings.size) + " leaves no room beyond " +
-                     std::to_string(kControlTokens + kByteTokens) + " control and byte tokens");
+    throw InputError("vocabulary size " + std::to_string(settings.size) +
+                     " leaves no room beyond " + std::to_string(kControlTokens + kByteTokens) +
+                     " control and byte tokens");
   }
   Vocabulary v;
   add_fixed_tokens(v);

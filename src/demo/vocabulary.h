@@ -22,7 +22,7 @@ enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kByte = 6 };
 using Vocabulary = engine::SpmVocabulary;
 
 struct VocabularySettings {
-  int size = 1024;      // total tokens: 3 control + 256 bytes + characters + merges
+  int size = 1024;          // total tokens: 3 control + 256 bytes + characters + merges
   int min_char_count = 64;  // a character rarer than this is left to byte fallback
 };
 

@@ -106,7 +106,8 @@ void write_trained(const std::string& init_path, const std::string& trained_path
   std::unique_ptr<ggml_context, GgmlFree> tensors(raw);
   std::unique_ptr<gguf_context, GgufFree> out(gguf_init_empty());
   gguf_set_kv(out.get(), init.get());
-  const std::string arch = gguf_get_val_str(init.get(), gguf_find_key(init.get(), "general.architecture"));
+  const std::string arch =
+      gguf_get_val_str(init.get(), gguf_find_key(init.get(), "general.architecture"));
   gguf_set_val_u32(out.get(), (arch + ".context_length").c_str(), static_cast<uint32_t>(n_ctx));
   for (const auto& [key, value] : meta) gguf_set_val_str(out.get(), key.c_str(), value.c_str());
   for (int64_t i = 0; i < gguf_get_n_tensors(init.get()); ++i) {
@@ -133,6 +134,9 @@ void train_model(const std::string& init_path, std::span<const int32_t> tokens,
                  const std::vector<std::pair<std::string, std::string>>& meta,
                  const std::function<void(const TrainProgress&)>& on_progress) {
   if (s.steps < 1) throw InputError("training needs at least one step");
+  if (!(s.lr > 0 && s.lr <= 1) || !(s.lr_min >= 0 && s.lr_min <= s.lr)) {
+    throw InputError("the learning rate must be in (0, 1], not " + std::to_string(s.lr));
+  }
   if (s.n_ctx < 2 || tokens.size() <= static_cast<size_t>(s.n_ctx) + 1) {
     throw InputError("training needs more than " + std::to_string(s.n_ctx + 1) +
                      " tokens (one window), got " + std::to_string(tokens.size()));
@@ -143,7 +147,8 @@ void train_model(const std::string& init_path, std::span<const int32_t> tokens,
   mp.n_gpu_layers = 0;
   mp.load_mode = LLAMA_LOAD_MODE_NONE;  // the optimizer writes the weights in place
   std::unique_ptr<llama_model, ModelFree> model(llama_model_load_from_file(init_path.c_str(), mp));
-  if (!model) throw RuntimeError("llama.cpp could not load " + init_path + ": " + last_llama_error());
+  if (!model)
+    throw RuntimeError("llama.cpp could not load " + init_path + ": " + last_llama_error());
 
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = static_cast<uint32_t>(s.n_ctx);
@@ -159,7 +164,8 @@ void train_model(const std::string& init_path, std::span<const int32_t> tokens,
   cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
   cp.no_perf = true;
   std::unique_ptr<llama_context, ContextFree> ctx(llama_init_from_model(model.get(), cp));
-  if (!ctx) throw RuntimeError("llama.cpp could not create a training context: " + last_llama_error());
+  if (!ctx)
+    throw RuntimeError("llama.cpp could not create a training context: " + last_llama_error());
   // llama.cpp rounds the context up (to 256); llama_opt_epoch then expects windows of that size.
   if (llama_n_ctx(ctx.get()) != cp.n_ctx) {
     throw InputError("llama.cpp rounds a training window of " + std::to_string(s.n_ctx) +

@@ -16,22 +16,22 @@
 namespace hd::engine {
 
 struct TrainSettings {
-  int n_ctx = 256;         // tokens per window (= per optimizer step)
-  int steps = 600;         // optimizer steps
-  float lr = 2e-4f;        // AdamW peak learning rate
-  float lr_min = 2e-5f;    // cosine decay ends here
-  int warmup = 100;        // linear warm-up steps
-  float beta2 = 0.999f;    // AdamW second-moment decay
-  int n_threads = 0;       // 0: default_threads()
-  uint64_t seed = 1;       // window offsets
-  int report_every = 25;   // steps between progress reports
+  int n_ctx = 256;        // tokens per window (= per optimizer step)
+  int steps = 600;        // optimizer steps
+  float lr = 2e-4f;       // AdamW peak learning rate
+  float lr_min = 2e-5f;   // cosine decay ends here
+  int warmup = 100;       // linear warm-up steps
+  float beta2 = 0.999f;   // AdamW second-moment decay
+  int n_threads = 0;      // 0: default_threads()
+  uint64_t seed = 1;      // window offsets
+  int report_every = 25;  // steps between progress reports
 };
 
 struct TrainProgress {
-  int step = 0;            // steps done
+  int step = 0;  // steps done
   int steps = 0;
-  double loss = 0;         // mean training loss (nats per token) of the steps since the last report
-  double seconds = 0;      // since training started
+  double loss = 0;     // mean training loss (nats per token) of the steps since the last report
+  double seconds = 0;  // since training started
 };
 
 // Trains the model at init_path (F32 weights) on `tokens` and writes out_path atomically: the

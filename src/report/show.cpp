@@ -128,12 +128,12 @@ void print_ladder(std::ostream& os, const std::vector<Loaded>& runs) {
                     "top-1 change %", "PPL A", "PPL B", "floor KL", "positions");
   for (const Loaded& l : runs) {
     const auto& s = l.summary;
-    const std::string floor = !s.has_floor                  ? "not measured"
+    const std::string floor = !s.has_floor                ? "not measured"
                               : s.floor.bitwise_identical ? "0 (bitwise)"
                                                           : ci(s.floor.kl);
     os << fmt::format("{:<22} {:>24} {:>20} {:>10.4f} {:>10.4f} {:>22} {:>9}\n", b_label(l),
-                      ci(s.diff.kl), ci(s.diff.top1_change, 100), s.diff.ppl_a, s.diff.ppl_b,
-                      floor, s.diff.n_scored);
+                      ci(s.diff.kl), ci(s.diff.top1_change, 100), s.diff.ppl_a, s.diff.ppl_b, floor,
+                      s.diff.n_scored);
   }
 }
 
