@@ -33,7 +33,9 @@ build: configure
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 1
 
-demo: build
+# The demo needs only the heterodyne binary (not the tests, not the peer tool).
+demo: configure
+	cmake --build $(BUILD) -j $(JOBS) --target heterodyne
 	@mkdir -p $(DEMO)
 	$(HD) demo-model -o $(DEMO)/demo-f32.gguf --held-out-text $(DEMO)/held-out.txt
 	$(HD) diff --a $(DEMO)/demo-f32.gguf --b-quant Q4_K_M --text-file $(DEMO)/held-out.txt \

@@ -4,9 +4,11 @@
 #   scripts/llama.sh            the pinned tree from node-llama-cpp@3.21.1 (npm), commit verified
 #   scripts/llama.sh DIR        a user's own llama.cpp checkout
 #
-# The build (static libraries llama + ggml, and the peer tool llama-perplexity that the tests
-# compare against) lives in a cache directory keyed by (commit, flags), so later builds and CI
-# reuse it. Nothing of llama.cpp is ever copied into this repository.
+# The build (static libraries llama + ggml) lives in a cache directory keyed by (commit, flags),
+# so later builds and CI reuse it. The peer tool llama-perplexity, which the tests and benchmarks
+# compare against, is built into the same directory only when they are (CMake target
+# llama_peer): it pulls in llama.cpp's common library, a third of the build, which `make demo`
+# does not need. Nothing of llama.cpp is ever copied into this repository.
 set -euo pipefail
 
 PIN_PACKAGE="node-llama-cpp@3.21.1"
@@ -60,7 +62,7 @@ if [ ! -f "$build/.heterodyne-built" ]; then
   # shellcheck disable=SC2086
   cmake -S "$src" -B "$build" -G Ninja $FLAGS >"$build/configure.log" 2>&1 ||
     { say "configure failed, see $build/configure.log"; exit 1; }
-  cmake --build "$build" -j "$JOBS" --target llama ggml llama-perplexity >"$build/build.log" 2>&1 ||
+  cmake --build "$build" -j "$JOBS" --target llama ggml ggml-rpc >"$build/build.log" 2>&1 ||
     { say "build failed, see $build/build.log"; exit 1; }
   printf 'source=%s\ncommit=%s\nlocal_changes=%s\nflags=%s\n' "$src" "$commit" "$dirty" "$FLAGS" > "$build/heterodyne-llama.txt"
   touch "$build/.heterodyne-built"
