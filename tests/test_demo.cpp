@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -23,32 +24,6 @@ namespace fs = std::filesystem;
 using namespace hd;
 
 namespace {
-
-// Points heterodyne's cache at a directory for one test, then restores it.
-class ScopedCache {
- public:
-  explicit ScopedCache(const std::string& dir) {
-    if (const char* old = std::getenv("HETERODYNE_CACHE")) old_ = old;
-    ::setenv("HETERODYNE_CACHE", dir.c_str(), 1);
-  }
-  ~ScopedCache() {
-    if (old_.empty()) {
-      ::unsetenv("HETERODYNE_CACHE");
-    } else {
-      ::setenv("HETERODYNE_CACHE", old_.c_str(), 1);
-    }
-  }
-
- private:
-  std::string old_;
-};
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // A small corpus of real text: llama.cpp's own docs, copied so a test may change it.
 std::string copy_docs(const std::string& name) {
@@ -179,11 +154,11 @@ TEST(DemoTraining, LossFallsAndTheModelIsBitwiseReproducible) {
   const demo::DemoSettings s = tiny_settings(corpus);
   demo::DemoModel first, second;
   {
-    ScopedCache cache(hd::test::temp_dir("demo-cache-1"));
+    hd::test::ScopedCacheDir cache(hd::test::temp_dir("demo-cache-1"));
     first = demo::ensure_demo_model(s, quiet);
   }
   {
-    ScopedCache cache(hd::test::temp_dir("demo-cache-2"));
+    hd::test::ScopedCacheDir cache(hd::test::temp_dir("demo-cache-2"));
     second = demo::ensure_demo_model(s, quiet);
   }
   EXPECT_FALSE(first.reused);
@@ -197,7 +172,7 @@ TEST(DemoTraining, LossFallsAndTheModelIsBitwiseReproducible) {
   // Another seed trains another model.
   demo::DemoSettings other = s;
   other.seed = 2;
-  ScopedCache cache(hd::test::temp_dir("demo-cache-3"));
+  hd::test::ScopedCacheDir cache(hd::test::temp_dir("demo-cache-3"));
   const demo::DemoModel third = demo::ensure_demo_model(other, quiet);
   EXPECT_NE(sha256_file(third.model_path), sha256_file(first.model_path));
 
@@ -211,7 +186,7 @@ TEST(DemoTraining, LossFallsAndTheModelIsBitwiseReproducible) {
 TEST(DemoTraining, CachedModelIsReusedUntilTheCorpusChanges) {
   const std::string corpus = copy_docs("demo-cache-corpus");
   const demo::DemoSettings s = tiny_settings(corpus);
-  ScopedCache cache(hd::test::temp_dir("demo-cache-reuse"));
+  hd::test::ScopedCacheDir cache(hd::test::temp_dir("demo-cache-reuse"));
   const demo::DemoModel a = demo::ensure_demo_model(s, quiet);
   const demo::DemoModel b = demo::ensure_demo_model(s, quiet);
   EXPECT_FALSE(a.reused);
@@ -235,7 +210,7 @@ TEST(DemoTraining, CachedModelIsReusedUntilTheCorpusChanges) {
 
 TEST(DemoTraining, BadSettingsGetOneClearError) {
   demo::DemoSettings s = tiny_settings(copy_docs("demo-bad-corpus"));
-  ScopedCache cache(hd::test::temp_dir("demo-cache-bad"));
+  hd::test::ScopedCacheDir cache(hd::test::temp_dir("demo-cache-bad"));
   s.steps = 0;
   EXPECT_THROW(demo::ensure_demo_model(s, quiet), InputError);
   s.steps = 2;
@@ -281,4 +256,26 @@ TEST(DemoLadder, KlFallsWithMoreBits) {
   EXPECT_GT(kl[0], 0.0);  // a trained model: quantization shows
   // Training worked: far below a uniform guess over the vocabulary.
   EXPECT_LT(d.after.nats_per_byte, d.before.nats_per_byte * 0.7);
+}
+
+TEST(DemoCli, BadArgumentsGetOneLineAndExitTwoBeforeAnyWork) {
+  const std::string dir = hd::test::temp_dir("demo-cli");
+  const struct {
+    std::vector<std::string> args;
+    const char* says;
+  } cases[] = {
+      {{"demo-model"}, "--output is required"},
+      {{"demo-model", "-o", dir + "/missing/x.gguf"}, "missing"},
+      {{"demo-model", "-o", dir + "/x.gguf", "--steps", "0"}, "--steps must be at least 1"},
+      {{"demo-model", "-o", dir + "/x.gguf", "--lr", "0"}, "--lr must be in (0, 1]"},
+      {{"demo-model", "-o", dir + "/x.gguf", "-t", "-1"}, "thread count"},
+      {{"demo-model", "-o", dir + "/x.gguf", "--corpus", dir + "/nothing-here"}, "not found"},
+  };
+  for (const auto& c : cases) {
+    const auto r = hd::test::run_cli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args.back() << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir + "/x.gguf"));
 }

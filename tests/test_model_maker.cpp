@@ -11,6 +11,7 @@
 #include "engine/model_maker.h"
 #include "engine/quantize.h"
 #include "errors.h"
+#include "test_support.h"
 
 namespace fs = std::filesystem;
 using hd::engine::ModelSpec;
@@ -41,25 +42,6 @@ class ModelMakerTest : public testing::Test {
 
 fs::path* ModelMakerTest::dir_ = nullptr;
 std::string* ModelMakerTest::f16_ = nullptr;
-
-// Points the quantization cache at a private directory for one test, then restores it.
-class ScopedCacheDir {
- public:
-  explicit ScopedCacheDir(const std::string& dir) {
-    if (const char* old = std::getenv("HETERODYNE_CACHE")) old_ = old;
-    ::setenv("HETERODYNE_CACHE", dir.c_str(), 1);
-  }
-  ~ScopedCacheDir() {
-    if (old_.empty()) {
-      ::unsetenv("HETERODYNE_CACHE");
-    } else {
-      ::setenv("HETERODYNE_CACHE", old_.c_str(), 1);
-    }
-  }
-
- private:
-  std::string old_;
-};
 
 TEST_F(ModelMakerTest, ListsPresets) {
   const auto presets = hd::engine::model_presets();
@@ -115,7 +97,7 @@ TEST_F(ModelMakerTest, QuantizedFilesAreSmaller) {
 }
 
 TEST_F(ModelMakerTest, EnsureQuantizedReusesTheCachedFile) {
-  const ScopedCacheDir cache(path("cache"));
+  const hd::test::ScopedCacheDir cache(path("cache"));
   const std::string first = hd::engine::ensure_quantized(*f16_, "q4_0", 2);
   ASSERT_TRUE(fs::exists(first));
   EXPECT_EQ(first.rfind(path("cache/quantized/"), 0), 0u) << first;

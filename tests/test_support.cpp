@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -67,6 +68,22 @@ CliResult run_cli(const std::vector<std::string>& args) {
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   f << text;
+}
+
+ScopedCacheDir::ScopedCacheDir(const std::string& dir) {
+  if (const char* old = std::getenv("HETERODYNE_CACHE")) {
+    old_ = old;
+    had_old_ = true;
+  }
+  ::setenv("HETERODYNE_CACHE", dir.c_str(), 1);
+}
+
+ScopedCacheDir::~ScopedCacheDir() {
+  if (had_old_) {
+    ::setenv("HETERODYNE_CACHE", old_.c_str(), 1);
+  } else {
+    ::unsetenv("HETERODYNE_CACHE");
+  }
 }
 
 }  // namespace hd::test

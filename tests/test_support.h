@@ -29,6 +29,20 @@ CliResult run_cli(const std::vector<std::string>& args);
 // Starts it without waiting, its stdout and stderr going to the given files. Returns the pid.
 int spawn_cli(const std::vector<std::string>& args, const std::string& out, const std::string& err);
 
+// Points heterodyne's cache (HETERODYNE_CACHE) at a private directory for one scope, then
+// restores what was there.
+class ScopedCacheDir {
+ public:
+  explicit ScopedCacheDir(const std::string& dir);
+  ~ScopedCacheDir();
+  ScopedCacheDir(const ScopedCacheDir&) = delete;
+  ScopedCacheDir& operator=(const ScopedCacheDir&) = delete;
+
+ private:
+  std::string old_;
+  bool had_old_ = false;
+};
+
 // Writes `text` to `path`.
 void write_file(const std::string& path, const std::string& text);
 
