@@ -48,8 +48,9 @@ demo: configure
 	@$(HD) show $(DEMO)/demo-vs-Q8_0.hdy $(DEMO)/demo-vs-Q4_K_M.hdy $(DEMO)/demo-vs-Q2_K.hdy
 	@echo; echo "== F32 vs Q4_K_M: where it diverges, in the text and across the layers"
 	@$(HD) show $(DEMO)/demo-vs-Q4_K_M.hdy --worst 5 --transplants --components
-	@echo; echo "experiment files: $(DEMO)/demo-vs-{Q8_0,Q4_K_M,Q2_K}.hdy"
-	@echo "next: $(HD) show $(DEMO)/demo-vs-Q4_K_M.hdy --worst 20   (or --json, or: $(HD) export ...)"
+	@$(HD) report $(DEMO)/demo-vs-Q4_K_M.hdy -o $(DEMO)/demo-vs-Q4_K_M.html
+	@echo; echo "experiment files: $(DEMO)/demo-vs-{Q8_0,Q4_K_M,Q2_K}.hdy; report: $(DEMO)/demo-vs-Q4_K_M.html"
+	@echo "open the UI on these results: $(HD) serve --models $(DEMO) --experiments $(DEMO)   (then http://127.0.0.1:8080/)"
 
 bench: build
 	cmake --build $(BUILD) -j $(JOBS) --target heterodyne_bench

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "engine/points.h"
 #include "engine/system.h"
@@ -38,8 +39,22 @@ GgufSummary gguf_check(const std::string& path) {
   // The header parses; now make sure every tensor's bytes are inside the file.
   uint64_t end = 0;
   s.n_tensors = gguf_get_n_tensors(g);
+  std::map<std::string, uint64_t> bytes_by_type;
   for (int64_t i = 0; i < s.n_tensors; ++i) {
-    end = std::max<uint64_t>(end, gguf_get_tensor_offset(g, i) + gguf_get_tensor_size(g, i));
+    const uint64_t bytes = gguf_get_tensor_size(g, i);
+    end = std::max<uint64_t>(end, gguf_get_tensor_offset(g, i) + bytes);
+    const ggml_type type = gguf_get_tensor_type(g, i);
+    if (type < GGML_TYPE_COUNT && ggml_type_size(type) > 0) {
+      s.n_params += bytes / ggml_type_size(type) * static_cast<uint64_t>(ggml_blck_size(type));
+      bytes_by_type[ggml_type_name(type)] += bytes;
+    }
+  }
+  uint64_t most = 0;
+  for (const auto& [name, bytes] : bytes_by_type) {
+    if (bytes > most) {
+      most = bytes;
+      s.weight_type = name;
+    }
   }
   end += gguf_get_data_offset(g);
   auto get_str = [&](const char* key) -> std::string {

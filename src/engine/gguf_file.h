@@ -11,6 +11,8 @@ struct GgufSummary {
   std::string name;
   uint64_t file_size = 0;
   int64_t n_tensors = 0;
+  uint64_t n_params = 0;    // elements over every tensor
+  std::string weight_type;  // the ggml type holding the most bytes, e.g. "q4_K", "f16"
 };
 
 // Throws InputError naming the file and what is wrong with it.

@@ -1,0 +1,114 @@
+#include "serve/catalog.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/gguf_file.h"
+#include "report/show.h"
+
+namespace hd::serve {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr int kMaxDepth = 6;  // a models folder is a few levels deep, not a whole disk
+
+template <typename F>
+void walk(const Sandbox& box, F&& visit) {
+  std::error_code ec;
+  fs::recursive_directory_iterator it(box.root(), fs::directory_options::skip_permission_denied,
+                                      ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it.depth() > kMaxDepth) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    std::error_code fec;
+    if (!it->is_regular_file(fec)) continue;
+    // Symlinks that lead outside the root are not listed (nor served: Sandbox::resolve).
+    const auto real = box.resolve(box.relative(it->path()));
+    if (real) visit(*real, box.relative(it->path()));
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& form_quant_types() {
+  static const std::vector<std::string> kTypes = {"Q8_0",   "Q6_K",   "Q5_K_M", "Q5_0",
+                                                  "Q4_K_M", "Q4_K_S", "Q4_0",   "Q3_K_M",
+                                                  "Q2_K",   "IQ4_NL", "F16",    "BF16"};
+  return kTypes;
+}
+
+nlohmann::json list_models(const Sandbox& models) {
+  nlohmann::json out = nlohmann::json::array();
+  walk(models, [&](const fs::path& real, const std::string& rel) {
+    if (real.extension() != ".gguf") return;
+    try {
+      const engine::GgufSummary s = engine::gguf_check(real.string());
+      out.push_back({{"path", rel},
+                     {"name", s.name},
+                     {"architecture", s.architecture},
+                     {"params", s.n_params},
+                     {"file_type", s.weight_type},
+                     {"size", s.file_size}});
+    } catch (const std::exception&) {
+      // not a usable model (vocabulary-only GGUF, unsupported architecture, truncated): skip
+    }
+  });
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a["path"] < b["path"]; });
+  return out;
+}
+
+nlohmann::json list_texts(const Sandbox& models) {
+  nlohmann::json out = nlohmann::json::array();
+  walk(models, [&](const fs::path& real, const std::string& rel) {
+    const std::string ext = real.extension().string();
+    if (ext != ".txt" && ext != ".md") return;
+    std::error_code ec;
+    out.push_back({{"path", rel}, {"size", fs::file_size(real, ec)}});
+  });
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a["path"] < b["path"]; });
+  return out;
+}
+
+nlohmann::json list_experiments(const Sandbox& experiments) {
+  nlohmann::json out = nlohmann::json::array();
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(experiments.root(), ec)) {
+    if (e.path().extension() != ".hdy") continue;
+    const auto real = experiments.resolve(e.path().filename().string());
+    if (!real) continue;
+    try {
+      const report::Loaded l = report::load_experiment(real->string());
+      const auto& s = l.summary;
+      const auto& arms = l.provenance.contains("arms") ? l.provenance["arms"] : nlohmann::json();
+      std::error_code tec;
+      const auto mtime =
+          std::chrono::file_clock::to_sys(fs::last_write_time(*real, tec)).time_since_epoch();
+      out.push_back(
+          {{"name", e.path().stem().string()},
+           {"status", l.status},
+           {"kl_mean", s.diff.kl.mean},
+           {"kl_ci95", s.diff.kl.ci95},
+           {"top1_change_rate", s.diff.top1_change.mean},
+           {"ppl_a", s.diff.ppl_a},
+           {"ppl_b", s.diff.ppl_b},
+           {"floor_kl_mean", s.has_floor ? s.floor.kl.mean : NAN},
+           {"n_chunks", s.n_chunks},
+           {"a", arms.is_object() ? arms["a"].value("model", "") : ""},
+           {"b", l.config.value("b_quant", "").empty()
+                     ? (arms.is_object() ? arms["b"].value("model", "") : "")
+                     : l.config.value("b_quant", "")},
+           {"modified", std::chrono::duration_cast<std::chrono::seconds>(mtime).count()}});
+    } catch (const std::exception&) {
+      // a file being created, or not an experiment: skip
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a["modified"] > b["modified"]; });
+  return out;
+}
+
+}  // namespace hd::serve

@@ -1,0 +1,140 @@
+#include "serve/run_form.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "engine/arm.h"
+#include "errors.h"
+#include "serve/catalog.h"
+
+namespace hd::serve {
+namespace {
+
+std::string str(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return "";
+  if (!j[key].is_string()) throw InputError(std::string(key) + " must be a string");
+  return j[key].get<std::string>();
+}
+
+long integer(const nlohmann::json& j, const char* key, long fallback, long lo, long hi) {
+  if (!j.contains(key) || j[key].is_null() ||
+      (j[key].is_string() && j[key].get<std::string>().empty()))
+    return fallback;
+  long v = 0;
+  if (j[key].is_number_integer()) {
+    v = j[key].get<long>();
+  } else if (j[key].is_string()) {
+    try {
+      size_t used = 0;
+      v = std::stol(j[key].get<std::string>(), &used);
+      if (used != j[key].get<std::string>().size()) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      throw InputError(std::string(key) + " must be a whole number");
+    }
+  } else {
+    throw InputError(std::string(key) + " must be a whole number");
+  }
+  if (v < lo || v > hi) {
+    throw InputError(std::string(key) + " must be between " + std::to_string(lo) + " and " +
+                     std::to_string(hi) + ", not " + std::to_string(v));
+  }
+  return v;
+}
+
+bool flag(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_boolean() && j[key].get<bool>();
+}
+
+std::string model(const nlohmann::json& form, const char* key, const Sandbox& models) {
+  const std::string rel = str(form, key);
+  const auto real = models.resolve(rel);
+  if (!real || real->extension() != ".gguf") {
+    throw InputError(std::string(key) + ": '" + rel + "' is not a GGUF file in the models folder");
+  }
+  return real->string();
+}
+
+void arm_settings(const nlohmann::json& form, const char* key, const std::string& prefix,
+                  std::vector<std::string>& args) {
+  if (!form.contains(key) || form[key].is_null()) return;
+  const nlohmann::json& s = form[key];
+  if (!s.is_object()) throw InputError(std::string(key) + " must be an object");
+  const auto& types = engine::cache_types();
+  for (const char* ct : {"ctk", "ctv"}) {
+    const std::string v = str(s, ct);
+    if (v.empty()) continue;
+    if (std::find(types.begin(), types.end(), v) == types.end()) {
+      throw InputError(std::string(key) + "." + ct + ": unknown cache type '" + v + "'");
+    }
+    args.insert(args.end(), {"--" + prefix + ct, v});
+  }
+  const std::string fa = str(s, "fa");
+  if (!fa.empty()) {
+    if (fa != "on" && fa != "off" && fa != "auto") {
+      throw InputError(std::string(key) + ".fa must be on, off or auto");
+    }
+    args.insert(args.end(), {"--" + prefix + "fa", fa});
+  }
+  const long ub = integer(s, "ub", 0, 0, 1 << 16);
+  if (ub > 0) args.insert(args.end(), {"--" + prefix + "ub", std::to_string(ub)});
+  const long t = integer(s, "t", 0, 0, 1024);
+  if (t > 0) args.insert(args.end(), {"--" + prefix + "t", std::to_string(t)});
+}
+
+}  // namespace
+
+RunPlan plan_run(const nlohmann::json& form, const Sandbox& models, const Sandbox& experiments,
+                 int id) {
+  if (!form.is_object()) throw InputError("the request body must be a JSON object");
+  RunPlan plan;
+  plan.args = {"diff", "--a", model(form, "a", models)};
+  const std::string b = str(form, "b"), quant = str(form, "b_quant");
+  if (b.empty() == quant.empty())
+    throw InputError("give either arm B's model or a quant type for B");
+  std::string b_label;
+  if (!b.empty()) {
+    plan.args.insert(plan.args.end(), {"--b", model(form, "b", models)});
+    b_label = std::filesystem::path(b).stem().string();
+  } else {
+    const auto& ok = form_quant_types();
+    if (std::find(ok.begin(), ok.end(), quant) == ok.end()) {
+      throw InputError("b_quant: unknown quant type '" + quant + "'");
+    }
+    plan.args.insert(plan.args.end(), {"--b-quant", quant});
+    b_label = quant;
+  }
+  arm_settings(form, "a_settings", "a-", plan.args);
+  arm_settings(form, "b_settings", "b-", plan.args);
+
+  std::string stem = std::filesystem::path(str(form, "a")).stem().string() + "-vs-" + b_label;
+  for (char& c : stem) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  }
+  plan.experiment = "run" + std::to_string(id) + "-" + stem;
+
+  const std::string text = str(form, "text"), text_file = str(form, "text_file");
+  if (text.empty() == text_file.empty()) throw InputError("give either a text or a text file");
+  std::string text_path;
+  if (!text_file.empty()) {
+    const auto real = models.resolve(text_file);
+    if (!real)
+      throw InputError("text_file: '" + text_file + "' is not a file in the models folder");
+    text_path = real->string();
+  } else {
+    text_path = (experiments.root() / (plan.experiment + ".txt")).string();
+    std::ofstream out(text_path, std::ios::binary);
+    out << text;
+    if (!out.flush()) throw InputError("cannot write the pasted text into the experiments folder");
+  }
+  plan.args.insert(plan.args.end(), {"--text-file", text_path});
+  plan.args.insert(plan.args.end(),
+                   {"--chunk", std::to_string(integer(form, "chunk", 128, 2, 32768)),
+                    "--max-chunks", std::to_string(integer(form, "max_chunks", 4, 0, 100000))});
+  if (flag(form, "transplants")) plan.args.push_back("--transplants");
+  if (flag(form, "components")) plan.args.push_back("--components");
+  plan.args.insert(plan.args.end(),
+                   {"-o", (experiments.root() / (plan.experiment + ".hdy")).string(), "--force"});
+  return plan;
+}
+
+}  // namespace hd::serve

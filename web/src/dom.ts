@@ -1,0 +1,59 @@
+// Tiny element builder. Every string child becomes a text node, so token text and
+// server messages can never be parsed as HTML.
+
+type AttrValue = string | number | boolean | null | undefined | EventListener;
+export type Attrs = Record<string, AttrValue>;
+export type Child = Node | string | number | null | undefined | false;
+
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs?: Attrs | null,
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  if (attrs) {
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v === null || v === undefined || v === false) continue;
+      if (typeof v === "function") el.addEventListener(k.replace(/^on/, ""), v);
+      else if (k === "class") el.className = String(v);
+      else if (v === true) el.setAttribute(k, "");
+      else el.setAttribute(k, String(v));
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el: Node, children: Child[]): void {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    el.appendChild(typeof c === "object" ? c : document.createTextNode(String(c)));
+  }
+}
+
+export function clear(el: Element): void {
+  while (el.firstChild) el.removeChild(el.firstChild);
+}
+
+/** An element with class "error" holding one line of text (the tests look for .error). */
+export function errorBox(message: string): HTMLElement {
+  return h("div", { class: "error", role: "alert" }, message);
+}
+
+export function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** Saves a blob under a file name; the object URL is revoked once the click has been handled. */
+export function downloadBlob(name: string, blob: Blob): void {
+  const url = URL.createObjectURL(blob);
+  downloadURL(name, url);
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+export function downloadURL(name: string, url: string): void {
+  const a = h("a", { href: url, download: name, style: "display:none" });
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+}

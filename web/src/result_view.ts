@@ -1,0 +1,251 @@
+// The result view shared by the report file and the serve UI: arms, headline cards with
+// their floor, plots, the shaded text and provenance.
+import { h, type Child } from "./dom";
+import { baseName, fmt, fmtBytes, fmtFixed, fmtParams, fmtPct, fmtPm, isNum, DASH } from "./format";
+import { makePlot, type PlotHandle } from "./plots";
+import { componentSpec, residualSpec, transplantSpec, type PlotSpec } from "./plot_specs";
+import { renderTokenStrip } from "./token_strip";
+import type { ArmInfo, ComponentDirection, Interval, Num, Result, Summary } from "./types";
+
+/** Renders into root (which must be in the document, so plots know their width).
+ *  Returns a dispose function that frees charts and listeners. */
+export function renderResult(root: HTMLElement, result: Result, downloads: HTMLElement): () => void {
+  const s = result.summary;
+  const strip = renderTokenStrip(result);
+  const specs = [
+    residualSpec(s),
+    s.transplants ? transplantSpec(s.transplants) : null,
+    s.components?.denoise ? componentSpec(s.components.denoise, "denoise") : null,
+    s.components?.noise ? componentSpec(s.components.noise, "noise") : null,
+  ].filter((p): p is PlotSpec => p !== null);
+  const plots: PlotHandle[] = specs.map(makePlot);
+
+  root.append(
+    h(
+      "div",
+      { class: "result" },
+      header(s),
+      arms(s),
+      cards(s),
+      percentiles(s),
+      downloads,
+      h("section", { class: "plots" }, h("h2", null, "Where the difference comes from"), ...plots.map((p) => p.el), componentTotals(s)),
+      strip.el,
+      provenance(s),
+    ),
+  );
+  for (const p of plots) p.mount();
+
+  let timer = 0;
+  const onResize = () => {
+    clearTimeout(timer);
+    timer = window.setTimeout(() => plots.forEach((p) => p.resize()), 150);
+  };
+  window.addEventListener("resize", onResize);
+  return () => {
+    window.removeEventListener("resize", onResize);
+    clearTimeout(timer);
+    plots.forEach((p) => p.destroy());
+    strip.dispose();
+  };
+}
+
+function header(s: Summary): HTMLElement {
+  const badge = (label: string, v: string | undefined, good: string) =>
+    v ? h("span", { class: `badge ${v === good ? "ok" : "warn"}` }, `${label}: ${v}`) : null;
+  return h(
+    "div",
+    { class: "result-header" },
+    s.file ? h("span", { class: "file", title: s.file }, baseName(s.file)) : null,
+    badge("status", s.status, "complete"),
+    badge("integrity", s.integrity, "ok"),
+    h("span", { class: "muted" }, `${isNum(s.n_scored) ? s.n_scored : DASH} scored tokens in ${isNum(s.n_chunks) ? s.n_chunks : DASH} chunks`),
+  );
+}
+
+function armInfo(s: Summary, which: "a" | "b"): ArmInfo {
+  return { ...(s.config?.[which] ?? {}), ...(s.provenance?.arms?.[which] ?? {}) };
+}
+
+function arms(s: Summary): HTMLElement {
+  const one = (which: "a" | "b") => {
+    const a = armInfo(s, which);
+    const quant = which === "b" && s.config?.b_quant ? `A quantized to ${s.config.b_quant}` : null;
+    const settings = [
+      `K cache ${a.cache_type_k ?? DASH}`,
+      `V cache ${a.cache_type_v ?? DASH}`,
+      `flash attn ${a.flash_attn ?? DASH}`,
+      `ubatch ${a.n_ubatch ?? DASH}`,
+      `threads ${a.n_threads === 0 ? "default" : (a.n_threads ?? DASH)}`,
+    ].join(" · ");
+    const about = [a.model_description, a.architecture, isNum(a.n_params) ? `${fmtParams(a.n_params)} params` : null, isNum(a.model_size) ? fmtBytes(a.model_size) : null]
+      .filter((x) => x)
+      .join(" · ");
+    return h(
+      "div",
+      { class: `arm arm-${which}` },
+      h("div", { class: "arm-label" }, which.toUpperCase()),
+      h("div", { class: "arm-model", title: a.model ?? "" }, baseName(a.model)),
+      quant ? h("div", { class: "arm-quant" }, quant) : null,
+      about ? h("div", { class: "muted" }, about) : null,
+      h("div", { class: "arm-settings" }, settings),
+    );
+  };
+  return h("section", { class: "arms" }, one("a"), one("b"));
+}
+
+function hasFloor(s: Summary): boolean {
+  return !!s.floor || isNum(s.floor_kl_mean);
+}
+
+function floorBitwise(s: Summary): boolean {
+  return s.floor_kl_mean === 0 || s.floor?.kl_mean === 0;
+}
+
+function cards(s: Summary): HTMLElement {
+  const floorNote = (text: () => string) => (hasFloor(s) ? text() : "no floor");
+  const bit = floorBitwise(s) ? " (bitwise)" : "";
+  const fl = s.floor ?? {};
+  const card = (label: string, value: string, ci: string | null, floor: string) =>
+    h("div", { class: "card" }, h("div", { class: "card-label" }, label), h("div", { class: "card-value" }, value, ci ? h("span", { class: "card-ci" }, ` ± ${ci}`) : null), h("div", { class: "card-floor" }, floor));
+  const ci = (v: Num, f: (x: Num) => string) => (isNum(v) ? f(v) : null);
+  return h(
+    "section",
+    { class: "headline" },
+    h(
+      "div",
+      { class: "cards" },
+      card(
+        "mean KL(A‖B)",
+        fmt(s.kl_mean),
+        ci(s.kl_ci95, fmt),
+        floorNote(() => (floorBitwise(s) ? "floor 0 (bitwise)" : `floor ${fmtPm(s.floor_kl_mean ?? fl.kl_mean, s.floor_kl_ci95 ?? fl.kl_ci95)}`)),
+      ),
+      card(
+        "top-1 change rate",
+        fmtPct(s.top1_change_rate),
+        ci(s.top1_change_rate_ci95, (v) => fmtPct(v)),
+        floorNote(() => (floorBitwise(s) ? "floor 0 (bitwise)" : `floor ${fmtPct(s.floor_top1_change_rate ?? fl.top1_change_rate)}`)),
+      ),
+      card("PPL A", fmtFixed(s.ppl_a, 3), null, floorNote(() => `floor ${fmtFixed(fl.ppl_a, 3)}${bit}`)),
+      card("PPL B", fmtFixed(s.ppl_b, 3), null, floorNote(() => `floor (A re-split) ${fmtFixed(fl.ppl_b, 3)}${bit}`)),
+    ),
+    h(
+      "p",
+      { class: "muted small" },
+      hasFloor(s)
+        ? "± is the 95 % interval (chunks as clusters). The floor is A against itself with a different batch split: the numerical noise a real difference must exceed."
+        : "± is the 95 % interval (chunks as clusters). This run has no floor (A against itself), so there is no noise level to compare with.",
+    ),
+  );
+}
+
+function pctRank(label: string): number {
+  if (label === "min") return -1;
+  if (label === "median") return 50;
+  if (label === "max") return 101;
+  const v = parseFloat(label);
+  return Number.isFinite(v) ? v : 200;
+}
+
+function percentiles(s: Summary): HTMLElement | null {
+  const p = s.kl_percentiles;
+  if (!p || Object.keys(p).length === 0) return null;
+  const keys = Object.keys(p).sort((a, b) => pctRank(a) - pctRank(b));
+  return h(
+    "section",
+    { class: "percentiles" },
+    h("h2", null, "Per-token KL distribution"),
+    h(
+      "table",
+      { class: "data" },
+      h("thead", null, h("tr", null, ...keys.map((k) => h("th", null, k)))),
+      h("tbody", null, h("tr", null, ...keys.map((k) => h("td", null, fmt(p[k], 3))))),
+    ),
+  );
+}
+
+function fmtInterval(iv: Interval | undefined): string {
+  return iv ? `[${fmt(iv[0], 3)}, ${fmt(iv[1], 3)}]` : "";
+}
+
+function componentTotals(s: Summary): HTMLElement | null {
+  const c = s.components;
+  if (!c) return null;
+  const dirs = (["denoise", "noise"] as const).filter((d) => c[d]);
+  const row = (label: string, f: (d: ComponentDirection) => Child) => h("tr", null, h("th", null, label), ...dirs.map((d) => h("td", null, f(c[d] as ComponentDirection))));
+  const val = (v: Num, iv?: Interval) => `${fmt(v, 3)} ${fmtInterval(iv)}`;
+  return h(
+    "details",
+    { class: "component-totals", open: true },
+    h("summary", null, "Component totals (mean [95 % interval])"),
+    h(
+      "table",
+      { class: "data" },
+      h("thead", null, h("tr", null, h("th", null, ""), ...dirs.map((d) => h("th", null, d)))),
+      h(
+        "tbody",
+        null,
+        row("untouched KL", (d) => fmt(d.untouched, 3)),
+        row("embedding", (d) => val(d.embedding, d.embedding_ci95)),
+        row("attention total", (d) => val(d.attention_total, d.attention_total_ci95)),
+        row("MLP total", (d) => val(d.mlp_total, d.mlp_total_ci95)),
+        row("attention − MLP (paired)", (d) => val(d.paired_diff, d.paired_diff_ci95)),
+        row("attention share per chunk", (d) => `${fmtPct(d.attention_share_min, 1)} – ${fmtPct(d.attention_share_max, 1)}`),
+        row("final norm + head", (d) => fmt(d.final, 3)),
+      ),
+    ),
+  );
+}
+
+function provenance(s: Summary): HTMLElement {
+  const p = s.provenance ?? {};
+  const rows: [string, string][] = [];
+  const add = (k: string, v: unknown) => {
+    if (v !== undefined && v !== null && v !== "") rows.push([k, String(v)]);
+  };
+  add("command line", p.command_line);
+  add("text", p.text?.path ?? s.config?.text_file);
+  add("text bytes", p.text?.bytes);
+  add("tokens", p.tokens?.count);
+  add("chunk", s.config?.chunk);
+  add("score from", s.config?.score_from);
+  add("started", p.started_at);
+  add("finished", p.finished_at);
+  add("heterodyne", p.heterodyne ? `${p.heterodyne.version ?? ""} ${p.heterodyne.commit ?? ""}`.trim() : undefined);
+  add("llama.cpp", p.llama_cpp?.commit);
+  for (const w of ["a", "b"] as const) add(`model ${w.toUpperCase()} sha256`, p.arms?.[w]?.model_sha256);
+  const layers = s.layers ?? [];
+  return h(
+    "section",
+    { class: "provenance" },
+    layers.length
+      ? h(
+          "details",
+          null,
+          h("summary", null, "Per-layer residual numbers"),
+          h(
+            "table",
+            { class: "data" },
+            h("thead", null, h("tr", null, ...["layer", "rel. error", "cosine", "max |b − a|", "floor rel. error"].map((t) => h("th", null, t)))),
+            h(
+              "tbody",
+              null,
+              ...layers.map((l) =>
+                h(
+                  "tr",
+                  null,
+                  h("td", null, l.layer),
+                  h("td", null, fmtPm(l.rel_err_mean, l.rel_err_ci95, (v) => fmt(v, 3))),
+                  h("td", null, fmt(l.cosine_mean, 6)),
+                  h("td", null, fmt(l.max_abs, 4)),
+                  h("td", null, fmt(l.floor_rel_err_mean, 3)),
+                ),
+              ),
+            ),
+          ),
+        )
+      : null,
+    h("details", null, h("summary", null, "Provenance"), h("table", { class: "data kv" }, h("tbody", null, ...rows.map(([k, v]) => h("tr", null, h("th", null, k), h("td", null, v)))))),
+  );
+}

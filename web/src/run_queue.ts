@@ -1,0 +1,138 @@
+// The run queue (#runs): polls /api/runs every second while a run is queued or running and
+// stops when none is, so an idle page sends no requests.
+import { api } from "./api";
+import { experimentHash } from "./api";
+import { clear, errorBox, errorMessage, h } from "./dom";
+import type { RunInfo } from "./types";
+
+const POLL_MS = 1000;
+const active = (r: RunInfo) => r.state === "queued" || r.state === "running";
+
+export class RunQueue {
+  readonly el: HTMLElement;
+  private list: HTMLElement;
+  private status: HTMLElement;
+  private timer = 0;
+  private stopped = false;
+  private inFlight = false;
+  private pending = false;
+  /** Last rendered JSON per run: rows are rebuilt only when a run changed, so a click on
+   *  "cancel" is not lost to a repaint. */
+  private seen = new Map<string, string>();
+  private rows = new Map<string, HTMLElement>();
+
+  constructor(private onFinished: () => void) {
+    this.list = h("ul", { class: "run-list" });
+    this.status = h("div", { class: "runs-status" });
+    this.el = h("div", { id: "runs" }, this.status, this.list);
+  }
+
+  /** Fetches now; keeps polling while anything is active. */
+  async refresh(): Promise<void> {
+    if (this.stopped) return;
+    // A refresh asked for mid-request (say, right after a submit) runs once that one ends,
+    // so a new run is never missed by an answer that predates it.
+    if (this.inFlight) {
+      this.pending = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.inFlight = true;
+    let again = false;
+    try {
+      const runs = await api.runs();
+      if (this.stopped) return;
+      clear(this.status);
+      this.render(runs);
+      again = runs.some(active);
+    } catch (e) {
+      if (this.stopped) return;
+      clear(this.status);
+      this.status.append(errorBox(errorMessage(e)));
+      // Keep trying while runs were known to be active: the server may be busy.
+      again = [...this.seen.values()].some((j) => /"state":"(queued|running)"/.test(j));
+    } finally {
+      this.inFlight = false;
+    }
+    if (this.pending && !this.stopped) {
+      this.pending = false;
+      return this.refresh();
+    }
+    if (again && !this.stopped) this.timer = window.setTimeout(() => void this.refresh(), POLL_MS);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private render(runs: RunInfo[]): void {
+    if (runs.length === 0) {
+      clear(this.list);
+      this.rows.clear();
+      this.seen.clear();
+      this.list.append(h("li", { class: "muted empty-runs" }, "No runs yet."));
+      return;
+    }
+    this.list.querySelector(".empty-runs")?.remove();
+    let finished = false;
+    const keep = new Set<string>();
+    let prev: HTMLElement | null = null;
+    for (const r of runs) {
+      const id = String(r.id);
+      keep.add(id);
+      const json = JSON.stringify(r);
+      const old = this.seen.get(id);
+      let row = this.rows.get(id);
+      if (old !== json || !row) {
+        if (old && /"state":"(queued|running)"/.test(old) && !active(r)) finished = true;
+        const fresh = this.row(r);
+        if (row) row.replaceWith(fresh);
+        row = fresh;
+        this.rows.set(id, row);
+        this.seen.set(id, json);
+      }
+      // Keep the server's order.
+      if (prev) {
+        if (prev.nextSibling !== row) prev.after(row);
+      } else if (this.list.firstChild !== row) this.list.prepend(row);
+      prev = row;
+    }
+    for (const id of [...this.rows.keys()]) {
+      if (keep.has(id)) continue;
+      this.rows.get(id)?.remove();
+      this.rows.delete(id);
+      this.seen.delete(id);
+    }
+    if (finished) this.onFinished();
+  }
+
+  private row(r: RunInfo): HTMLElement {
+    const chunks = typeof r.chunks === "number" && r.chunks > 0 ? r.chunks : 0;
+    const chunk = typeof r.chunk === "number" ? r.chunk : 0;
+    const progress = h("progress", { max: chunks || 1 });
+    // Indeterminate until the run knows its chunk count.
+    if (chunks > 0 || r.state === "done") progress.value = r.state === "done" ? chunks || 1 : Math.min(chunk, chunks);
+    const cancel = h("button", { type: "button", class: "cancel" }, "Cancel");
+    cancel.addEventListener("click", async () => {
+      cancel.disabled = true;
+      try {
+        await api.cancel(r.id);
+      } catch (e) {
+        cancel.after(errorBox(errorMessage(e)));
+      }
+      void this.refresh();
+    });
+    return h(
+      "li",
+      { class: `run run-${r.state}`, "data-run-id": String(r.id), "data-state": r.state },
+      h("span", { class: "run-id" }, `#${r.id}`),
+      h("span", { class: `badge state state-${r.state}` }, r.state),
+      progress,
+      h("span", { class: "run-progress" }, chunks > 0 ? `${chunk}/${chunks} chunks` : ""),
+      h("span", { class: r.state === "failed" ? "run-message error" : "run-message" }, r.message ?? ""),
+      active(r) ? cancel : null,
+      r.state === "done" && r.experiment ? h("a", { class: "result-link", href: experimentHash(r.experiment) }, `result: ${r.experiment}`) : null,
+    );
+  }
+}

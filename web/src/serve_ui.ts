@@ -1,0 +1,171 @@
+// The local server UI: a hash-routed single page. "#/" is home (models, new run, run queue,
+// experiments); "#/experiment/NAME" shows one result with its downloads.
+import { api, downloadHref, experimentHash } from "./api";
+import { clear, errorBox, errorMessage, h } from "./dom";
+import { baseName, fmt, fmtBytes, fmtParams, fmtPct, fmtPm, fmtFixed, fmtTime, isNum, DASH } from "./format";
+import { renderResult } from "./result_view";
+import { runForm } from "./run_form";
+import { RunQueue } from "./run_queue";
+import type { ExperimentInfo, ModelInfo } from "./types";
+
+/** Cleanup for the page on screen; called before the next route renders. */
+let disposeCurrent: () => void = () => {};
+/** Bumped on every navigation so a late answer for an old page is dropped. */
+let generation = 0;
+
+export function startServeUI(app: HTMLElement): void {
+  const main = h("main", { class: "page" });
+  app.append(h("header", { class: "top" }, h("a", { href: "#/", class: "brand" }, "heterodyne"), h("span", { class: "muted" }, "compare two llama.cpp configurations")), main);
+  const route = () => {
+    disposeCurrent();
+    disposeCurrent = () => {};
+    clear(main);
+    const gen = ++generation;
+    const hash = location.hash.replace(/^#/, "");
+    const m = /^\/experiment\/(.+)$/.exec(hash);
+    if (m) {
+      let name: string;
+      try {
+        name = decodeURIComponent(m[1]);
+      } catch {
+        name = m[1];
+      }
+      void experimentPage(main, name, gen);
+    } else homePage(main, gen);
+    window.scrollTo(0, 0);
+  };
+  window.addEventListener("hashchange", route);
+  route();
+}
+
+function section(id: string | null, title: string, ...body: HTMLElement[]): HTMLElement {
+  return h("section", { id: id ?? undefined, class: "panel" }, h("h2", null, title), ...body);
+}
+
+function homePage(main: HTMLElement, gen: number): void {
+  const modelsBox = h("div", { id: "models" }, h("p", { class: "muted" }, "Loading models…"));
+  const formBox = h("div", { class: "form-box" }, h("p", { class: "muted" }, "Loading…"));
+  const experimentsBox = h("div", { id: "experiments" }, h("p", { class: "muted" }, "Loading…"));
+  const refreshExperiments = () => void loadExperiments(experimentsBox, gen);
+  const queue = new RunQueue(refreshExperiments);
+  main.append(
+    section(null, "Models", modelsBox),
+    section(null, "New run", formBox),
+    section(null, "Runs", queue.el),
+    section(null, "Experiments", experimentsBox),
+  );
+  disposeCurrent = () => queue.stop();
+
+  void (async () => {
+    // Three independent lists: one failing must not hide the others' error or data.
+    const [models, texts, quants] = await Promise.allSettled([api.models(), api.texts(), api.quantTypes()]);
+    if (gen !== generation) return;
+    clear(modelsBox);
+    if (models.status === "fulfilled") modelsBox.append(modelsTable(models.value));
+    else modelsBox.append(errorBox(errorMessage(models.reason)));
+    clear(formBox);
+    for (const r of [texts, quants]) if (r.status === "rejected") formBox.append(errorBox(errorMessage(r.reason)));
+    formBox.append(
+      runForm(
+        models.status === "fulfilled" ? models.value : [],
+        texts.status === "fulfilled" ? texts.value : [],
+        quants.status === "fulfilled" ? quants.value : [],
+        () => void queue.refresh(),
+      ),
+    );
+  })();
+  void queue.refresh();
+  refreshExperiments();
+}
+
+function table(head: string[], rows: HTMLElement[]): HTMLElement {
+  return h("table", { class: "data" }, h("thead", null, h("tr", null, ...head.map((t) => h("th", null, t)))), h("tbody", null, ...rows));
+}
+
+function modelsTable(models: ModelInfo[]): HTMLElement {
+  if (models.length === 0) return h("p", { class: "muted empty" }, "No .gguf models in the models folder.");
+  return table(
+    ["name", "path", "architecture", "parameters", "type", "size"],
+    models.map((m) =>
+      h(
+        "tr",
+        { "data-path": m.path },
+        h("td", null, m.name || baseName(m.path)),
+        h("td", { class: "mono" }, m.path),
+        h("td", null, m.architecture ?? DASH),
+        h("td", null, fmtParams(m.params)),
+        h("td", null, m.file_type ?? DASH),
+        h("td", null, fmtBytes(m.size)),
+      ),
+    ),
+  );
+}
+
+async function loadExperiments(box: HTMLElement, gen: number): Promise<void> {
+  try {
+    const list = await api.experiments();
+    if (gen !== generation) return;
+    clear(box);
+    box.append(experimentsTable(list));
+  } catch (e) {
+    if (gen !== generation) return;
+    clear(box);
+    box.append(errorBox(errorMessage(e)));
+  }
+}
+
+function modifiedKey(e: ExperimentInfo): number {
+  const m = e.modified;
+  if (typeof m === "number") return m < 1e12 ? m * 1000 : m;
+  const t = m ? Date.parse(m) : NaN;
+  return Number.isNaN(t) ? 0 : t;
+}
+
+function experimentsTable(list: ExperimentInfo[]): HTMLElement {
+  if (list.length === 0) return h("p", { class: "muted" }, "No experiments yet: start a run above.");
+  // Newest first: the one just finished is what the user wants.
+  const sorted = [...list].sort((x, y) => modifiedKey(y) - modifiedKey(x));
+  return table(
+    ["experiment", "status", "mean KL ± CI95", "floor KL", "top-1 change", "PPL A", "PPL B", "chunks", "A", "B", "modified"],
+    sorted.map((e) =>
+      h(
+        "tr",
+        { "data-name": e.name },
+        h("td", null, h("a", { href: experimentHash(e.name), class: "experiment-link" }, e.name)),
+        h("td", null, e.status ?? DASH),
+        h("td", null, fmtPm(e.kl_mean, e.kl_ci95)),
+        h("td", null, e.floor_kl_mean === 0 ? "0 (bitwise)" : fmt(e.floor_kl_mean)),
+        h("td", null, fmtPct(e.top1_change_rate)),
+        h("td", null, fmtFixed(e.ppl_a, 3)),
+        h("td", null, fmtFixed(e.ppl_b, 3)),
+        h("td", null, isNum(e.n_chunks) ? String(e.n_chunks) : DASH),
+        h("td", { title: e.a ?? "" }, baseName(e.a)),
+        h("td", { title: e.b ?? "" }, baseName(e.b)),
+        h("td", null, fmtTime(e.modified)),
+      ),
+    ),
+  );
+}
+
+async function experimentPage(main: HTMLElement, name: string, gen: number): Promise<void> {
+  const body = h("div", { class: "experiment-body" }, h("p", { class: "muted" }, "Loading result…"));
+  main.append(h("nav", { class: "crumbs" }, h("a", { href: "#/" }, "← runs and experiments")), h("h1", null, name), body);
+  try {
+    const result = await api.result(name);
+    if (gen !== generation) return;
+    if (!result || typeof result !== "object" || !result.summary || !Array.isArray(result.chunks)) throw new Error("the result has no summary or chunks");
+    clear(body);
+    const formats = ["hdy", "json", "csv"] as const;
+    const downloads = h(
+      "section",
+      { class: "downloads" },
+      h("h2", null, "Downloads"),
+      ...formats.map((f) => h("a", { href: downloadHref(name, f), download: "", class: `download download-${f}` }, `Download ${f.toUpperCase()}`)),
+    );
+    disposeCurrent = renderResult(body, result, downloads);
+  } catch (e) {
+    if (gen !== generation) return;
+    clear(body);
+    body.append(errorBox(errorMessage(e)));
+  }
+}

@@ -1,0 +1,220 @@
+// Shapes of the result JSON (summary + chunks) and of the serve API.
+// NaN is written as null by the C++ side, so every number may be null.
+
+export type Num = number | null | undefined;
+/** A 95 % interval given as [lo, hi] (transplants, components). */
+export type Interval = [Num, Num];
+
+export interface LayerStat {
+  layer: number;
+  rel_err_mean: Num;
+  rel_err_ci95: Num;
+  cosine_mean?: Num;
+  max_abs?: Num;
+  floor_rel_err_mean?: Num;
+}
+
+export interface CurvePoint {
+  point: string;
+  kl_mean: Num;
+  kl_ci95: Interval | Num;
+}
+
+export interface Transplants {
+  denoise?: CurvePoint[];
+  noise?: CurvePoint[];
+}
+
+export interface ComponentLayer {
+  layer: number;
+  attention: Num;
+  attention_ci95: Interval;
+  mlp: Num;
+  mlp_ci95: Interval;
+}
+
+export interface ComponentDirection {
+  layers: ComponentLayer[];
+  embedding?: Num;
+  embedding_ci95?: Interval;
+  final?: Num;
+  untouched?: Num;
+  attention_total?: Num;
+  attention_total_ci95?: Interval;
+  mlp_total?: Num;
+  mlp_total_ci95?: Interval;
+  paired_diff?: Num;
+  paired_diff_ci95?: Interval;
+  attention_share_min?: Num;
+  attention_share_max?: Num;
+}
+
+export interface Components {
+  denoise?: ComponentDirection;
+  noise?: ComponentDirection;
+}
+
+export interface FloorSummary {
+  kl_mean?: Num;
+  kl_ci95?: Num;
+  top1_change_rate?: Num;
+  top1_change_rate_ci95?: Num;
+  ppl_a?: Num;
+  ppl_b?: Num;
+  n_scored?: Num;
+}
+
+/** Arm settings as found in config.a/b and provenance.arms.a/b (the latter has more). */
+export interface ArmInfo {
+  model?: string;
+  cache_type_k?: string;
+  cache_type_v?: string;
+  flash_attn?: string;
+  n_ubatch?: number;
+  n_threads?: number;
+  n_threads_used?: number;
+  architecture?: string;
+  model_description?: string;
+  model_sha256?: string;
+  model_size?: number;
+  n_params?: number;
+  n_layer?: number;
+}
+
+export interface Summary {
+  kl_mean: Num;
+  kl_ci95: Num;
+  top1_change_rate: Num;
+  top1_change_rate_ci95: Num;
+  ppl_a: Num;
+  ppl_b: Num;
+  n_scored?: Num;
+  n_chunks?: Num;
+  status?: string;
+  integrity?: string;
+  file?: string;
+  floor_kl_mean?: Num;
+  floor_kl_ci95?: Num;
+  floor_top1_change_rate?: Num;
+  floor?: FloorSummary | null;
+  kl_percentiles?: Record<string, Num>;
+  layers?: LayerStat[];
+  transplants?: Transplants | null;
+  components?: Components | null;
+  config?: {
+    a?: ArmInfo;
+    b?: ArmInfo;
+    b_quant?: string;
+    chunk?: number;
+    max_chunks?: number;
+    text_file?: string;
+    score_from?: string;
+    [k: string]: unknown;
+  };
+  provenance?: {
+    arms?: { a?: ArmInfo; b?: ArmInfo; floor?: ArmInfo };
+    command_line?: string;
+    started_at?: string;
+    finished_at?: string;
+    heterodyne?: { version?: string; commit?: string };
+    llama_cpp?: { commit?: string };
+    text?: { path?: string; bytes?: number };
+    tokens?: { count?: number };
+    [k: string]: unknown;
+  };
+}
+
+/** [token text, probability] */
+export type TopEntry = [string, Num];
+
+export interface Position {
+  pos: number;
+  text: string;
+  scored: boolean;
+  kl?: Num;
+  nll_a?: Num;
+  nll_b?: Num;
+  top_a?: TopEntry[];
+  top_b?: TopEntry[];
+}
+
+export interface Chunk {
+  chunk: number;
+  positions: Position[];
+}
+
+export interface Result {
+  summary: Summary;
+  chunks: Chunk[];
+}
+
+// ---- serve API ----
+
+export interface ModelInfo {
+  path: string;
+  name?: string;
+  architecture?: string;
+  params?: Num;
+  file_type?: string;
+  size?: Num;
+}
+
+export interface TextInfo {
+  path: string;
+  size?: Num;
+}
+
+export interface ExperimentInfo {
+  name: string;
+  status?: string;
+  kl_mean?: Num;
+  kl_ci95?: Num;
+  top1_change_rate?: Num;
+  ppl_a?: Num;
+  ppl_b?: Num;
+  floor_kl_mean?: Num;
+  n_chunks?: Num;
+  a?: string;
+  b?: string;
+  modified?: string | number;
+}
+
+export type RunState = "queued" | "running" | "done" | "failed" | "cancelled";
+
+export interface RunInfo {
+  id: string | number;
+  state: RunState;
+  chunk?: Num;
+  chunks?: Num;
+  message?: string;
+  experiment?: string | null;
+}
+
+export interface ArmSettings {
+  ctk: string;
+  ctv: string;
+  fa: string;
+  ub: number;
+  t: number;
+}
+
+export interface RunRequest {
+  a: string;
+  b: string;
+  b_quant: string;
+  a_settings: ArmSettings;
+  b_settings: ArmSettings;
+  text: string;
+  text_file: string;
+  chunk: number;
+  max_chunks: number;
+  transplants: boolean;
+  components: boolean;
+}
+
+declare global {
+  interface Window {
+    HD_DATA?: Result;
+    HD_SERVE?: boolean;
+  }
+}
