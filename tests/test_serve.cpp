@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -281,4 +282,16 @@ TEST_F(Serve, CancelStopsARunAfterItsChunkAndKeepsAResumableFile) {
   const auto resumed = hd::test::run_cli({"diff", "--resume", file});
   EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_FALSE(fs::exists(experiments_ + "/" + second["experiment"].get<std::string>() + ".hdy"));
+}
+
+TEST_F(Serve, BadFoldersAndBusyPortsGetOneLine) {
+  const auto missing = hd::test::run_cli({"serve", "--models", dir_ + "/no-such-folder",
+                                          "--experiments", experiments_, "--port", "0"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("is not a directory"), std::string::npos) << missing.err;
+  const auto busy = hd::test::run_cli({"serve", "--models", models_, "--experiments",
+                                       experiments_, "--port", std::to_string(port_)});
+  EXPECT_EQ(busy.exit_code, 2);
+  EXPECT_NE(busy.err.find("cannot listen"), std::string::npos) << busy.err;
+  EXPECT_EQ(std::count(busy.err.begin(), busy.err.end(), '\n'), 1) << busy.err;
 }

@@ -1,6 +1,7 @@
 #include "serve/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <fstream>
@@ -168,6 +169,12 @@ void serve_until_stopped(const ServeOptions& o,
   httplib::Server server;
   api.install(server);
   server.set_payload_max_length(size_t{64} << 20);  // a pasted text, not a model
+  // httplib's default adds SO_REUSEPORT, which lets a second server bind the same port and take
+  // half the requests. SO_REUSEADDR alone allows a quick restart and refuses a busy port.
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty()) {
       res.set_content(dump({{"error", "HTTP " + std::to_string(res.status)}}), kJson);
