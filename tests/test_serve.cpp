@@ -24,13 +24,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // A prose text of a few thousand characters the TinyStories vocabularies encode.
 std::string story(int sentences) {
   std::string s;
@@ -58,26 +51,12 @@ class Serve : public testing::Test {
                        models_ + "/outside.gguf");
     fs::create_symlink("/etc/passwd", experiments_ + "/evil.hdy");
     hd::test::write_file(dir_ + "/secret.txt", "not yours");
-    const std::string err = dir_ + "/serve.err";
-    pid_ = hd::test::spawn_cli(
-        {"serve", "--models", models_, "--experiments", experiments_, "--port", "0"},
-        dir_ + "/serve.out", err);
-    const std::regex listening(R"(serving on http://127\.0\.0\.1:(\d+)/)");
-    for (int i = 0; i < 100 && port_ == 0; ++i) {
-      std::smatch m;
-      const std::string text = slurp(err);
-      if (std::regex_search(text, m, listening)) port_ = std::stoi(m[1]);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ASSERT_GT(port_, 0) << slurp(err);
+    serve_ = hd::test::start_serve(models_, experiments_, dir_);
+    port_ = serve_.port;
+    ASSERT_GT(port_, 0) << hd::test::read_file(serve_.err_path);
   }
   void TearDown() override {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-      EXPECT_TRUE(WIFEXITED(status)) << "serve did not stop cleanly on SIGTERM";
-    }
+    if (serve_.pid > 0) EXPECT_TRUE(hd::test::stop_serve(serve_)) << "serve did not stop cleanly";
   }
 
   httplib::Client client() const {
@@ -107,7 +86,7 @@ class Serve : public testing::Test {
   }
 
   std::string dir_, models_, experiments_;
-  pid_t pid_ = -1;
+  hd::test::ServeProcess serve_;
   int port_ = 0;
 };
 
@@ -289,8 +268,8 @@ TEST_F(Serve, BadFoldersAndBusyPortsGetOneLine) {
                                           "--experiments", experiments_, "--port", "0"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("is not a directory"), std::string::npos) << missing.err;
-  const auto busy = hd::test::run_cli({"serve", "--models", models_, "--experiments",
-                                       experiments_, "--port", std::to_string(port_)});
+  const auto busy = hd::test::run_cli({"serve", "--models", models_, "--experiments", experiments_,
+                                       "--port", std::to_string(port_)});
   EXPECT_EQ(busy.exit_code, 2);
   EXPECT_NE(busy.err.find("cannot listen"), std::string::npos) << busy.err;
   EXPECT_EQ(std::count(busy.err.begin(), busy.err.end(), '\n'), 1) << busy.err;

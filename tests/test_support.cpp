@@ -3,10 +3,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
+#include <thread>
 
 namespace hd::test {
 
@@ -26,7 +30,7 @@ std::string temp_dir(const std::string& name) {
   return p.string();
 }
 
-static std::string slurp(const std::string& path) {
+std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::ostringstream ss;
   ss << in.rdbuf();
@@ -60,8 +64,8 @@ CliResult run_cli(const std::vector<std::string>& args) {
   ::waitpid(pid, &status, 0);
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
+  r.out = read_file(out);
+  r.err = read_file(err);
   return r;
 }
 
@@ -84,6 +88,30 @@ ScopedCacheDir::~ScopedCacheDir() {
   } else {
     ::unsetenv("HETERODYNE_CACHE");
   }
+}
+
+ServeProcess start_serve(const std::string& models, const std::string& experiments,
+                         const std::string& dir) {
+  ServeProcess s;
+  s.err_path = dir + "/serve.err";
+  s.pid = spawn_cli({"serve", "--models", models, "--experiments", experiments, "--port", "0"},
+                    dir + "/serve.out", s.err_path);
+  const std::regex listening(R"(serving on http://127\.0\.0\.1:(\d+)/)");
+  for (int i = 0; i < 100 && s.port == 0; ++i) {
+    std::smatch m;
+    const std::string text = read_file(s.err_path);
+    if (std::regex_search(text, m, listening)) s.port = std::stoi(m[1]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return s;
+}
+
+bool stop_serve(const ServeProcess& s) {
+  if (s.pid <= 0) return false;
+  ::kill(s.pid, SIGTERM);
+  int status = 0;
+  ::waitpid(s.pid, &status, 0);
+  return WIFEXITED(status);
 }
 
 }  // namespace hd::test

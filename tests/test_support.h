@@ -43,6 +43,21 @@ class ScopedCacheDir {
   bool had_old_ = false;
 };
 
+// A file's whole content ("" when it cannot be read).
+std::string read_file(const std::string& path);
+
+// `heterodyne serve` on a free loopback port; its output goes to <dir>/serve.{out,err}.
+// port is 0 when it did not come up within 5 s (the error is in serve.err).
+struct ServeProcess {
+  int pid = -1;
+  int port = 0;
+  std::string err_path;
+};
+ServeProcess start_serve(const std::string& models, const std::string& experiments,
+                         const std::string& dir);
+// SIGTERM, then waits; true when it exited by itself (a clean stop).
+bool stop_serve(const ServeProcess& s);
+
 // Writes `text` to `path`.
 void write_file(const std::string& path, const std::string& text);
 

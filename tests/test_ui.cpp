@@ -19,13 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string artifacts(const std::string& name) {
   const fs::path dir = fs::path(HD_BINARY).parent_path() / "test-artifacts" / "ui" / name;
   fs::create_directories(dir);
@@ -61,7 +54,7 @@ TEST(WebUi, ReportFileOpensOfflineAndDrawsEverything) {
   ASSERT_EQ(diff.exit_code, 0) << diff.err;
   const auto report = hd::test::run_cli({"report", run, "-o", html});
   ASSERT_EQ(report.exit_code, 0) << report.err;
-  const std::string page = slurp(html);
+  const std::string page = hd::test::read_file(html);
   // Everything inline (the browser script also fails on any request that leaves the file).
   EXPECT_EQ(page.find("<script src"), std::string::npos);
   EXPECT_EQ(page.find("<link"), std::string::npos);
@@ -72,23 +65,12 @@ TEST(WebUi, ServeRunsADiffThroughTheFormAndShowsIt) {
   HD_REQUIRE_SHARED();
   require_browser();
   const std::string dir = hd::test::temp_dir("ui-serve");
-  const std::string err = dir + "/serve.err";
   fs::create_directories(dir + "/experiments");
-  const pid_t pid = hd::test::spawn_cli({"serve", "--models", hd::test::shared_path("models"),
-                                         "--experiments", dir + "/experiments", "--port", "0"},
-                                        dir + "/serve.out", err);
-  int port = 0;
-  const std::regex listening(R"(serving on http://127\.0\.0\.1:(\d+)/)");
-  for (int i = 0; i < 100 && port == 0; ++i) {
-    std::smatch m;
-    const std::string text = slurp(err);
-    if (std::regex_search(text, m, listening)) port = std::stoi(m[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_GT(port, 0) << slurp(err);
-  const int rc = browser("serve http://127.0.0.1:" + std::to_string(port) + "/ " +
+  const auto serve =
+      hd::test::start_serve(hd::test::shared_path("models"), dir + "/experiments", dir);
+  ASSERT_GT(serve.port, 0) << hd::test::read_file(serve.err_path);
+  const int rc = browser("serve http://127.0.0.1:" + std::to_string(serve.port) + "/ " +
                          artifacts("serve") + " stories260K.gguf Q8_0");
-  ::kill(pid, SIGTERM);
-  ::waitpid(pid, nullptr, 0);
-  EXPECT_EQ(rc, 0) << slurp(err);
+  hd::test::stop_serve(serve);
+  EXPECT_EQ(rc, 0) << hd::test::read_file(serve.err_path);
 }
