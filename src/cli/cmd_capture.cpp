@@ -1,0 +1,36 @@
+// heterodyne capture --model m.gguf [-ctk … -fa … -ub … -t N] --text-file golden.txt -o ref/
+#include "cli/arm_flags.h"
+#include "cli/commands.h"
+#include "errors.h"
+#include "run/capture.h"
+
+namespace hd::cli {
+
+void add_capture(CLI::App& app, Context& ctx) {
+  struct Opts {
+    std::string model, out;
+    ArmFlags flags;
+    run::CaptureConfig cfg;
+    bool force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand(
+      "capture", "store every tap of one arm on a golden text: a reference for a CI gate");
+  cmd->add_option("--model,-m", o->model, "the GGUF")->required();
+  cmd->add_option("--text-file,-f", o->cfg.text_file, "the golden text")->required();
+  cmd->add_option("--max-tokens", o->cfg.max_tokens, "cut the text to this many tokens")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", o->out, "reference directory to write")->required();
+  cmd->add_flag("--force", o->force, "replace an existing reference");
+  add_arm_flags(*cmd, o->flags, "");
+  cmd->callback([o, &ctx] {
+    o->cfg.arm = resolve_arm(o->model, o->flags, ArmFlags{});
+    const auto manifest = run::capture_reference(o->cfg, o->out, o->force, ctx.command_line);
+    progress_line("wrote " + o->out + "/activations.safetensors (" +
+                  std::to_string(manifest["taps"].size()) + " taps x " +
+                  std::to_string(manifest["tokens"].size()) + " tokens) and manifest.json");
+    ctx.exit_code = 0;
+  });
+}
+
+}  // namespace hd::cli
