@@ -30,6 +30,23 @@ std::vector<Tap> forward_taps(const std::string& arch, int n_layer) {
   return taps;
 }
 
+std::vector<store::NamedTensor> capture_taps(std::shared_ptr<engine::Model> model,
+                                             const engine::ArmSettings& settings,
+                                             const std::vector<int32_t>& tokens) {
+  const int n = static_cast<int>(tokens.size());
+  engine::Arm arm(model, settings, n);
+  const std::vector<Tap> taps = forward_taps(model->info().architecture, model->info().n_layer);
+  engine::Hook hook;
+  for (const Tap& t : taps) hook.capture(t.graph_name);
+  std::vector<float> logits;
+  arm.run_chunk(tokens, &hook, logits, 0);  // logits everywhere: the last layer keeps every row
+  std::vector<store::NamedTensor> tensors;
+  for (const Tap& t : taps) {
+    tensors.push_back({t.name, {n, hook.width(t.graph_name)}, hook.captured(t.graph_name)});
+  }
+  return tensors;
+}
+
 nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir, bool force,
                                  const std::string& command_line) {
   const fs::path out(dir);
@@ -50,23 +67,17 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
   if (tokens.size() > static_cast<size_t>(c.max_tokens))
     tokens.resize(static_cast<size_t>(c.max_tokens));
   if (tokens.size() < 2) throw InputError("the text gives fewer than 2 tokens");
-  const int n = static_cast<int>(tokens.size());
-  engine::Arm arm(model, c.arm, n);
+  const std::vector<store::NamedTensor> tensors = capture_taps(model, c.arm, tokens);
   const std::vector<Tap> taps = forward_taps(model->info().architecture, model->info().n_layer);
-  engine::Hook hook;
-  for (const Tap& t : taps) hook.capture(t.graph_name);
-  std::vector<float> logits;
-  arm.run_chunk(tokens, &hook, logits, 0);  // logits everywhere: the last layer keeps every row
-
-  std::vector<store::NamedTensor> tensors;
   nlohmann::json tap_list = nlohmann::json::array();
-  for (const Tap& t : taps) {
-    const int64_t width = hook.width(t.graph_name);
-    tensors.push_back({t.name, {n, width}, hook.captured(t.graph_name)});
-    tap_list.push_back(
-        {{"name", t.name}, {"graph_name", t.graph_name}, {"shape", {n, width}}, {"dtype", "F32"}});
+  for (size_t i = 0; i < taps.size(); ++i) {
+    tap_list.push_back({{"name", taps[i].name},
+                        {"graph_name", taps[i].graph_name},
+                        {"shape", tensors[i].shape},
+                        {"dtype", "F32"}});
   }
-  const engine::ArmSettings& s = arm.settings();
+  const engine::ArmSettings& s = c.arm;
+  const int threads = s.n_threads > 0 ? s.n_threads : engine::default_threads();
   nlohmann::json manifest = {
       {"schema_version", kReferenceSchema},
       {"model",
@@ -81,7 +92,7 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
         {"cache_type_v", s.cache_type_v},
         {"flash_attn", s.flash_attn},
         {"n_ubatch", s.n_ubatch},
-        {"n_threads", arm.n_threads()}}},
+        {"n_threads", threads}}},
       {"text", {{"path", c.text_file}, {"sha256", sha256_bytes(text)}}},
       {"tokens", tokens},
       {"taps", tap_list},

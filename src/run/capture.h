@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/arm.h"
+#include "store/safetensors.h"
 
 namespace hd::run {
 
@@ -26,6 +27,12 @@ struct Tap {
 std::vector<Tap> forward_taps(const std::string& arch, int n_layer);
 
 inline constexpr int kReferenceSchema = 1;
+
+// One arm over `tokens` (one batch, logits everywhere), every tap of forward_taps() kept:
+// [tokens][channels] F32 tensors named by tap, in forward order.
+std::vector<store::NamedTensor> capture_taps(std::shared_ptr<engine::Model> model,
+                                             const engine::ArmSettings& settings,
+                                             const std::vector<int32_t>& tokens);
 
 // Runs the capture and writes the reference directory (created if missing; an existing
 // reference is replaced only with `force`). Returns the manifest.
