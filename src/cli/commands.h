@@ -20,6 +20,7 @@ void add_demo_model(CLI::App& app, Context& ctx);
 void add_report(CLI::App& app, Context& ctx);
 void add_serve(CLI::App& app, Context& ctx);
 void add_capture(CLI::App& app, Context& ctx);
+void add_gate(CLI::App& app, Context& ctx);  // calibrate, check
 
 // Progress lines go to stderr, so stdout stays clean for tables and JSON.
 void progress_line(const std::string& line);

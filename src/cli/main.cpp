@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   hd::cli::add_report(app, ctx);
   hd::cli::add_serve(app, ctx);
   hd::cli::add_capture(app, ctx);
+  hd::cli::add_gate(app, ctx);
 
   // CLI11 reports a mistyped command as "a subcommand is required"; name what was typed.
   if (args.size() > 1) {
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
     if (!known && !global) {
       return fail(2, std::string(first[0] == '-' ? "unknown option '" : "unknown command '") +
                          first +
-                         "' (commands: diff, show, export, verify, make-model, quantize, demo-model, report, serve, capture; see "
+                         "' (commands: diff, show, export, verify, make-model, quantize, demo-model, report, serve, capture, calibrate, check; see "
                          "heterodyne --help)");
     }
   }

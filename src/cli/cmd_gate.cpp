@@ -1,0 +1,82 @@
+// heterodyne calibrate --reference ref/ [--safety 2] [--jitter-floor 1e-3]
+// heterodyne check --reference ref/ --model m2.gguf [settings] [--allow-model-change]
+//                  [--jitter-floor X] [--format human|json]
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/arm_flags.h"
+#include "cli/commands.h"
+#include "errors.h"
+#include "run/gate.h"
+
+namespace hd::cli {
+namespace {
+
+void print_check(const nlohmann::json& r) {
+  std::cout << fmt::format("{:<16} {:>12} {:>12} {:>10} {:>12}  {}\n", "tap", "max |Δ|", "mean |Δ|",
+                           "rel err", "tolerance", "");
+  for (const auto& t : r["taps"]) {
+    std::cout << fmt::format("{:<16} {:>12.4g} {:>12.4g} {:>10.3g} {:>12.4g}  {}\n",
+                             t["name"].get<std::string>(), t["max_abs"].get<double>(),
+                             t["mean_abs"].get<double>(), t["rel_err"].get<double>(),
+                             t["tolerance"].get<double>(), t["over"].get<bool>() ? "OVER" : "");
+  }
+  std::cout << (r["passed"].get<bool>() ? std::string("\npassed: every tap within its tolerance\n")
+                                        : "\nFAILED: first divergent tap " +
+                                              r["first_divergent_tap"].get<std::string>() + "\n");
+}
+
+}  // namespace
+
+void add_gate(CLI::App& app, Context& ctx) {
+  auto cal = std::make_shared<run::CalibrateConfig>();
+  CLI::App* c = app.add_subcommand("calibrate",
+                                   "tolerances for a reference from reruns that must not matter");
+  c->add_option("--reference", cal->reference, "directory written by capture")->required();
+  c->add_option("--safety", cal->safety, "multiplier on the largest observed |Δ|")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  c->add_option("--jitter-floor", cal->jitter_floor, "least atol, relative to max |ref|")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  c->callback([cal, &ctx] {
+    const auto tol = run::calibrate_reference(*cal);
+    progress_line("wrote " + cal->reference + "/tolerances.json (" +
+                  std::to_string(tol["runs"].size()) + " calibration runs; " +
+                  tol["note"].get<std::string>() + ")");
+    ctx.exit_code = 0;
+  });
+
+  struct CheckOpts {
+    run::CheckConfig cfg;
+    std::string model, format = "human";
+    ArmFlags flags;
+  };
+  auto o = std::make_shared<CheckOpts>();
+  CLI::App* k = app.add_subcommand(
+      "check", "compare an arm with a reference: exit 0 pass, 1 divergence, 2 bad configuration");
+  k->add_option("--reference", o->cfg.reference, "directory written by capture")->required();
+  k->add_option("--model,-m", o->model, "the candidate GGUF")->required();
+  k->add_flag("--allow-model-change", o->cfg.allow_model_change,
+              "compare a different file (e.g. a quantized candidate against an f16 reference)");
+  k->add_option("--jitter-floor", o->cfg.jitter_floor,
+                "loosen every tolerance to at least this x max |ref|")
+      ->check(CLI::NonNegativeNumber);
+  k->add_option("--format", o->format, "human | json")
+      ->check(CLI::IsMember({"human", "json"}))
+      ->capture_default_str();
+  add_arm_flags(*k, o->flags, "");
+  k->callback([o, &ctx] {
+    o->cfg.arm = resolve_arm(o->model, o->flags, ArmFlags{});
+    const auto r = run::check_reference(o->cfg);
+    if (o->format == "json") {
+      std::cout << r.dump(2) << "\n";
+    } else {
+      print_check(r);
+    }
+    ctx.exit_code = r["passed"].get<bool>() ? 0 : 1;
+  });
+}
+
+}  // namespace hd::cli

@@ -1,0 +1,102 @@
+// capture -> calibrate -> check on tiny-llama (head dim 64, so a q8_0 K cache applies).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+using nlohmann::json;
+
+namespace {
+
+class Gate : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(hd::test::temp_dir("gate"));
+    model_ = new std::string(*dir_ + "/tiny-llama-f16.gguf");
+    ASSERT_EQ(
+        hd::test::run_cli({"make-model", "--preset", "tiny-llama", "--type", "f16", "-o", *model_})
+            .exit_code,
+        0);
+    hd::test::write_file(*dir_ + "/golden.txt",
+                         "The quick brown fox jumps over the lazy dog. It was the best of times, "
+                         "it was the worst of times, it was the age of wisdom. Call me Ishmael.");
+    ref_ = new std::string(*dir_ + "/ref");
+    const auto cap =
+        hd::test::run_cli({"capture", "-m", *model_, "-f", *dir_ + "/golden.txt", "-o", *ref_});
+    ASSERT_EQ(cap.exit_code, 0) << cap.err;
+  }
+  static json check(std::vector<std::string> extra, int want_exit) {
+    std::vector<std::string> args = {"check", "--reference", *ref_, "-m",
+                                     *model_, "--format",    "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = hd::test::run_cli(args);
+    EXPECT_EQ(r.exit_code, want_exit) << r.err;
+    return r.out.empty() ? json() : json::parse(r.out);
+  }
+  static std::string* dir_;
+  static std::string* model_;
+  static std::string* ref_;
+};
+std::string* Gate::dir_ = nullptr;
+std::string* Gate::model_ = nullptr;
+std::string* Gate::ref_ = nullptr;
+
+}  // namespace
+
+TEST_F(Gate, WithoutToleranceACheckIsABadConfiguration) {
+  const std::string bare = *dir_ + "/bare-ref";
+  ASSERT_EQ(hd::test::run_cli({"capture", "-m", *model_, "-f", *dir_ + "/golden.txt", "-o", bare})
+                .exit_code,
+            0);
+  const auto r = hd::test::run_cli({"check", "--reference", bare, "-m", *model_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("run calibrate first"), std::string::npos) << r.err;
+  EXPECT_EQ(
+      hd::test::run_cli({"check", "--reference", *dir_ + "/nothing", "-m", *model_}).exit_code, 2);
+}
+
+TEST_F(Gate, SameModelAndSettingsPassBitwise) {
+  ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", *ref_}).exit_code, 0);
+  const json r = check({}, 0);
+  EXPECT_TRUE(r["passed"].get<bool>());
+  EXPECT_TRUE(r["first_divergent_tap"].is_null());
+  ASSERT_EQ(r["taps"].size(), 1u + 4 * 3 + 1);
+  for (const auto& t : r["taps"]) EXPECT_EQ(t["max_abs"].get<double>(), 0.0) << t["name"];
+}
+
+TEST_F(Gate, AQuantizedKCacheFirstDivergesInLayerZerosAttention) {
+  ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", *ref_}).exit_code, 0);
+  const json r = check({"-ctk", "q8_0"}, 1);
+  EXPECT_FALSE(r["passed"].get<bool>());
+  EXPECT_EQ(r["first_divergent_tap"], "attn_out-0");
+  EXPECT_EQ(r["taps"][0]["name"], "inp_embd");
+  EXPECT_EQ(r["taps"][0]["max_abs"].get<double>(), 0.0);  // nothing before attention moves
+
+  // --jitter-floor only loosens: every tolerance at least what calibrate gave, and at 1.0 x
+  // max |ref| the same run passes.
+  const json loose = check({"-ctk", "q8_0", "--jitter-floor", "1.0"}, 0);
+  for (size_t i = 0; i < r["taps"].size(); ++i) {
+    EXPECT_GE(loose["taps"][i]["tolerance"].get<double>(), r["taps"][i]["tolerance"].get<double>());
+  }
+  const json tiny = check({"-ctk", "q8_0", "--jitter-floor", "1e-12"}, 1);
+  for (size_t i = 0; i < r["taps"].size(); ++i) {
+    EXPECT_EQ(tiny["taps"][i]["tolerance"].get<double>(), r["taps"][i]["tolerance"].get<double>());
+  }
+}
+
+TEST_F(Gate, AnotherModelNeedsAllowModelChange) {
+  ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", *ref_}).exit_code, 0);
+  const std::string other = *dir_ + "/other.gguf";
+  ASSERT_EQ(hd::test::run_cli({"make-model", "--preset", "tiny-llama", "--seed", "2", "--type",
+                               "f16", "-o", other})
+                .exit_code,
+            0);
+  const auto refused = hd::test::run_cli({"check", "--reference", *ref_, "-m", other});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--allow-model-change"), std::string::npos) << refused.err;
+  const auto allowed =
+      hd::test::run_cli({"check", "--reference", *ref_, "-m", other, "--allow-model-change"});
+  EXPECT_EQ(allowed.exit_code, 1) << allowed.err;  // other weights: inp_embd already differs
+  EXPECT_NE(allowed.out.find("first divergent tap inp_embd"), std::string::npos) << allowed.out;
+}
