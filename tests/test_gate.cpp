@@ -1,6 +1,8 @@
 // capture -> calibrate -> check on tiny-llama (head dim 64, so a q8_0 K cache applies).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
@@ -99,4 +101,30 @@ TEST_F(Gate, AnotherModelNeedsAllowModelChange) {
       hd::test::run_cli({"check", "--reference", *ref_, "-m", other, "--allow-model-change"});
   EXPECT_EQ(allowed.exit_code, 1) << allowed.err;  // other weights: inp_embd already differs
   EXPECT_NE(allowed.out.find("first divergent tap inp_embd"), std::string::npos) << allowed.out;
+}
+
+TEST_F(Gate, MarkdownAndJunitReportsSayTheSame) {
+  ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", *ref_}).exit_code, 0);
+  const auto md = hd::test::run_cli(
+      {"check", "--reference", *ref_, "-m", *model_, "-ctk", "q8_0", "--format", "markdown"});
+  EXPECT_EQ(md.exit_code, 1);
+  EXPECT_NE(md.out.find("FAILED"), std::string::npos);
+  EXPECT_NE(md.out.find("First divergent tap: **`attn_out-0`**"), std::string::npos) << md.out;
+  EXPECT_EQ(std::count(md.out.begin(), md.out.end(), '\n'), 4 + 2 + 14)
+      << md.out;  // verdict, header, 14 taps
+
+  const std::string xml = *dir_ + "/junit.xml";
+  const auto ju = hd::test::run_cli(
+      {"check", "--reference", *ref_, "-m", *model_, "-ctk", "q8_0", "--format", "junit"});
+  EXPECT_EQ(ju.exit_code, 1);
+  hd::test::write_file(xml, ju.out);
+  // Well-formed, one test case per tap, a failure for each tap over its tolerance.
+  const std::string py =
+      "python3 -c \"import sys, xml.etree.ElementTree as E; s = E.parse(sys.argv[1]).getroot(); "
+      "c = s.findall('testcase'); f = [x for x in c if x.find('failure') is not None]; "
+      "assert len(c) == 14 and int(s.get('failures')) == len(f) and len(f) >= 1, (len(c), len(f)); "
+      "assert c[0].get('name') == 'inp_embd' and c[0].find('failure') is None; "
+      "assert c[1].find('failure') is not None\" " +
+      xml;
+  EXPECT_EQ(std::system(py.c_str()), 0) << ju.out;
 }

@@ -1,6 +1,6 @@
 // heterodyne calibrate --reference ref/ [--safety 2] [--jitter-floor 1e-3]
 // heterodyne check --reference ref/ --model m2.gguf [settings] [--allow-model-change]
-//                  [--jitter-floor X] [--format human|json]
+//                  [--jitter-floor X] [--format human|markdown|json|junit]
 #include <fmt/format.h>
 
 #include <iostream>
@@ -25,6 +25,70 @@ void print_check(const nlohmann::json& r) {
   std::cout << (r["passed"].get<bool>() ? std::string("\npassed: every tap within its tolerance\n")
                                         : "\nFAILED: first divergent tap " +
                                               r["first_divergent_tap"].get<std::string>() + "\n");
+}
+
+// For a pull-request comment: a verdict line, then the taps as a table (over ones in bold).
+void print_markdown(const nlohmann::json& r) {
+  std::cout << (r["passed"].get<bool>()
+                    ? std::string(
+                          "### heterodyne check: passed\n\nEvery tap is within its tolerance.\n\n")
+                    : "### heterodyne check: FAILED\n\nFirst divergent tap: **`" +
+                          r["first_divergent_tap"].get<std::string>() + "`**\n\n");
+  std::cout << "| tap | max \\|Δ\\| | mean \\|Δ\\| | rel err | tolerance | "
+               "|\n|---|---:|---:|---:|---:|---|\n";
+  for (const auto& t : r["taps"]) {
+    const bool over = t["over"].get<bool>();
+    std::cout << fmt::format("| `{}` | {:.4g} | {:.4g} | {:.3g} | {:.4g} | {} |\n",
+                             t["name"].get<std::string>(), t["max_abs"].get<double>(),
+                             t["mean_abs"].get<double>(), t["rel_err"].get<double>(),
+                             t["tolerance"].get<double>(), over ? "**over**" : "");
+  }
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+// One test case per tap; a tap over its tolerance is a failure with its numbers.
+void print_junit(const nlohmann::json& r) {
+  int failures = 0;
+  for (const auto& t : r["taps"]) failures += t["over"].get<bool>() ? 1 : 0;
+  std::cout << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  std::cout << fmt::format("<testsuite name=\"heterodyne check\" tests=\"{}\" failures=\"{}\">\n",
+                           r["taps"].size(), failures);
+  for (const auto& t : r["taps"]) {
+    const std::string name = xml_escape(t["name"].get<std::string>());
+    std::cout << fmt::format("  <testcase classname=\"heterodyne.check\" name=\"{}\"", name);
+    if (!t["over"].get<bool>()) {
+      std::cout << "/>\n";
+      continue;
+    }
+    std::cout << fmt::format(
+        ">\n    <failure message=\"max |delta| {:.4g} over tolerance {:.4g}\">mean |delta| {:.4g}, "
+        "relative error {:.3g}</failure>\n  </testcase>\n",
+        t["max_abs"].get<double>(), t["tolerance"].get<double>(), t["mean_abs"].get<double>(),
+        t["rel_err"].get<double>());
+  }
+  std::cout << "</testsuite>\n";
 }
 
 }  // namespace
@@ -63,8 +127,8 @@ void add_gate(CLI::App& app, Context& ctx) {
   k->add_option("--jitter-floor", o->cfg.jitter_floor,
                 "loosen every tolerance to at least this x max |ref|")
       ->check(CLI::NonNegativeNumber);
-  k->add_option("--format", o->format, "human | json")
-      ->check(CLI::IsMember({"human", "json"}))
+  k->add_option("--format", o->format, "human | markdown | json | junit")
+      ->check(CLI::IsMember({"human", "markdown", "json", "junit"}))
       ->capture_default_str();
   add_arm_flags(*k, o->flags, "");
   k->callback([o, &ctx] {
@@ -72,6 +136,10 @@ void add_gate(CLI::App& app, Context& ctx) {
     const auto r = run::check_reference(o->cfg);
     if (o->format == "json") {
       std::cout << r.dump(2) << "\n";
+    } else if (o->format == "markdown") {
+      print_markdown(r);
+    } else if (o->format == "junit") {
+      print_junit(r);
     } else {
       print_check(r);
     }
