@@ -24,6 +24,7 @@
 
 #include "build_info.h"
 #include "common/output_path.h"
+#include "common/splitmix.h"
 #include "errors.h"
 #include "ggml.h"
 #include "gguf.h"
@@ -284,13 +285,6 @@ GgmlPtr add_tensors(gguf_context* ctx, const std::vector<TensorPlan>& plan, cons
 
 // ---------------------------------------------------------------------------------------------
 // Deterministic values
-
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 uint64_t fnv1a64(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ULL;

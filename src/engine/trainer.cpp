@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "common/splitmix.h"
 #include "engine/gguf_file.h"
 #include "engine/system.h"
 #include "errors.h"
@@ -29,13 +30,6 @@ struct DatasetFree {
 struct ResultFree {
   void operator()(ggml_opt_result* r) const { ggml_opt_result_free(r); }
 };
-
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 // ggml_opt asks for the optimizer parameters once per step: linear warm-up, then cosine decay.
 struct Schedule {

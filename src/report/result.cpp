@@ -3,15 +3,6 @@
 namespace hd::report {
 namespace {
 
-std::string piece_text(const Loaded& l, int32_t id) {
-  const auto it = l.pieces.find(id);
-  if (it != l.pieces.end()) return it->second;
-  std::string unknown = "<";  // built piecewise: GCC 12 warns (-Wrestrict) on "<" + to_string
-  unknown += std::to_string(id);
-  unknown += ">";
-  return unknown;
-}
-
 nlohmann::json top_json(const Loaded& l, const analysis::TopK& t) {
   nlohmann::json a = nlohmann::json::array();
   for (size_t k = 0; k < t.id.size(); ++k) a.push_back({piece_text(l, t.id[k]), t.p[k]});

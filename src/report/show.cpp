@@ -44,12 +44,12 @@ std::string printable(const std::string& piece) {
   return out;
 }
 
-static std::string raw_piece(const Loaded& l, int32_t id) {
+std::string piece_text(const Loaded& l, int32_t id) {
   auto it = l.pieces.find(id);
   return it == l.pieces.end() ? fmt::format("<{}>", id) : it->second;
 }
 
-static std::string piece(const Loaded& l, int32_t id) { return printable(raw_piece(l, id)); }
+static std::string piece(const Loaded& l, int32_t id) { return printable(piece_text(l, id)); }
 
 // Four significant digits: KL spans 1e-7 (a floor) to 1 (a broken quant) and all of it matters.
 static std::string num(double v) { return v == 0 ? "0" : fmt::format("{:.4g}", v); }
@@ -236,13 +236,13 @@ nlohmann::json summary_json(const Loaded& l, int worst) {
       auto top = [&](const analysis::TopK& t) {
         nlohmann::json a = nlohmann::json::array();
         for (size_t k = 0; k < t.id.size(); ++k)
-          a.push_back({{"id", t.id[k]}, {"text", raw_piece(l, t.id[k])}, {"p", t.p[k]}});
+          a.push_back({{"id", t.id[k]}, {"text", piece_text(l, t.id[k])}, {"p", t.p[k]}});
         return a;
       };
       j["worst"].push_back({{"chunk", chunk_of[i]},
                             {"pos", r.pos},
                             {"token_id", r.target},
-                            {"token_text", raw_piece(l, r.target)},
+                            {"token_text", piece_text(l, r.target)},
                             {"kl", r.score.kl},
                             {"nll_a", r.score.nll_a},
                             {"nll_b", r.score.nll_b},

@@ -38,6 +38,9 @@ void print_ladder(std::ostream& os, const std::vector<Loaded>& runs);
 // The `n` scored positions with the largest KL, with their text and both arms' top-5.
 void print_worst(std::ostream& os, const Loaded& l, int n);
 
+// A token's stored text, or "<id>" when the file has none for it.
+std::string piece_text(const Loaded& l, int32_t id);
+
 // A token's text made printable on one line (newlines and tabs shown as escapes).
 std::string printable(const std::string& piece);
 
