@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/sha256.h"
+#include "engine/model.h"
+#include "run/capture.h"
 #include "store/safetensors.h"
 #include "test_support.h"
 
@@ -39,14 +41,16 @@ TEST(Capture, EveryTapInForwardOrderBitwiseReproducible) {
 
   std::ifstream in(a + "/manifest.json");
   const auto manifest = nlohmann::json::parse(in);
-  EXPECT_EQ(manifest["schema_version"], 1);
+  EXPECT_EQ(manifest["schema_version"], 2);
+  EXPECT_EQ(manifest["decode"]["steps"], 0);
   EXPECT_EQ(manifest["model"]["architecture"], "llama");
   EXPECT_EQ(manifest["tokens"].size(), 96u);
   EXPECT_EQ(manifest["model"]["sha256"].get<std::string>().size(), 64u);
-  // stories260K: 5 layers, llama names attn_out: 1 + 5 * 3 + 1 taps.
+  // stories260K: 5 layers, llama names attn_out: 1 + 5 * 4 + 1 taps.
   std::vector<std::string> want = {"inp_embd"};
   for (int l = 0; l < 5; ++l) {
-    for (const char* k : {"attn_out-", "ffn_out-", "l_out-"}) want.push_back(k + std::to_string(l));
+    for (const char* k : {"kqv_out-", "attn_out-", "ffn_out-", "l_out-"})
+      want.push_back(k + std::to_string(l));
   }
   want.push_back("result_norm");
   std::vector<std::string> names;
@@ -95,4 +99,58 @@ TEST(Capture, RefusesToOverwriteAndBadLengths) {
   const auto short_run = hd::test::run_cli(args);
   EXPECT_EQ(short_run.exit_code, 2);
   EXPECT_NE(short_run.err.find("--max-tokens"), std::string::npos) << short_run.err;
+}
+
+// Decode steps continue the prompt through the KV cache: step i is position n + i. A prompt
+// that already holds those tokens computes the same rows in one batch with other kernels, so
+// they agree closely but need not be bitwise; a step at the wrong position (RoPE) or reading
+// the wrong cache would not agree at all.
+TEST(Capture, DecodeStepsMatchTheSameTokensInAPrompt) {
+  HD_REQUIRE_SHARED();
+  auto model = hd::engine::model_load(hd::test::shared_path("models/stories260K.gguf"));
+  hd::engine::ArmSettings s;
+  s.model = model->info().path;
+  s.n_threads = 1;
+  std::vector<int32_t> prompt = model->tokenize("Once upon a time, there was a little girl", true);
+  const int n = static_cast<int>(prompt.size()), steps = 4;
+  const auto stepped = hd::run::capture_taps(model, s, prompt, steps);
+  ASSERT_EQ(stepped.continuation.size(), static_cast<size_t>(steps));
+  // Forward order: each tap, then the same tap at every step.
+  ASSERT_EQ(stepped.tensors.size(), (1 + 5 * 4 + 1) * static_cast<size_t>(1 + steps));
+  EXPECT_EQ(stepped.tensors[0].name, "inp_embd");
+  EXPECT_EQ(stepped.tensors[1].name, "inp_embd@token_0");
+  EXPECT_EQ(stepped.tensors[steps + 1].name, "kqv_out-0");
+
+  // The same tokens fed again give the same steps, bit for bit.
+  const auto fed = hd::run::capture_taps(model, s, prompt, steps, stepped.continuation);
+  for (size_t i = 0; i < fed.tensors.size(); ++i) EXPECT_EQ(fed.tensors[i].data, stepped.tensors[i].data);
+
+  std::vector<int32_t> whole = prompt;
+  whole.insert(whole.end(), stepped.continuation.begin(), stepped.continuation.end() - 1);
+  const auto batch = hd::run::capture_taps(model, s, whole, 0);
+  std::map<std::string, const hd::store::NamedTensor*> by_name;
+  for (const auto& t : batch.tensors) by_name[t.name] = &t;
+  for (const auto& t : stepped.tensors) {
+    const size_t at = t.name.find("@token_");
+    if (at == std::string::npos) continue;
+    const int step = std::stoi(t.name.substr(at + 7));
+    if (step == steps - 1) continue;  // its token is the last one: not in `whole`'s prompt
+    const auto& rows = by_name.at(t.name.substr(0, at))->data;
+    const size_t w = t.data.size(), row = static_cast<size_t>(n + step);
+    double worst = 0, scale = 0;
+    for (size_t k = 0; k < w; ++k) {
+      worst = std::max(worst, static_cast<double>(std::fabs(t.data[k] - rows[row * w + k])));
+      scale = std::max(scale, static_cast<double>(std::fabs(rows[row * w + k])));
+    }
+    EXPECT_LE(worst, 1e-2 * scale) << t.name;  // measured: up to 1.03e-3
+  }
+  // ...and the comparison can fail: the row before (another token, another position) is far.
+  const auto& step0 = stepped.tensors[(1 + 5 * 4) * (1 + steps) - steps].data;  // l_out-4@token_0
+  const auto& rows = by_name.at("l_out-4")->data;
+  const size_t w = step0.size();
+  double off = 0;
+  for (size_t k = 0; k < w; ++k)
+    off = std::max(off, static_cast<double>(std::fabs(step0[k] - rows[(n - 1) * w + k])));
+  EXPECT_GT(off, 0.1);
+  EXPECT_EQ(stepped.tensors[(1 + 5 * 4) * (1 + steps) - steps].name, "l_out-4@token_0");
 }

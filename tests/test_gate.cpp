@@ -63,7 +63,7 @@ TEST_F(Gate, SameModelAndSettingsPassBitwise) {
   const json r = check({}, 0);
   EXPECT_TRUE(r["passed"].get<bool>());
   EXPECT_TRUE(r["first_divergent_tap"].is_null());
-  ASSERT_EQ(r["taps"].size(), 1u + 4 * 3 + 1);
+  ASSERT_EQ(r["taps"].size(), 1u + 4 * 4 + 1);  // inp_embd, 4 x (kqv, attn, ffn, l_out), norm
   for (const auto& t : r["taps"]) EXPECT_EQ(t["max_abs"].get<double>(), 0.0) << t["name"];
 }
 
@@ -71,7 +71,7 @@ TEST_F(Gate, AQuantizedKCacheFirstDivergesInLayerZerosAttention) {
   ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", *ref_}).exit_code, 0);
   const json r = check({"-ctk", "q8_0"}, 1);
   EXPECT_FALSE(r["passed"].get<bool>());
-  EXPECT_EQ(r["first_divergent_tap"], "attn_out-0");
+  EXPECT_EQ(r["first_divergent_tap"], "kqv_out-0");
   EXPECT_EQ(r["taps"][0]["name"], "inp_embd");
   EXPECT_EQ(r["taps"][0]["max_abs"].get<double>(), 0.0);  // nothing before attention moves
 
@@ -109,9 +109,9 @@ TEST_F(Gate, MarkdownAndJunitReportsSayTheSame) {
       {"check", "--reference", *ref_, "-m", *model_, "-ctk", "q8_0", "--format", "markdown"});
   EXPECT_EQ(md.exit_code, 1);
   EXPECT_NE(md.out.find("FAILED"), std::string::npos);
-  EXPECT_NE(md.out.find("First divergent tap: **`attn_out-0`**"), std::string::npos) << md.out;
-  EXPECT_EQ(std::count(md.out.begin(), md.out.end(), '\n'), 4 + 2 + 14)
-      << md.out;  // verdict, header, 14 taps
+  EXPECT_NE(md.out.find("First divergent tap: **`kqv_out-0`**"), std::string::npos) << md.out;
+  EXPECT_EQ(std::count(md.out.begin(), md.out.end(), '\n'), 4 + 2 + 18)
+      << md.out;  // verdict, header, 18 taps
 
   const std::string xml = *dir_ + "/junit.xml";
   const auto ju = hd::test::run_cli(
@@ -122,9 +122,85 @@ TEST_F(Gate, MarkdownAndJunitReportsSayTheSame) {
   const std::string py =
       "python3 -c \"import sys, xml.etree.ElementTree as E; s = E.parse(sys.argv[1]).getroot(); "
       "c = s.findall('testcase'); f = [x for x in c if x.find('failure') is not None]; "
-      "assert len(c) == 14 and int(s.get('failures')) == len(f) and len(f) >= 1, (len(c), len(f)); "
+      "assert len(c) == 18 and int(s.get('failures')) == len(f) and len(f) >= 1, (len(c), len(f)); "
       "assert c[0].get('name') == 'inp_embd' and c[0].find('failure') is None; "
       "assert c[1].find('failure') is not None\" " +
       xml;
   EXPECT_EQ(std::system(py.c_str()), 0) << ju.out;
+}
+
+// Decode steps: the reference generates 3 tokens greedily; a check feeds the same tokens one
+// at a time. Taps are ordered layer, then block, then step.
+TEST_F(Gate, DecodeStepsAreCheckedInForwardOrder) {
+  const std::string ref = *dir_ + "/decode-ref";
+  ASSERT_EQ(hd::test::run_cli({"capture", "-m", *model_, "-f", *dir_ + "/golden.txt", "--decode",
+                               "3", "-o", ref})
+                .exit_code,
+            0);
+  ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", ref}).exit_code, 0);
+  auto run = [&](std::vector<std::string> extra, int want_exit) {
+    std::vector<std::string> args = {"check", "--reference", ref, "-m", *model_, "--format", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = hd::test::run_cli(args);
+    EXPECT_EQ(r.exit_code, want_exit) << r.err;
+    return r.out.empty() ? json() : json::parse(r.out);
+  };
+  const json same = run({}, 0);
+  ASSERT_EQ(same["taps"].size(), (1u + 4 * 4 + 1) * 4);
+  EXPECT_EQ(same["decode_steps"], 3);
+  EXPECT_EQ(same["taps"][0]["name"], "inp_embd");
+  EXPECT_EQ(same["taps"][3]["name"], "inp_embd@token_2");
+  EXPECT_EQ(same["taps"][4]["name"], "kqv_out-0");
+  EXPECT_EQ(same["taps"][5]["name"], "kqv_out-0@token_0");
+  for (const auto& t : same["taps"]) EXPECT_EQ(t["max_abs"].get<double>(), 0.0) << t["name"];
+
+  const json two = run({"--decode", "2", "-ctk", "q8_0"}, 1);
+  EXPECT_EQ(two["taps"].size(), (1u + 4 * 4 + 1) * 3);
+  EXPECT_EQ(two["first_divergent_tap"], "kqv_out-0");
+  EXPECT_EQ(two["taps"][1]["max_abs"].get<double>(), 0.0);  // inp_embd@token_0: a lookup
+
+  const auto more = hd::test::run_cli({"check", "--reference", ref, "-m", *model_, "--decode", "5"});
+  EXPECT_EQ(more.exit_code, 2);
+  EXPECT_NE(more.err.find("capture it again with --decode 5"), std::string::npos) << more.err;
+}
+
+TEST_F(Gate, PerHeadSplitsTheAttentionOutput) {
+  ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", *ref_}).exit_code, 0);
+  const json same = check({"--per-head"}, 0);
+  ASSERT_EQ(same["per_head"].size(), 4u);  // one kqv_out per layer
+  EXPECT_TRUE(same["first_divergent_head"].is_null());
+  for (const auto& h : same["per_head"]) {
+    EXPECT_EQ(h["max_abs"].size(), 4u);  // tiny-llama: 4 heads
+    EXPECT_TRUE(h["concentration"].is_null());  // nothing moved
+    EXPECT_TRUE(h["heads_over"].empty());
+  }
+  const json q8 = check({"-ctk", "q8_0", "--per-head"}, 1);
+  const json& first = q8["first_divergent_head"];
+  ASSERT_TRUE(first.is_object());
+  EXPECT_EQ(first["tap"], "kqv_out-0");
+  EXPECT_EQ(first["layer"], 0);
+  // The worst head's max |Δ| is the tap's max |Δ|, and concentration = worst / median.
+  const double worst = first["max_abs"][first["worst_head"].get<size_t>()].get<double>();
+  EXPECT_EQ(worst, q8["taps"][1]["max_abs"].get<double>());
+  EXPECT_DOUBLE_EQ(first["concentration"].get<double>(), worst / first["median"].get<double>());
+  EXPECT_TRUE(check({}, 0)["per_head"].empty());  // only when asked
+}
+
+// qwen3 does not name its projected attention output: its attention tap is kqv_out.
+TEST_F(Gate, Qwen3TapsUseKqvOutForAttention) {
+  const std::string model = *dir_ + "/tiny-qwen3.gguf", ref = *dir_ + "/qwen3-ref";
+  ASSERT_EQ(hd::test::run_cli({"make-model", "--preset", "tiny-qwen3", "--type", "f16", "-o", model})
+                .exit_code,
+            0);
+  const auto cap = hd::test::run_cli({"capture", "-m", model, "-f", *dir_ + "/golden.txt", "-o", ref});
+  ASSERT_EQ(cap.exit_code, 0) << cap.err;
+  ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", ref}).exit_code, 0);
+  const auto r = hd::test::run_cli(
+      {"check", "--reference", ref, "-m", model, "-ctk", "q8_0", "--format", "json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["taps"].size(), 1u + 4 * 3 + 1);
+  EXPECT_EQ(j["taps"][1]["name"], "kqv_out-0");
+  EXPECT_EQ(j["taps"][2]["name"], "ffn_out-0");
+  EXPECT_EQ(j["first_divergent_tap"], "kqv_out-0");
 }

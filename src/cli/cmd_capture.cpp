@@ -1,4 +1,5 @@
-// heterodyne capture --model m.gguf [-ctk … -fa … -ub … -t N] --text-file golden.txt -o ref/
+// heterodyne capture --model m.gguf [-ctk … -fa … -ub … -t N] --text-file golden.txt
+//                    [--decode N] -o ref/
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
 #include "errors.h"
@@ -20,6 +21,10 @@ void add_capture(CLI::App& app, Context& ctx) {
   cmd->add_option("--text-file,-f", o->cfg.text_file, "the golden text")->required();
   cmd->add_option("--max-tokens", o->cfg.max_tokens, "cut the text to this many tokens")
       ->capture_default_str();
+  cmd->add_option("--decode", o->cfg.decode_steps,
+                  "then this many single-token steps (greedy), taps named <tap>@token_<i>")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("-o,--output", o->out, "reference directory to write")->required();
   cmd->add_flag("--force", o->force, "replace an existing reference");
   add_arm_flags(*cmd, o->flags, "");
@@ -28,7 +33,8 @@ void add_capture(CLI::App& app, Context& ctx) {
     const auto manifest = run::capture_reference(o->cfg, o->out, o->force, ctx.command_line);
     progress_line("wrote " + o->out + "/activations.safetensors (" +
                   std::to_string(manifest["taps"].size()) + " taps x " +
-                  std::to_string(manifest["tokens"].size()) + " tokens) and manifest.json");
+                  std::to_string(manifest["tokens"].size()) + " tokens, " +
+                  std::to_string(o->cfg.decode_steps) + " decode steps) and manifest.json");
     ctx.exit_code = 0;
   });
 }

@@ -1,6 +1,7 @@
 // heterodyne calibrate --reference ref/ [--safety 2] [--jitter-floor 1e-3]
 // heterodyne check --reference ref/ --model m2.gguf [settings] [--allow-model-change]
-//                  [--jitter-floor X] [--format human|markdown|json|junit]
+//                  [--jitter-floor X] [--format human|markdown|json|junit] [--decode N]
+//                  [--per-head]
 #include <fmt/format.h>
 
 #include <iostream>
@@ -13,15 +14,54 @@
 namespace hd::cli {
 namespace {
 
+std::string concentration_text(const nlohmann::json& c) {
+  if (c.is_null()) return "-";
+  if (c.is_string()) return c.get<std::string>();
+  return fmt::format("{:.3g}", c.get<double>());
+}
+
+std::string heads_text(const nlohmann::json& heads_over) {
+  std::string s;
+  for (const auto& h : heads_over) s += (s.empty() ? "" : ",") + std::to_string(h.get<int>());
+  return s.empty() ? "-" : s;
+}
+
+// "first head divergence: kqv_out-0, heads 1,3 over; worst head 3, concentration 12.5"
+std::string first_head_line(const nlohmann::json& r) {
+  if (!r.contains("first_divergent_head")) return "";
+  const auto& h = r["first_divergent_head"];
+  if (h.is_null()) return "no head over its tap's tolerance";
+  return fmt::format("first layer with a divergent head: {} (layer {}), heads {} over; worst head "
+                     "{}, concentration {}",
+                     h["tap"].get<std::string>(), h["layer"].get<int>(),
+                     heads_text(h["heads_over"]), h["worst_head"].get<int>(),
+                     concentration_text(h["concentration"]));
+}
+
+void print_heads(const nlohmann::json& r) {
+  if (r["per_head"].empty()) return;
+  std::cout << fmt::format("\n{:<20} {:>6} {:>12} {:>12} {:>14}  {}\n", "attention (per head)",
+                           "worst", "max |Δ|", "median", "concentration", "heads over");
+  for (const auto& h : r["per_head"]) {
+    const double worst = h["max_abs"][h["worst_head"].get<size_t>()].get<double>();
+    std::cout << fmt::format("{:<20} {:>6} {:>12.4g} {:>12.4g} {:>14}  {}\n",
+                             h["tap"].get<std::string>(), h["worst_head"].get<int>(), worst,
+                             h["median"].get<double>(), concentration_text(h["concentration"]),
+                             heads_text(h["heads_over"]));
+  }
+  std::cout << first_head_line(r) << "\n";
+}
+
 void print_check(const nlohmann::json& r) {
-  std::cout << fmt::format("{:<16} {:>12} {:>12} {:>10} {:>12}  {}\n", "tap", "max |Δ|", "mean |Δ|",
+  std::cout << fmt::format("{:<22} {:>12} {:>12} {:>10} {:>12}  {}\n", "tap", "max |Δ|", "mean |Δ|",
                            "rel err", "tolerance", "");
   for (const auto& t : r["taps"]) {
-    std::cout << fmt::format("{:<16} {:>12.4g} {:>12.4g} {:>10.3g} {:>12.4g}  {}\n",
+    std::cout << fmt::format("{:<22} {:>12.4g} {:>12.4g} {:>10.3g} {:>12.4g}  {}\n",
                              t["name"].get<std::string>(), t["max_abs"].get<double>(),
                              t["mean_abs"].get<double>(), t["rel_err"].get<double>(),
                              t["tolerance"].get<double>(), t["over"].get<bool>() ? "OVER" : "");
   }
+  print_heads(r);
   std::cout << (r["passed"].get<bool>() ? std::string("\npassed: every tap within its tolerance\n")
                                         : "\nFAILED: first divergent tap " +
                                               r["first_divergent_tap"].get<std::string>() + "\n");
@@ -43,6 +83,7 @@ void print_markdown(const nlohmann::json& r) {
                              t["mean_abs"].get<double>(), t["rel_err"].get<double>(),
                              t["tolerance"].get<double>(), over ? "**over**" : "");
   }
+  if (r.contains("first_divergent_head")) std::cout << "\n" << first_head_line(r) << ".\n";
 }
 
 std::string xml_escape(const std::string& s) {
@@ -127,6 +168,11 @@ void add_gate(CLI::App& app, Context& ctx) {
   k->add_option("--jitter-floor", o->cfg.jitter_floor,
                 "loosen every tolerance to at least this x max |ref|")
       ->check(CLI::NonNegativeNumber);
+  k->add_option("--decode", o->cfg.decode_steps,
+                "compare this many of the reference's decode steps (default: all it has)")
+      ->check(CLI::NonNegativeNumber);
+  k->add_flag("--per-head", o->cfg.per_head,
+              "split each attention output (kqv_out) into heads: worst head, concentration");
   k->add_option("--format", o->format, "human | markdown | json | junit")
       ->check(CLI::IsMember({"human", "markdown", "json", "junit"}))
       ->capture_default_str();

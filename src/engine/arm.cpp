@@ -113,6 +113,12 @@ void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<flo
   decode(&tokens, nullptr, static_cast<int32_t>(tokens.size()), hook, logits, first_output);
 }
 
+void Arm::run_step(int32_t token, int32_t pos, Hook* hook, std::vector<float>& logits) {
+  if (pos < 1) throw RuntimeError("a decode step needs a prompt before it");
+  const std::span<const int32_t> one(&token, 1);
+  decode(&one, nullptr, 1, hook, logits, 0, pos);
+}
+
 void Arm::run_residual(std::span<const float> rows, int n_tokens, Hook* hook,
                        std::vector<float>& logits, int first_output) {
   if (rows.size() != static_cast<size_t>(n_tokens) * static_cast<size_t>(model_->info().n_embd)) {
@@ -122,17 +128,19 @@ void Arm::run_residual(std::span<const float> rows, int n_tokens, Hook* hook,
 }
 
 void Arm::decode(const std::span<const int32_t>* tokens, const std::span<const float>* rows,
-                 int32_t n, Hook* hook, std::vector<float>& logits, int first_output) {
-  if (n < 1 || n > n_ctx_) throw RuntimeError("chunk length out of range for this arm");
+                 int32_t n, Hook* hook, std::vector<float>& logits, int first_output,
+                 int32_t pos0) {
+  if (n < 1 || pos0 < 0 || pos0 + n > n_ctx_)
+    throw RuntimeError("chunk length out of range for this arm");
   if (first_output < 0 || first_output >= n)
     throw RuntimeError("first output position out of range");
-  llama_memory_clear(llama_get_memory(ctx_), true);
+  if (pos0 == 0) llama_memory_clear(llama_get_memory(ctx_), true);
   const int32_t width = rows != nullptr ? model_->info().n_embd : 0;
   llama_batch batch = llama_batch_init(n, width, 1);
   if (rows != nullptr) std::memcpy(batch.embd, rows->data(), rows->size() * sizeof(float));
   for (int32_t i = 0; i < n; ++i) {
     if (tokens != nullptr) batch.token[i] = (*tokens)[static_cast<size_t>(i)];
-    batch.pos[i] = i;
+    batch.pos[i] = pos0 + i;
     batch.n_seq_id[i] = 1;
     batch.seq_id[i][0] = 0;
     batch.logits[i] = i >= first_output ? 1 : 0;

@@ -33,7 +33,8 @@ void check_settings(const ArmSettings& s, const ModelInfo& model, int n_ctx);
 
 class Arm {
  public:
-  // n_ctx is the chunk length: every chunk is one batch evaluated from an empty cache.
+  // n_ctx is the chunk length: every chunk is one batch evaluated from an empty cache (plus
+  // any single-token steps that follow it, see run_step).
   Arm(std::shared_ptr<Model> model, ArmSettings settings, int n_ctx);
   ~Arm();
   Arm(const Arm&) = delete;
@@ -51,6 +52,12 @@ class Arm {
   void run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<float>& logits,
                  int first_output = 0);
 
+  // One more token at position `pos`, continuing the sequence the previous call left in the
+  // KV cache (no clearing): a single-token decode step, which runs other kernels than a
+  // prompt's batch (matrix-vector products, one query row in attention). `logits` gets the
+  // token's [n_vocab] raw logits.
+  void run_step(int32_t token, int32_t pos, Hook* hook, std::vector<float>& logits);
+
   // The same, starting from residual rows ([n_tokens][n_embd]) instead of tokens: they enter
   // as layer 0's input through llama_batch.embd. On a model cut by ensure_tail_model this runs
   // the original's later layers on a given residual.
@@ -60,7 +67,7 @@ class Arm {
  private:
   static bool eval_callback(struct ggml_tensor* t, bool ask, void* self);
   void decode(const std::span<const int32_t>* tokens, const std::span<const float>* rows, int32_t n,
-              Hook* hook, std::vector<float>& logits, int first_output);
+              Hook* hook, std::vector<float>& logits, int first_output, int32_t pos0 = 0);
 
   std::shared_ptr<Model> model_;
   ArmSettings settings_;

@@ -34,6 +34,9 @@ std::string point_name(const std::string& arch, PointKind kind, int layer) {
     // tokens never computes, so a hook on it would see nothing.
     case PointKind::kEmbedding:
       return "embd";
+    // build_attn (llama-graph.cpp) names it for every architecture, flash attention or not.
+    case PointKind::kKqvOut:
+      return "kqv_out-" + n;
     // src/models/qwen2.cpp and qwen3.cpp do not name the projected attention output.
     case PointKind::kAttnOut:
       return arch == "llama" ? "attn_out-" + n : "";

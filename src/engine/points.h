@@ -9,6 +9,8 @@ namespace hd::engine {
 
 enum class PointKind {
   kEmbedding,   // the token embeddings, layer 0's input (users call it inp_embd, see points.cpp)
+  kKqvOut,      // kqv_out-N: the attention's output before its output projection, heads side
+                // by side ([head_dim_v * n_head] per token); named in every architecture
   kAttnOut,     // after the attention output projection (named attn_out-N in llama only)
   kFfnInp,      // ffn_inp-N: the residual after attention (TransformerLens hook_resid_mid)
   kFfnOut,      // ffn_out-N: the MLP output (hook_mlp_out)

@@ -1,5 +1,6 @@
 #include "run/capture.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -21,7 +22,8 @@ std::vector<Tap> forward_taps(const std::string& arch, int n_layer) {
   using engine::PointKind;
   std::vector<Tap> taps = {{"inp_embd", engine::point_name(arch, PointKind::kEmbedding)}};
   for (int il = 0; il < n_layer; ++il) {
-    for (PointKind k : {PointKind::kAttnOut, PointKind::kFfnOut, PointKind::kLayerOut}) {
+    for (PointKind k :
+         {PointKind::kKqvOut, PointKind::kAttnOut, PointKind::kFfnOut, PointKind::kLayerOut}) {
       const std::string g = engine::point_name(arch, k, il);
       if (!g.empty()) taps.push_back({g, g});
     }
@@ -30,21 +32,72 @@ std::vector<Tap> forward_taps(const std::string& arch, int n_layer) {
   return taps;
 }
 
-std::vector<store::NamedTensor> capture_taps(std::shared_ptr<engine::Model> model,
-                                             const engine::ArmSettings& settings,
-                                             const std::vector<int32_t>& tokens) {
-  const int n = static_cast<int>(tokens.size());
-  engine::Arm arm(model, settings, n);
-  const std::vector<Tap> taps = forward_taps(model->info().architecture, model->info().n_layer);
+std::string step_tap_name(const std::string& tap, int step) {
+  return tap + "@token_" + std::to_string(step);
+}
+
+int kqv_layer(const std::string& tap_name) {
+  static const std::string prefix = "kqv_out-";
+  if (tap_name.rfind(prefix, 0) != 0) return -1;
+  const std::string rest = tap_name.substr(prefix.size(), tap_name.find('@') - prefix.size());
+  return rest.empty() ? -1 : std::stoi(rest);
+}
+
+namespace {
+
+int32_t argmax(const std::vector<float>& logits) {  // the lowest id among ties
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+}  // namespace
+
+Captured capture_taps(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings,
+                      const std::vector<int32_t>& prompt, int decode_steps,
+                      const std::vector<int32_t>& feed) {
+  const int n = static_cast<int>(prompt.size());
+  if (decode_steps < 0) throw InputError("--decode must not be negative");
+  if (!feed.empty() && feed.size() < static_cast<size_t>(decode_steps)) {
+    throw RuntimeError("fewer tokens to feed than decode steps");
+  }
+  const engine::ModelInfo& info = model->info();
+  if (n + decode_steps > info.n_ctx_train) {
+    throw InputError(std::to_string(n) + " tokens and " + std::to_string(decode_steps) +
+                     " decode steps do not fit the model's context of " +
+                     std::to_string(info.n_ctx_train));
+  }
+  engine::Arm arm(model, settings, n + decode_steps);
+  const std::vector<Tap> taps = forward_taps(info.architecture, info.n_layer);
   engine::Hook hook;
   for (const Tap& t : taps) hook.capture(t.graph_name);
   std::vector<float> logits;
-  arm.run_chunk(tokens, &hook, logits, 0);  // logits everywhere: the last layer keeps every row
-  std::vector<store::NamedTensor> tensors;
-  for (const Tap& t : taps) {
-    tensors.push_back({t.name, {n, hook.width(t.graph_name)}, hook.captured(t.graph_name)});
+  arm.run_chunk(prompt, &hook, logits, 0);  // logits everywhere: the last layer keeps every row
+
+  // tensors[tap][0] is the prompt's, tensors[tap][1 + i] step i's.
+  std::vector<std::vector<store::NamedTensor>> per_tap(taps.size());
+  for (size_t k = 0; k < taps.size(); ++k) {
+    const Tap& t = taps[k];
+    per_tap[k].push_back({t.name, {n, hook.width(t.graph_name)}, hook.captured(t.graph_name)});
   }
-  return tensors;
+  Captured out;
+  const size_t n_vocab = static_cast<size_t>(info.n_vocab);
+  std::vector<float> last(logits.end() - static_cast<std::ptrdiff_t>(n_vocab), logits.end());
+  for (int i = 0; i < decode_steps; ++i) {
+    const int32_t token = feed.empty() ? argmax(last) : feed[static_cast<size_t>(i)];
+    out.continuation.push_back(token);
+    engine::Hook step_hook;
+    for (const Tap& t : taps) step_hook.capture(t.graph_name);
+    arm.run_step(token, n + i, &step_hook, last);
+    for (size_t k = 0; k < taps.size(); ++k) {
+      const Tap& t = taps[k];
+      per_tap[k].push_back({step_tap_name(t.name, i),
+                            {1, step_hook.width(t.graph_name)},
+                            step_hook.captured(t.graph_name)});
+    }
+  }
+  for (auto& group : per_tap) {
+    for (auto& tensor : group) out.tensors.push_back(std::move(tensor));
+  }
+  return out;
 }
 
 nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir, bool force,
@@ -55,6 +108,7 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
     throw InputError("'" + dir + "' already holds a reference (use --force to replace it)");
   }
   if (c.max_tokens < 2) throw InputError("--max-tokens must be at least 2");
+  if (c.decode_steps < 0) throw InputError("--decode must not be negative");
   std::ifstream in(c.text_file, std::ios::binary);
   if (!in) throw InputError("cannot read the text file '" + c.text_file + "'");
   std::ostringstream ss;
@@ -67,12 +121,16 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
   if (tokens.size() > static_cast<size_t>(c.max_tokens))
     tokens.resize(static_cast<size_t>(c.max_tokens));
   if (tokens.size() < 2) throw InputError("the text gives fewer than 2 tokens");
-  const std::vector<store::NamedTensor> tensors = capture_taps(model, c.arm, tokens);
+  const Captured captured = capture_taps(model, c.arm, tokens, c.decode_steps);
+  const std::vector<store::NamedTensor>& tensors = captured.tensors;
   const std::vector<Tap> taps = forward_taps(model->info().architecture, model->info().n_layer);
   nlohmann::json tap_list = nlohmann::json::array();
-  for (size_t i = 0; i < taps.size(); ++i) {
-    tap_list.push_back({{"name", taps[i].name},
-                        {"graph_name", taps[i].graph_name},
+  const size_t per_tap = 1 + static_cast<size_t>(c.decode_steps);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const size_t step = i % per_tap;
+    tap_list.push_back({{"name", tensors[i].name},
+                        {"graph_name", taps[i / per_tap].graph_name},
+                        {"step", step == 0 ? nlohmann::json(nullptr) : nlohmann::json(step - 1)},
                         {"shape", tensors[i].shape},
                         {"dtype", "F32"}});
   }
@@ -86,7 +144,9 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
         {"architecture", model->info().architecture},
         {"description", model->info().description},
         {"n_layer", model->info().n_layer},
-        {"n_embd", model->info().n_embd}}},
+        {"n_embd", model->info().n_embd},
+        {"n_head", model->info().n_head},
+        {"head_dim_v", model->info().head_dim_v}}},
       {"settings",
        {{"cache_type_k", s.cache_type_k},
         {"cache_type_v", s.cache_type_v},
@@ -95,6 +155,7 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
         {"n_threads", threads}}},
       {"text", {{"path", c.text_file}, {"sha256", sha256_bytes(text)}}},
       {"tokens", tokens},
+      {"decode", {{"steps", c.decode_steps}, {"tokens", captured.continuation}}},
       {"taps", tap_list},
       {"llama_cpp", {{"commit", build::kLlamaCommit}, {"flags", build::kLlamaFlags}}},
       {"machine", {{"cpu", engine::cpu_model()}, {"cpu_features", engine::cpu_features()}}},
@@ -104,7 +165,7 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
   fs::create_directories(out, ec);
   if (ec) throw InputError("cannot create '" + dir + "': " + ec.message());
   store::write_safetensors((out / "activations.safetensors").string(), tensors,
-                           {{"format", "heterodyne-reference"}, {"schema_version", "1"}});
+                           {{"format", "heterodyne-reference"}, {"schema_version", std::to_string(kReferenceSchema)}});
   const std::string part = (out / "manifest.json.part").string();
   {
     std::ofstream m(part);

@@ -1,7 +1,10 @@
 // `heterodyne capture`: a gate reference. One arm reads a golden text once; every tap in
-// forward order is kept: inp_embd, then per layer attn_out-N (where the architecture names
-// it), ffn_out-N, l_out-N, then result_norm. Written as <dir>/activations.safetensors (one
-// [tokens, channels] F32 tensor per tap) and <dir>/manifest.json (what, how and where).
+// forward order is kept: inp_embd, then per layer kqv_out-N (attention before its output
+// projection, heads side by side: what --per-head splits), attn_out-N (after it, where the
+// architecture names it), ffn_out-N, l_out-N, then result_norm. With decode steps, the arm
+// then generates greedily one token at a time and each step's taps are kept as
+// `<tap>@token_<i>`. Written as <dir>/activations.safetensors (one [rows, channels] F32 tensor
+// per tap) and <dir>/manifest.json (what, how and where).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -16,6 +19,7 @@ struct CaptureConfig {
   engine::ArmSettings arm;
   std::string text_file;
   int max_tokens = 256;  // the text is cut to this many tokens (one batch)
+  int decode_steps = 0;  // single-token steps after the prompt (greedy continuation)
 };
 
 struct Tap {
@@ -23,16 +27,31 @@ struct Tap {
   std::string graph_name;  // the tensor llama.cpp names (embd, l_out-3, ...)
 };
 
-// The taps of an architecture with n_layer layers, in forward order.
+// The taps of one batch through an architecture with n_layer layers, in forward order.
 std::vector<Tap> forward_taps(const std::string& arch, int n_layer);
 
-inline constexpr int kReferenceSchema = 1;
+// The name of a tap at decode step `step` (0-based): l_out-7@token_3.
+std::string step_tap_name(const std::string& tap, int step);
 
-// One arm over `tokens` (one batch, logits everywhere), every tap of forward_taps() kept:
-// [tokens][channels] F32 tensors named by tap, in forward order.
-std::vector<store::NamedTensor> capture_taps(std::shared_ptr<engine::Model> model,
-                                             const engine::ArmSettings& settings,
-                                             const std::vector<int32_t>& tokens);
+// kqv_out-N -> N; -1 for any other tap (decode steps included: kqv_out-N@token_i -> N).
+int kqv_layer(const std::string& tap_name);
+
+// Schema 2 added kqv_out-N taps and decode steps.
+inline constexpr int kReferenceSchema = 2;
+
+struct Captured {
+  // In forward order: each prompt tap, then the same tap at every decode step, so the order is
+  // layer, then block, then step, and everything a tensor depends on comes before it.
+  std::vector<store::NamedTensor> tensors;  // prompt taps [tokens][channels], steps [1][channels]
+  std::vector<int32_t> continuation;        // the tokens the decode steps were fed
+};
+
+// One arm over `prompt` (one batch, logits everywhere), then `decode_steps` single-token steps.
+// The steps are fed `feed` when it is given (a candidate takes the reference's tokens), else
+// the arm's own greedy continuation: step 0 takes the argmax after the prompt.
+Captured capture_taps(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings,
+                      const std::vector<int32_t>& prompt, int decode_steps = 0,
+                      const std::vector<int32_t>& feed = {});
 
 // Runs the capture and writes the reference directory (created if missing; an existing
 // reference is replaced only with `force`). Returns the manifest.

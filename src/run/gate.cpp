@@ -1,60 +1,32 @@
 #include "run/gate.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "analysis/head_diff.h"
 #include "analysis/tap_diff.h"
 #include "common/sha256.h"
 #include "engine/model.h"
 #include "errors.h"
 #include "run/capture.h"
+#include "run/reference.h"
 #include "store/safetensors.h"
 
 namespace hd::run {
 namespace fs = std::filesystem;
+
 namespace {
 
-nlohmann::json read_json(const fs::path& p, const std::string& missing) {
-  std::ifstream in(p);
-  if (!in) throw InputError(missing);
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const std::exception&) {
-    throw InputError("'" + p.string() + "' is not valid JSON");
-  }
-}
-
-struct Reference {
-  nlohmann::json manifest;
-  store::SafetensorsFile activations;
-  std::vector<int32_t> tokens;
-};
-
-Reference load_reference(const std::string& dir) {
-  Reference r;
-  r.manifest = read_json(fs::path(dir) / "manifest.json",
-                         "'" + dir + "' is not a reference (no manifest.json; run capture)");
-  if (r.manifest.value("schema_version", 0) != kReferenceSchema) {
-    throw InputError("'" + dir + "' is a reference of schema " +
-                     std::to_string(r.manifest.value("schema_version", 0)) + "; this build reads " +
-                     std::to_string(kReferenceSchema));
-  }
-  r.activations = store::read_safetensors((fs::path(dir) / "activations.safetensors").string());
-  r.tokens = r.manifest.at("tokens").get<std::vector<int32_t>>();
-  return r;
-}
-
-engine::ArmSettings reference_arm(const nlohmann::json& m) {
-  engine::ArmSettings s;
-  s.model = m["model"]["path"];
-  s.cache_type_k = m["settings"]["cache_type_k"];
-  s.cache_type_v = m["settings"]["cache_type_v"];
-  s.flash_attn = m["settings"]["flash_attn"];
-  s.n_ubatch = m["settings"]["n_ubatch"];
-  s.n_threads = m["settings"]["n_threads"];
-  return s;
+// JSON has no infinity: a finite ratio is a number, an infinite one the string "inf", and 0/0
+// (no head moved) null.
+nlohmann::json concentration_json(double c) {
+  if (std::isnan(c)) return nullptr;
+  if (std::isinf(c)) return "inf";
+  return c;
 }
 
 }  // namespace
@@ -81,7 +53,8 @@ nlohmann::json calibrate_reference(const CalibrateConfig& c) {
   std::vector<double> observed(ref.activations.tensors.size(), 0.0);
   nlohmann::json run_list = nlohmann::json::array();
   for (const auto& s : runs) {
-    const auto taps = capture_taps(model, s, ref.tokens);
+    const auto taps = capture_taps(model, s, ref.tokens, ref.decode_steps, ref.continuation).tensors;
+    if (taps.size() != observed.size()) throw RuntimeError("a calibration run has other taps");
     for (size_t i = 0; i < taps.size(); ++i) {
       observed[i] = std::max(
           observed[i], analysis::tap_delta(ref.activations.tensors[i].data, taps[i].data).max_abs);
@@ -122,8 +95,16 @@ nlohmann::json calibrate_reference(const CalibrateConfig& c) {
 nlohmann::json check_reference(const CheckConfig& c) {
   const Reference ref = load_reference(c.reference);
   const nlohmann::json tol =
-      read_json(fs::path(c.reference) / "tolerances.json",
-                "'" + c.reference + "' has no tolerances.json: run calibrate first");
+      read_json_file((fs::path(c.reference) / "tolerances.json").string(),
+                     "'" + c.reference + "' has no tolerances.json: run calibrate first");
+  std::map<std::string, double, std::less<>> atol_of;
+  for (const auto& t : tol.at("taps")) atol_of[t.at("name").get<std::string>()] = t.at("atol");
+  const int steps = c.decode_steps < 0 ? ref.decode_steps : c.decode_steps;
+  if (steps > ref.decode_steps) {
+    throw InputError("the reference has " + std::to_string(ref.decode_steps) +
+                     " decode steps, not " + std::to_string(steps) +
+                     ": capture it again with --decode " + std::to_string(steps));
+  }
   if (!c.allow_model_change && sha256_file(c.arm.model) != ref.manifest["model"]["sha256"]) {
     throw InputError("'" + c.arm.model +
                      "' is not the reference's model (sha256 differs); "
@@ -145,34 +126,62 @@ nlohmann::json check_reference(const CheckConfig& c) {
       throw InputError("this model tokenizes the reference's text differently");
     }
   }
-  const auto taps = capture_taps(model, c.arm, ref.tokens);
-  if (taps.size() != ref.activations.tensors.size()) {
-    throw InputError("the candidate has " + std::to_string(taps.size()) + " taps, the reference " +
-                     std::to_string(ref.activations.tensors.size()));
-  }
-  nlohmann::json rows = nlohmann::json::array();
+  const auto taps = capture_taps(model, c.arm, ref.tokens, steps, ref.continuation).tensors;
+  std::map<std::string, const store::NamedTensor*, std::less<>> ref_of;
+  for (const auto& t : ref.activations.tensors) ref_of[t.name] = &t;
+  const int n_head = ref.manifest["model"].value("n_head", 0);
+
+  nlohmann::json rows = nlohmann::json::array(), heads = nlohmann::json::array();
+  nlohmann::json first_head = nullptr;
   std::string first;
-  for (size_t i = 0; i < taps.size(); ++i) {
-    const auto& r = ref.activations.tensors[i];
-    if (taps[i].name != r.name || taps[i].shape != r.shape) {
-      throw InputError("tap " + r.name + ": shape or name differs from the reference");
+  for (const auto& cand : taps) {
+    const auto r = ref_of.find(cand.name);
+    if (r == ref_of.end() || r->second->shape != cand.shape) {
+      throw InputError("tap " + cand.name + ": " +
+                       (r == ref_of.end() ? "not in the reference" : "shape differs") +
+                       " (a model of another architecture or shape?)");
     }
-    const auto d = analysis::tap_delta(r.data, taps[i].data);
-    double atol = tol.at("taps").at(i).at("atol").get<double>();
+    const auto atol_it = atol_of.find(cand.name);
+    if (atol_it == atol_of.end()) {
+      throw InputError("tolerances.json has no tolerance for " + cand.name +
+                       ": run calibrate again");
+    }
+    const std::vector<float>& ref_data = r->second->data;
+    const auto d = analysis::tap_delta(ref_data, cand.data);
+    double atol = atol_it->second;
     if (c.jitter_floor > 0) atol = std::max(atol, c.jitter_floor * d.ref_abs_max);  // only loosens
     const bool over = d.max_abs > atol;
-    if (over && first.empty()) first = r.name;
-    rows.push_back({{"name", r.name},
+    if (over && first.empty()) first = cand.name;
+    rows.push_back({{"name", cand.name},
                     {"max_abs", d.max_abs},
                     {"mean_abs", d.mean_abs},
                     {"rel_err", d.rel_err},
                     {"tolerance", atol},
                     {"over", over}});
+    if (!c.per_head || kqv_layer(cand.name) < 0) continue;
+    const auto h = analysis::head_delta(ref_data, cand.data, static_cast<int>(cand.shape[1]), n_head);
+    nlohmann::json over_heads = nlohmann::json::array();
+    for (size_t i = 0; i < h.max_abs.size(); ++i) {
+      if (h.max_abs[i] > atol) over_heads.push_back(i);
+    }
+    heads.push_back({{"tap", cand.name},
+                     {"layer", kqv_layer(cand.name)},
+                     {"max_abs", h.max_abs},
+                     {"worst_head", h.worst},
+                     {"median", h.median},
+                     {"concentration", concentration_json(h.concentration)},
+                     {"tolerance", atol},
+                     {"heads_over", over_heads}});
+    if (first_head.is_null() && !over_heads.empty()) first_head = heads.back();
   }
-  return {{"passed", first.empty()},
-          {"first_divergent_tap", first.empty() ? nlohmann::json(nullptr) : nlohmann::json(first)},
-          {"taps", rows},
-          {"per_head", nlohmann::json::array()}};
+  nlohmann::json result = {
+      {"passed", first.empty()},
+      {"first_divergent_tap", first.empty() ? nlohmann::json(nullptr) : nlohmann::json(first)},
+      {"decode_steps", steps},
+      {"taps", rows},
+      {"per_head", heads}};
+  if (c.per_head) result["first_divergent_head"] = first_head;
+  return result;
 }
 
 }  // namespace hd::run

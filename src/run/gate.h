@@ -26,10 +26,14 @@ struct CheckConfig {
   engine::ArmSettings arm;  // the candidate
   bool allow_model_change = false;
   double jitter_floor = 0;  // > 0: loosen every tolerance to at least this * max |ref|
+  int decode_steps = -1;    // compare this many of the reference's decode steps; -1: all
+  bool per_head = false;    // split every kqv_out tap into heads
 };
 
-// {passed, first_divergent_tap, taps: [{name, max_abs, mean_abs, rel_err, tolerance, over}],
-//  per_head: []}. InputError (exit 2) for a bad configuration: no tolerances, another model
+// {passed, first_divergent_tap, decode_steps, taps: [{name, max_abs, mean_abs, rel_err,
+//  tolerance, over}], per_head: [{tap, layer, max_abs: [per head], worst_head, median,
+//  concentration, tolerance, heads_over}], first_divergent_head (with per_head)}. A head is over
+// when its max |Δ| exceeds its tap's tolerance. InputError (exit 2) for a bad configuration: no tolerances, another model
 // without allow_model_change, tokens the candidate cannot take, shapes that differ.
 nlohmann::json check_reference(const CheckConfig& config);
 
