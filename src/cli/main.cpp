@@ -58,6 +58,8 @@ int main(int argc, char** argv) {
   hd::cli::add_serve(app, ctx);
   hd::cli::add_capture(app, ctx);
   hd::cli::add_gate(app, ctx);
+  hd::cli::add_quant_risk(app, ctx);
+  hd::cli::add_length_curve(app, ctx);
 
   // CLI11 reports a mistyped command as "a subcommand is required"; name what was typed.
   if (args.size() > 1) {

@@ -9,6 +9,7 @@
 
 #include "analysis/head_diff.h"
 #include "analysis/tap_diff.h"
+#include "common/json_number.h"
 #include "common/sha256.h"
 #include "engine/model.h"
 #include "errors.h"
@@ -19,17 +20,6 @@
 namespace hd::run {
 namespace fs = std::filesystem;
 
-namespace {
-
-// JSON has no infinity: a finite ratio is a number, an infinite one the string "inf", and 0/0
-// (no head moved) null.
-nlohmann::json concentration_json(double c) {
-  if (std::isnan(c)) return nullptr;
-  if (std::isinf(c)) return "inf";
-  return c;
-}
-
-}  // namespace
 
 nlohmann::json calibrate_reference(const CalibrateConfig& c) {
   const Reference ref = load_reference(c.reference);
@@ -169,7 +159,7 @@ nlohmann::json check_reference(const CheckConfig& c) {
                      {"max_abs", h.max_abs},
                      {"worst_head", h.worst},
                      {"median", h.median},
-                     {"concentration", concentration_json(h.concentration)},
+                     {"concentration", json_number(h.concentration)},
                      {"tolerance", atol},
                      {"heads_over", over_heads}});
     if (first_head.is_null() && !over_heads.empty()) first_head = heads.back();

@@ -1,0 +1,105 @@
+#include "run/length_curve.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/kl.h"
+#include "analysis/tap_diff.h"
+#include "engine/model.h"
+#include "engine/points.h"
+#include "errors.h"
+
+namespace hd::run {
+namespace {
+
+struct ArmPass {
+  std::vector<float> residual;  // [L][n_embd], the last layer's output
+  std::vector<float> logits;    // [L][n_vocab]
+};
+
+ArmPass run_arm(const std::shared_ptr<engine::Model>& model, const engine::ArmSettings& s,
+                std::span<const int32_t> tokens) {
+  const engine::ModelInfo& info = model->info();
+  const std::string last =
+      engine::point_name(info.architecture, engine::PointKind::kLayerOut, info.n_layer - 1);
+  engine::Arm arm(model, s, static_cast<int>(tokens.size()));
+  engine::Hook hook;
+  hook.capture(last);
+  ArmPass p;
+  arm.run_chunk(tokens, &hook, p.logits, 0);
+  p.residual = hook.captured(last);
+  return p;
+}
+
+nlohmann::json arm_json(const engine::ArmSettings& s) {
+  return {{"model", s.model},           {"cache_type_k", s.cache_type_k},
+          {"cache_type_v", s.cache_type_v}, {"flash_attn", s.flash_attn},
+          {"n_ubatch", s.n_ubatch},     {"n_threads", s.n_threads}};
+}
+
+}  // namespace
+
+nlohmann::json length_curve(const LengthCurveConfig& c,
+                            const std::function<void(const std::string&)>& progress) {
+  if (c.lengths.empty()) throw InputError("--lengths needs at least one length");
+  for (size_t i = 0; i < c.lengths.size(); ++i) {
+    if (c.lengths[i] < 1 || (i > 0 && c.lengths[i] <= c.lengths[i - 1])) {
+      throw InputError("--lengths must be positive and strictly increasing");
+    }
+  }
+  std::ifstream in(c.text_file, std::ios::binary);
+  if (!in) throw InputError("cannot read the text file '" + c.text_file + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+
+  auto model_a = engine::model_load(c.a.model);
+  auto model_b = c.b.model == c.a.model ? model_a : engine::model_load(c.b.model);
+  if (model_a->info().n_vocab != model_b->info().n_vocab ||
+      model_a->info().n_embd != model_b->info().n_embd) {
+    throw InputError("the arms' models differ in vocabulary or width: no common positions");
+  }
+  std::vector<int32_t> tokens = model_a->tokenize(ss.str(), model_a->info().add_bos);
+  const int longest = c.lengths.back();
+  if (tokens.size() < static_cast<size_t>(longest)) {
+    throw InputError("the text gives " + std::to_string(tokens.size()) + " tokens, fewer than " +
+                     std::to_string(longest));
+  }
+  const size_t n_vocab = static_cast<size_t>(model_a->info().n_vocab);
+  nlohmann::json rows = nlohmann::json::array();
+  analysis::ScoreScratch scratch;
+  for (int len : c.lengths) {
+    progress("length " + std::to_string(len));
+    const std::span<const int32_t> prompt(tokens.data(), static_cast<size_t>(len));
+    const ArmPass a = run_arm(model_a, c.a, prompt);
+    const ArmPass b = run_arm(model_b, c.b, prompt);
+    double sq_delta = 0, sq_ref = 0;
+    for (size_t k = 0; k < a.residual.size(); ++k) {
+      const double d = static_cast<double>(b.residual[k]) - a.residual[k];
+      sq_delta += d * d;
+      sq_ref += static_cast<double>(a.residual[k]) * a.residual[k];
+    }
+    double kl_sum = 0, kl_max = 0;
+    int flips = 0;
+    for (size_t p = 0; p < static_cast<size_t>(len); ++p) {
+      const std::span<const float> la(a.logits.data() + p * n_vocab, n_vocab);
+      const std::span<const float> lb(b.logits.data() + p * n_vocab, n_vocab);
+      const double kl = analysis::kl_divergence(la, lb, scratch);
+      kl_sum += kl;
+      kl_max = std::max(kl_max, kl);
+      // The lowest id among ties, as llama-perplexity counts top-1 agreement.
+      flips += std::max_element(la.begin(), la.end()) - la.begin() !=
+               std::max_element(lb.begin(), lb.end()) - lb.begin();
+    }
+    rows.push_back({{"length", len},
+                    {"rel_err", sq_ref > 0 ? std::sqrt(sq_delta / sq_ref) : 0.0},
+                    {"max_abs", analysis::tap_delta(a.residual, b.residual).max_abs},
+                    {"mean_kl", kl_sum / len},
+                    {"max_kl", kl_max},
+                    {"top1_flips", flips}});
+  }
+  return {{"a", arm_json(c.a)}, {"b", arm_json(c.b)}, {"tokens", longest}, {"rows", rows}};
+}
+
+}  // namespace hd::run
