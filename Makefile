@@ -14,7 +14,7 @@ HD = $(BUILD)/heterodyne
 DEMO = out/demo
 DEMO_CHUNKS ?= 8
 
-.PHONY: all deps configure build test demo bench clean
+.PHONY: all deps configure build bin test demo bench clean
 
 all: build
 
@@ -33,9 +33,12 @@ build: configure
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 1
 
-# The demo needs only the heterodyne binary (not the tests, not the peer tool).
-demo: configure
+# The heterodyne binary alone (not the tests, not the peer tool): the demo and the GitHub
+# Action need nothing else.
+bin: configure
 	cmake --build $(BUILD) -j $(JOBS) --target heterodyne
+
+demo: bin
 	@mkdir -p $(DEMO)
 	$(HD) demo-model -o $(DEMO)/demo-f32.gguf --held-out-text $(DEMO)/held-out.txt
 	$(HD) diff --a $(DEMO)/demo-f32.gguf --b-quant Q4_K_M --text-file $(DEMO)/held-out.txt \

@@ -1,9 +1,10 @@
 // heterodyne calibrate --reference ref/ [--safety 2] [--jitter-floor 1e-3]
 // heterodyne check --reference ref/ --model m2.gguf [settings] [--allow-model-change]
 //                  [--jitter-floor X] [--format human|markdown|json|junit] [--decode N]
-//                  [--per-head]
+//                  [--per-head] [--json-out FILE]
 #include <fmt/format.h>
 
+#include <fstream>
 #include <iostream>
 
 #include "cli/arm_flags.h"
@@ -155,7 +156,7 @@ void add_gate(CLI::App& app, Context& ctx) {
 
   struct CheckOpts {
     run::CheckConfig cfg;
-    std::string model, format = "human";
+    std::string model, format = "human", json_out;
     ArmFlags flags;
   };
   auto o = std::make_shared<CheckOpts>();
@@ -176,10 +177,17 @@ void add_gate(CLI::App& app, Context& ctx) {
   k->add_option("--format", o->format, "human | markdown | json | junit")
       ->check(CLI::IsMember({"human", "markdown", "json", "junit"}))
       ->capture_default_str();
+  k->add_option("--json-out", o->json_out,
+                "also write the JSON report to this file (one run, two reports: CI)");
   add_arm_flags(*k, o->flags, "");
   k->callback([o, &ctx] {
     o->cfg.arm = resolve_arm(o->model, o->flags, ArmFlags{});
     const auto r = run::check_reference(o->cfg);
+    if (!o->json_out.empty()) {
+      std::ofstream out(o->json_out);
+      out << r.dump(2) << "\n";
+      if (!out.flush()) throw InputError("cannot write '" + o->json_out + "'");
+    }
     if (o->format == "json") {
       std::cout << r.dump(2) << "\n";
     } else if (o->format == "markdown") {
