@@ -4,6 +4,9 @@
 #include "cli/commands.h"
 #include "errors.h"
 #include "report/show.h"
+#include "report/floor.h"
+#include "report/stored_result.h"
+#include "report/sweep.h"
 #include "report/transplants.h"
 
 namespace hd::cli {
@@ -55,6 +58,26 @@ void add_show(CLI::App& app, Context& ctx) {
       return;
     }
     const std::string& file = o->files.front();
+    if (const std::string kind = report::experiment_kind(file); kind != "diff") {
+      if (o->worst || o->transplants || o->components || !o->position.empty()) {
+        throw InputError("'" + file + "' is a " + kind + ": --worst, --transplants, --components "
+                         "and --position are for diffs");
+      }
+      const report::LoadedResult r = report::load_result(file, kind);
+      if (r.integrity == "MISMATCH") {
+        progress_line("warning: '" + file +
+                      "' fails its integrity check (changed after it was sealed)");
+      }
+      if (o->json) {
+        std::cout << report::result_json(r).dump(2) << "\n";
+      } else if (kind == "sweep") {
+        report::print_sweep(std::cout, r);
+      } else {
+        report::print_floor(std::cout, r);
+      }
+      ctx.exit_code = 0;
+      return;
+    }
     const report::Loaded l = report::load_experiment(file);
     if (l.integrity == "MISMATCH") {
       progress_line("warning: '" + file +

@@ -23,6 +23,8 @@ void add_capture(CLI::App& app, Context& ctx);
 void add_gate(CLI::App& app, Context& ctx);  // calibrate, check
 void add_quant_risk(CLI::App& app, Context& ctx);
 void add_length_curve(CLI::App& app, Context& ctx);
+void add_sweep(CLI::App& app, Context& ctx);
+void add_floor(CLI::App& app, Context& ctx);
 
 // Progress lines go to stderr, so stdout stays clean for tables and JSON.
 void progress_line(const std::string& line);

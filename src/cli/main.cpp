@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
   hd::cli::add_gate(app, ctx);
   hd::cli::add_quant_risk(app, ctx);
   hd::cli::add_length_curve(app, ctx);
+  hd::cli::add_sweep(app, ctx);
+  hd::cli::add_floor(app, ctx);
 
   // CLI11 reports a mistyped command as "a subcommand is required"; name what was typed.
   if (args.size() > 1) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "errors.h"
 #include "report/transplants.h"
 #include "store/experiment.h"
 
@@ -18,6 +19,9 @@ Loaded load_experiment(const std::string& path) {
   Loaded l;
   l.path = path;
   l.status = e.meta("status").value_or("unknown");
+  if (const std::string kind = e.meta("kind").value_or("diff"); kind != "diff") {
+    throw InputError("'" + path + "' is a " + kind + ", not a diff (show prints it alone)");
+  }
   const auto sealed = e.meta("integrity_sha256");
   l.integrity = !sealed ? "not sealed" : *sealed == e.compute_integrity() ? "ok" : "MISMATCH";
   l.config = nlohmann::json::parse(e.meta("config").value_or("{}"));

@@ -21,7 +21,7 @@ static std::atomic<bool> g_stop{false};
 void request_stop() { g_stop = true; }
 bool stop_requested() { return g_stop; }
 
-static std::string now_utc() {
+std::string now_utc() {
   const std::time_t t = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
@@ -39,25 +39,31 @@ static std::string sha256_of_tokens(const std::vector<std::vector<int32_t>>& chu
   return sha256_bytes(bytes);
 }
 
-static nlohmann::json provenance(const Session& s, const std::string& text,
-                                 const std::vector<std::vector<int32_t>>& chunks,
-                                 const std::string& command_line) {
+nlohmann::json run_provenance(const std::string& text_path, const std::string& text,
+                              const std::vector<std::vector<int32_t>>& chunks,
+                              const std::string& command_line) {
   nlohmann::json p;
   p["heterodyne"] = {{"version", build::kVersion}, {"commit", build::kCommit}};
   p["llama_cpp"] = {{"commit", build::kLlamaCommit}, {"flags", build::kLlamaFlags}};
   p["machine"] = {{"cpu", engine::cpu_model()},
                   {"cpu_features", engine::cpu_features()},
                   {"os", engine::os_description()}};
-  p["arms"] = s.arms_provenance();
-  p["floor_ubatch"] = s.floor_ubatch();
-  p["text"] = {
-      {"path", s.config().text_file}, {"sha256", sha256_bytes(text)}, {"bytes", text.size()}};
+  p["text"] = {{"path", text_path}, {"sha256", sha256_bytes(text)}, {"bytes", text.size()}};
   size_t n_tokens = 0;
   for (const auto& c : chunks) n_tokens += c.size();
   p["tokens"] = {
       {"n_chunks", chunks.size()}, {"count", n_tokens}, {"sha256", sha256_of_tokens(chunks)}};
   p["command_line"] = command_line;
   p["started_at"] = now_utc();
+  return p;
+}
+
+static nlohmann::json provenance(const Session& s, const std::string& text,
+                                 const std::vector<std::vector<int32_t>>& chunks,
+                                 const std::string& command_line) {
+  nlohmann::json p = run_provenance(s.config().text_file, text, chunks, command_line);
+  p["arms"] = s.arms_provenance();
+  p["floor_ubatch"] = s.floor_ubatch();
   return p;
 }
 

@@ -1,7 +1,10 @@
 // heterodyne diff: run two arms over a text chunk by chunk into an experiment file.
 #pragma once
+#include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "run/config.h"
 
@@ -17,6 +20,13 @@ bool stop_requested();
 // Runs a new diff into `out`. Returns the number of chunks still missing (0 when complete).
 int diff_run(const DiffConfig& config, const std::string& out, bool replace,
              const std::string& command_line, const ProgressFn& progress);
+
+// What every run records: heterodyne and llama.cpp builds, the machine, the text and its
+// tokens, the command line, the start time (UTC, ISO 8601).
+nlohmann::json run_provenance(const std::string& text_path, const std::string& text,
+                              const std::vector<std::vector<int32_t>>& chunks,
+                              const std::string& command_line);
+std::string now_utc();
 
 // Finishes an interrupted diff from its own stored configuration.
 int diff_resume(const std::string& path, const std::string& command_line,

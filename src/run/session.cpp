@@ -100,15 +100,19 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
 }
 
 std::vector<std::vector<int32_t>> Session::chunks_of(const std::string& text) const {
-  const engine::Model& m = a_.arm->model();
+  return chunk_text(a_.arm->model(), text, config_.chunk, config_.max_chunks);
+}
+
+std::vector<std::vector<int32_t>> chunk_text(const engine::Model& m, const std::string& text,
+                                             int chunk_tokens, int max_chunks) {
   const std::vector<int32_t> all = m.tokenize(text, true);
-  const size_t n = static_cast<size_t>(config_.chunk);
+  const size_t n = static_cast<size_t>(chunk_tokens);
   size_t count = all.size() / n;
   if (count == 0) {
     throw InputError("the text has " + std::to_string(all.size()) +
                      " tokens, fewer than one chunk of " + std::to_string(n));
   }
-  if (config_.max_chunks > 0) count = std::min(count, static_cast<size_t>(config_.max_chunks));
+  if (max_chunks > 0) count = std::min(count, static_cast<size_t>(max_chunks));
   std::vector<std::vector<int32_t>> out;
   for (size_t c = 0; c < count; ++c) {
     std::vector<int32_t> chunk(all.begin() + static_cast<long>(c * n),

@@ -81,4 +81,10 @@ class Session {
 
 std::string read_text_file(const std::string& path);  // InputError: missing, empty, not UTF-8
 
+// A text as diff reads it: tokenized as the model asks (BOS first when it wants one), cut into
+// whole chunks (at most max_chunks when > 0), each chunk's first token replaced by BOS
+// (llama-perplexity's convention). InputError when not even one chunk fits.
+std::vector<std::vector<int32_t>> chunk_text(const engine::Model& model, const std::string& text,
+                                             int chunk, int max_chunks);
+
 }  // namespace hd::run

@@ -5,7 +5,9 @@
 #include "analysis/compare.h"
 #include "build_info.h"
 #include "errors.h"
+#include "run/floor.h"
 #include "run/session.h"
+#include "run/sweep.h"
 #include "store/experiment.h"
 
 namespace hd::run {
@@ -30,6 +32,15 @@ int verify(const std::string& path, const VerifyOptions& options, const Progress
   const store::Experiment e = store::Experiment::open(path, false);
   check_integrity(e, progress);
   if (options.integrity_only) return 0;
+  const std::string kind = e.meta("kind").value_or("diff");
+  if (kind == "sweep") {
+    sweep_verify(path, options.force, progress);
+    return 0;
+  }
+  if (kind == "floor") {
+    floor_verify(path, options.force, progress);
+    return 0;
+  }
 
   const auto prov = nlohmann::json::parse(e.required_meta("provenance"));
   const std::string commit = prov["llama_cpp"]["commit"];

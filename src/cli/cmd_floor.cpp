@@ -1,0 +1,55 @@
+// heterodyne floor --model m.gguf --text-file t.txt --ub 1..512 [--threads 1,2] [--fa on,off]
+//                  [--ref-ub 512] [-ctk T] [-ctv T] [--chunk 128] [--max-chunks 4] -o floor.hdy
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "errors.h"
+#include "run/floor.h"
+
+namespace hd::cli {
+
+void add_floor(CLI::App& app, Context& ctx) {
+  struct Opts {
+    run::FloorConfig cfg;
+    std::string ub = "1..64", threads, fa = "auto", out;
+    bool force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand(
+      "floor", "which ubatch splits (threads, flash attention) reproduce a run bit for bit");
+  cmd->add_option("--model,-m", o->cfg.model, "the GGUF")->required();
+  cmd->add_option("--text-file,-f", o->cfg.text_file, "the text")->required();
+  cmd->add_option("--ub,--ubatch-size", o->ub, "ubatch sizes: 1..512, 1,2,7 or a mix")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", o->threads, "thread counts, e.g. 1,2 (default: all cores)");
+  cmd->add_option("--fa,--flash-attn", o->fa, "flash attention values: on, off, auto, or a list")
+      ->capture_default_str();
+  cmd->add_option("--ref-ub", o->cfg.reference_ubatch, "the reference run's ubatch")
+      ->capture_default_str();
+  cmd->add_option("--ctk,--cache-type-k", o->cfg.cache_type_k, "K cache type")->capture_default_str();
+  cmd->add_option("--ctv,--cache-type-v", o->cfg.cache_type_v, "V cache type")->capture_default_str();
+  cmd->add_option("--chunk,-c", o->cfg.chunk, "tokens per chunk")->capture_default_str();
+  cmd->add_option("--max-chunks", o->cfg.max_chunks, "at most this many chunks (0: all)")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", o->out, "experiment file to write")->required();
+  cmd->add_flag("--force", o->force, "replace an existing output file");
+  cmd->callback([o, &ctx] {
+    run::FloorConfig cfg = o->cfg;
+    cfg.model = std::filesystem::absolute(cfg.model).lexically_normal().string();
+    cfg.text_file = std::filesystem::absolute(cfg.text_file).lexically_normal().string();
+    cfg.ubatches = run::parse_int_list(o->ub);
+    if (!o->threads.empty()) cfg.threads = run::parse_int_list(o->threads);
+    cfg.flash_attn.clear();
+    for (size_t start = 0; start <= o->fa.size();) {
+      const size_t comma = std::min(o->fa.find(',', start), o->fa.size());
+      cfg.flash_attn.push_back(o->fa.substr(start, comma - start));
+      start = comma + 1;
+    }
+    if (cfg.reference_ubatch < 1) throw InputError("--ref-ub must be at least 1");
+    run::floor_run(cfg, o->out, o->force, ctx.command_line, progress_line);
+    progress_line("wrote " + o->out + "  (heterodyne show " + o->out + ")");
+    ctx.exit_code = 0;
+  });
+}
+
+}  // namespace hd::cli

@@ -1,0 +1,58 @@
+// heterodyne sweep --a A.gguf [--b B.gguf] [settings, --a-… --b-…] --text-file T [--chunk N]
+//                  [--max-chunks N] [--score-from N|half] [--no-floor] [--floor-ub N]
+//                  [--max-arms 64] -o sweep.hdy [--force]
+#include <filesystem>
+
+#include "cli/arm_flags.h"
+#include "cli/commands.h"
+#include "errors.h"
+#include "run/sweep.h"
+
+namespace hd::cli {
+
+void add_sweep(CLI::App& app, Context& ctx) {
+  struct Opts {
+    std::string a, b, text, out;
+    ArmFlags shared, own_a, own_b;
+    run::DiffConfig cfg;
+    int max_arms = 64;
+    bool no_floor = false, force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "every combination of the settings two arms differ in: how much each causes");
+  cmd->add_option("--a", o->a, "arm A's GGUF (the reference)")->required();
+  cmd->add_option("--b", o->b, "arm B's GGUF (default: A's, with B's settings)");
+  cmd->add_option("--text-file,-f", o->text, "the text every arm reads")->required();
+  cmd->add_option("--chunk,-c", o->cfg.chunk, "tokens per chunk, each from an empty KV cache")
+      ->capture_default_str();
+  cmd->add_option("--max-chunks", o->cfg.max_chunks, "at most this many chunks (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--score-from", o->cfg.score_from,
+                  "first predicted token scored: N, or 'half' (llama-perplexity's convention)")
+      ->capture_default_str();
+  cmd->add_flag("--no-floor", o->no_floor, "skip the numerical floor");
+  cmd->add_option("--floor-ub", o->cfg.floor_ubatch, "ubatch of the floor arm");
+  cmd->add_option("--max-arms", o->max_arms, "refuse more combinations than this")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", o->out, "experiment file to write")->required();
+  cmd->add_flag("--force", o->force, "replace an existing output file");
+  add_arm_flags(*cmd, o->shared, "");
+  add_arm_flags(*cmd, o->own_a, "a-");
+  add_arm_flags(*cmd, o->own_b, "b-");
+  cmd->callback([o, &ctx] {
+    auto absolute = [](const std::string& p) {
+      return std::filesystem::absolute(p).lexically_normal().string();
+    };
+    run::DiffConfig cfg = o->cfg;
+    cfg.a = resolve_arm(absolute(o->a), o->shared, o->own_a);
+    cfg.b = resolve_arm(absolute(o->b.empty() ? o->a : o->b), o->shared, o->own_b);
+    cfg.text_file = absolute(o->text);
+    cfg.floor = !o->no_floor;
+    run::sweep_run(cfg, o->max_arms, o->out, o->force, ctx.command_line, progress_line);
+    progress_line("wrote " + o->out + "  (heterodyne show " + o->out + ")");
+    ctx.exit_code = 0;
+  });
+}
+
+}  // namespace hd::cli

@@ -1,0 +1,24 @@
+// Experiments that are not diffs (a sweep, a floor exploration) keep one summary in their
+// meta table, written when the run finishes; show prints it.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace hd::report {
+
+// The file's kind ("diff", "sweep", "floor"); InputError when it is not an experiment file.
+std::string experiment_kind(const std::string& path);
+
+struct LoadedResult {
+  std::string path, kind, status, integrity;  // integrity: "ok", "MISMATCH", "not sealed"
+  nlohmann::json result;                      // the stored summary ("sweep" or "floor" meta)
+  nlohmann::json provenance;
+};
+
+// InputError when the run never finished (its summary is written at the end).
+LoadedResult load_result(const std::string& path, const std::string& kind);
+
+// {kind: {...summary...}, path, status, integrity}
+nlohmann::json result_json(const LoadedResult& l);
+
+}  // namespace hd::report

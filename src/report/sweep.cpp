@@ -1,0 +1,98 @@
+#include "report/sweep.h"
+
+#include <fmt/format.h>
+
+namespace hd::report {
+namespace {
+
+std::string num(const nlohmann::json& x, const char* spec = "{:.4g}") {
+  if (x.is_null()) return "-";
+  if (x.is_string()) return x.get<std::string>();
+  return fmt::format(fmt::runtime(spec), x.get<double>());
+}
+
+std::string values_text(const nlohmann::json& values, const nlohmann::json& settings,
+                        const nlohmann::json& a) {
+  std::string out;
+  for (const auto& n : settings) {
+    const std::string name = n.get<std::string>();
+    const auto& v = values[name];
+    const bool is_b = v != a[name];
+    std::string shown = v.is_string() ? v.get<std::string>() : v.dump();
+    if (name == "model") shown = shown.substr(shown.find_last_of('/') + 1);
+    out += fmt::format("{}{:<{}} ", is_b ? '*' : ' ', shown, name == "model" ? 23 : 7);
+  }
+  return out;
+}
+
+std::string short_name(const std::string& setting) {
+  if (setting == "cache_type_k") return "ctk";
+  if (setting == "cache_type_v") return "ctv";
+  if (setting == "flash_attn") return "fa";
+  if (setting == "n_ubatch") return "ub";
+  if (setting == "n_threads") return "threads";
+  return setting;
+}
+
+}  // namespace
+
+void print_sweep(std::ostream& os, const LoadedResult& l) {
+  const auto& r = l.result;
+  const auto& settings = r["settings"];
+  os << fmt::format("sweep: {} chunk(s); arms differ in {} setting(s)", r["chunks"].get<int>(),
+                    settings.size());
+  if (settings.empty()) {
+    os << ": nothing to attribute\n";
+  } else {
+    os << " (* = B's value)\n";
+  }
+  std::string header;
+  for (const auto& n : settings) {
+    const std::string name = n.get<std::string>();
+    header += fmt::format(" {:<{}} ", short_name(name), name == "model" ? 23 : 7);
+  }
+  os << fmt::format("\n{}{:>12} {:>10} {:>8} {:>9}\n", header, "mean KL", "±95%", "top-1 Δ",
+                    "PPL");
+  for (const auto& c : r["combinations"]) {
+    os << values_text(c["values"], settings, r["a"]);
+    if (!c["possible"].get<bool>()) {
+      os << "cannot run: " << c["reason"].get<std::string>() << "\n";
+      continue;
+    }
+    os << fmt::format("{:>12} {:>10} {:>7.3f}% {:>9}\n", num(c["kl_mean"]), num(c["kl_ci95"]),
+                      100 * c["top1_change_rate"].get<double>(), num(c["ppl"], "{:.4f}"));
+  }
+  if (!r["floor"].is_null()) {
+    os << fmt::format("numerical floor (A re-split into other ubatches): mean KL {} ± {}, top-1 "
+                      "Δ {:.3f}%\n",
+                      num(r["floor"]["kl_mean"]), num(r["floor"]["kl_ci95"]),
+                      100 * r["floor"]["top1_change_rate"].get<double>());
+  }
+  if (settings.empty()) return;
+  os << fmt::format("\ntotal KL(A || B) = {}; attribution (mean over chunks ± 95%):\n",
+                    num(r["total"]));
+  os << fmt::format("{:<14} {:>12} {:>10} {:>12} {:>10}\n", "setting", "Shapley", "±95%",
+                    "main effect", "±95%");
+  for (const auto& n : settings) {
+    const std::string name = n.get<std::string>();
+    bool in_floor = false;
+    for (const auto& w : r["within_floor"]) in_floor |= w == name;
+    os << fmt::format("{:<14} {:>12} {:>10} {:>12} {:>10}{}\n", short_name(name),
+                      num(r["shapley"][name]), num(r["shapley_ci95"][name]),
+                      num(r["main_effects"][name]), num(r["main_effects_ci95"][name]),
+                      in_floor ? "  within the floor" : "");
+  }
+  if (r["impossible"].get<int>() > 0) {
+    os << "Shapley values need every combination; " << r["impossible"].get<int>()
+       << " cannot run, so they are '-' (main effects average the pairs that ran)\n";
+  }
+  if (!r["interactions"].empty()) {
+    os << "\ninteractions (v(both) - v(one) - v(other) + v(neither), mean over the rest):\n";
+    for (const auto& in : r["interactions"]) {
+      os << fmt::format("  {} × {}: {} ± {}\n", short_name(in["settings"][0]),
+                        short_name(in["settings"][1]), num(in["value"]), num(in["ci95"]));
+    }
+  }
+}
+
+}  // namespace hd::report

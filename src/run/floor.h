@@ -1,0 +1,43 @@
+// `heterodyne floor`: the batch-invariance explorer. One model and KV cache setting run the
+// same chunks with many ubatch sizes (and optionally thread counts and flash attention); each
+// run's logits are compared bit for bit with the run of the same thread count and flash
+// attention at the reference ubatch, and that run with the reference itself (reference ubatch,
+// the first thread count, the first flash-attention value). Which splits reproduce the reference exactly,
+// and how far the others move, is the numerical floor a diff has to beat; the pattern is
+// summarized from the data (analysis/invariance.h).
+//
+// Stored in an experiment file of kind "floor": meta "config", "provenance" and, at the end,
+// "floor" (every row and the patterns); verify re-runs it and compares byte for byte.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "run/diff.h"
+
+namespace hd::run {
+
+struct FloorConfig {
+  std::string model, text_file;
+  std::string cache_type_k = "f16", cache_type_v = "f16";
+  std::vector<int> ubatches;             // each clipped to the chunk (a bigger one is one batch)
+  std::vector<int> threads = {0};        // 0: default_threads()
+  std::vector<std::string> flash_attn = {"auto"};
+  int reference_ubatch = 512;
+  int chunk = 128;
+  int max_chunks = 4;
+  std::string score_from = "1";
+};
+
+// "1..512" (every integer), "1,2,7", or a mix ("1..8,16,32"). InputError for anything else.
+std::vector<int> parse_int_list(const std::string& spec);
+
+nlohmann::json to_json(const FloorConfig& c);
+FloorConfig floor_config_from_json(const nlohmann::json& j);
+
+void floor_run(const FloorConfig& config, const std::string& out, bool replace,
+               const std::string& command_line, const ProgressFn& progress);
+
+void floor_verify(const std::string& path, bool force, const ProgressFn& progress);
+
+}  // namespace hd::run

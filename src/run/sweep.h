@@ -1,0 +1,45 @@
+// `heterodyne sweep`: how much of the divergence between two arms each differing setting
+// causes. Every combination of the settings in which A and B differ (model file, K type,
+// V type, flash attention, ubatch, threads) runs on the same chunks as diff would, each scored
+// against arm A's logits (computed once per chunk). From the per-chunk mean KLs come main
+// effects, pairwise interactions and exact Shapley values (analysis/attribution.h), each with
+// a 95 % interval over chunks, next to the numerical floor.
+//
+// Stored in an experiment file of kind "sweep": meta "config", "provenance", one
+// "sweep_chunk_<c>" row per finished chunk (every scored position's KL, NLL and top-1 flag per
+// combination) and, at the end, "sweep" (the summary show prints). verify re-runs every chunk
+// and compares the rows byte for byte.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "run/config.h"
+#include "run/diff.h"
+
+namespace hd::run {
+
+// The settings a sweep can attribute to, in this order.
+const std::vector<std::string>& sweep_setting_names();
+
+// The names of the settings in which a and b differ.
+std::vector<std::string> differing_settings(const engine::ArmSettings& a,
+                                            const engine::ArmSettings& b);
+
+// A's settings with B's value for every differing setting whose bit is set in `mask`.
+engine::ArmSettings combination(const engine::ArmSettings& a, const engine::ArmSettings& b,
+                                const std::vector<std::string>& settings, unsigned mask);
+
+// Runs the sweep into `out` (config.b_quant, transplants and residuals are not used).
+// max_arms bounds 2^k (InputError above it).
+void sweep_run(const DiffConfig& config, int max_arms, const std::string& out, bool replace,
+               const std::string& command_line, const ProgressFn& progress);
+
+// Re-runs a stored sweep chunk by chunk; RuntimeError at the first row that differs.
+void sweep_verify(const std::string& path, bool force, const ProgressFn& progress);
+
+// The summary of stored chunk rows (what `show` prints), from config and chunk rows alone.
+nlohmann::json sweep_summary(const nlohmann::json& config, const std::vector<nlohmann::json>& chunks,
+                             const nlohmann::json& combinations);
+
+}  // namespace hd::run

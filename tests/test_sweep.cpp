@@ -1,0 +1,163 @@
+// sweep and floor on tiny-llama: known answers. The sweep's B combination is the diff's B, so
+// its mean KL is diff's to the bit; Shapley values add up to it; a combination llama.cpp
+// cannot run is listed with its reason; identical arms give one combination at exactly 0.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "analysis/invariance.h"
+#include "test_support.h"
+
+using nlohmann::json;
+
+namespace {
+
+struct Sweep : testing::Test {
+  static void SetUpTestSuite() {
+    dir_ = new std::string(hd::test::temp_dir("sweep"));
+    ASSERT_EQ(hd::test::run_cli({"make-model", "--preset", "tiny-llama", "--type", "f16", "-o",
+                                 *dir_ + "/m.gguf"})
+                  .exit_code,
+              0);
+    std::string text;
+    const char* words[] = {"river", "stone", "light", "quietly", "the", "and", "under", "a",
+                           "bridge", "morning", "of", "walked", "green", "old", "window", "rain"};
+    for (int i = 0; i < 900; ++i) text += std::string(words[(i * 7 + i / 5) % 16]) + (i % 11 ? " " : ". ");
+    hd::test::write_file(*dir_ + "/t.txt", text);
+  }
+  static std::vector<std::string> base(const std::string& cmd, const std::string& out) {
+    return {cmd, "--a", *dir_ + "/m.gguf", "-f", *dir_ + "/t.txt", "--chunk", "64",
+            "--max-chunks", "3", "-o", *dir_ + "/" + out, "--force"};
+  }
+  static json show(const std::string& out) {
+    const auto r = hd::test::run_cli({"show", *dir_ + "/" + out, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out);
+  }
+  static std::string* dir_;
+};
+std::string* Sweep::dir_ = nullptr;
+
+}  // namespace
+
+TEST_F(Sweep, ArmsThatDifferInNothingRunOneCombinationAtZero) {
+  const auto r = hd::test::run_cli(base("sweep", "none.hdy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json s = show("none.hdy")["sweep"];
+  EXPECT_TRUE(s["settings"].empty());
+  ASSERT_EQ(s["combinations"].size(), 1u);
+  EXPECT_EQ(s["combinations"][0]["kl_mean"].get<double>(), 0.0);
+  EXPECT_EQ(s["total"].get<double>(), 0.0);
+  EXPECT_TRUE(s["shapley"].empty() && s["main_effects"].empty());
+}
+
+TEST_F(Sweep, ShapleyAddsUpToTheDiffsKlOnThreeSettings) {
+  auto args = base("sweep", "three.hdy");
+  for (const char* a : {"--b-ctk", "q8_0", "--a-fa", "off", "--b-fa", "on", "--b-ub", "16"})
+    args.push_back(a);
+  const auto r = hd::test::run_cli(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json s = show("three.hdy")["sweep"];
+  ASSERT_EQ(s["settings"], json({"cache_type_k", "flash_attn", "n_ubatch"}));
+  ASSERT_EQ(s["combinations"].size(), 8u);
+  double sum = 0;
+  for (const auto& [name, v] : s["shapley"].items()) sum += v.get<double>();
+  const double total = s["total"].get<double>();
+  EXPECT_GT(total, 0.0);
+  EXPECT_NEAR(sum, total, 1e-12 * total);
+  EXPECT_EQ(s["combinations"][0]["kl_mean"].get<double>(), 0.0);
+
+  // The all-B combination is diff's arm B: the same mean KL, bit for bit.
+  auto d = base("diff", "three-diff.hdy");
+  d.insert(d.begin() + 3, {"--b", *dir_ + "/m.gguf"});
+  for (const char* a : {"--b-ctk", "q8_0", "--a-fa", "off", "--b-fa", "on", "--b-ub", "16"})
+    d.push_back(a);
+  ASSERT_EQ(hd::test::run_cli(d).exit_code, 0);
+  EXPECT_EQ(show("three-diff.hdy")["kl_mean"].get<double>(), total);
+
+  const auto v = hd::test::run_cli({"verify", *dir_ + "/three.hdy"});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.err.find("reproduce bitwise"), std::string::npos) << v.err;
+}
+
+TEST_F(Sweep, ACombinationThatCannotRunIsListedWithItsReason) {
+  auto args = base("sweep", "impossible.hdy");
+  for (const char* a : {"--b-ctv", "q8_0", "--a-fa", "off", "--b-fa", "on"}) args.push_back(a);
+  const auto r = hd::test::run_cli(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json s = show("impossible.hdy")["sweep"];
+  ASSERT_EQ(s["combinations"].size(), 4u);
+  const json& bad = s["combinations"][1];  // B's V type with A's flash attention (off)
+  EXPECT_EQ(bad["values"]["cache_type_v"], "q8_0");
+  EXPECT_EQ(bad["values"]["flash_attn"], "off");
+  EXPECT_FALSE(bad["possible"].get<bool>());
+  EXPECT_NE(bad["reason"].get<std::string>().find("needs flash attention"), std::string::npos);
+  EXPECT_EQ(s["impossible"], 1);
+  EXPECT_TRUE(s["shapley"]["cache_type_v"].is_null());  // undefined without every combination
+  // The one pair that ran (a mean over chunks of chunk means: equal to the pooled means' difference
+  // up to rounding, chunks being of one length).
+  const double pair = s["combinations"][3]["kl_mean"].get<double>() -
+                      s["combinations"][2]["kl_mean"].get<double>();
+  EXPECT_NEAR(s["main_effects"]["cache_type_v"].get<double>(), pair, 1e-12 * std::fabs(pair));
+  const auto human = hd::test::run_cli({"show", *dir_ + "/impossible.hdy"});
+  EXPECT_NE(human.out.find("cannot run: a quantized V cache"), std::string::npos) << human.out;
+
+  auto many = base("sweep", "many.hdy");
+  for (const char* a : {"--b-ctk", "q8_0", "--b-ub", "16", "--max-arms", "2"}) many.push_back(a);
+  const auto refused = hd::test::run_cli(many);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--max-arms 2"), std::string::npos) << refused.err;
+}
+
+TEST_F(Sweep, FloorFindsIdenticalRunsAndSaysWhatTheDataShow) {
+  const auto r = hd::test::run_cli({"floor", "-m", *dir_ + "/m.gguf", "-f", *dir_ + "/t.txt",
+                                    "--ub", "1..8,32,64", "--fa", "off,on", "--ref-ub", "64",
+                                    "--chunk", "64", "--max-chunks", "2", "-o",
+                                    *dir_ + "/floor.hdy", "--force"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json f = show("floor.hdy")["floor"];
+  ASSERT_EQ(f["rows"].size(), 2u * 10);
+  ASSERT_EQ(f["patterns"].size(), 2u);
+  for (size_t g = 0; g < 2; ++g) {
+    std::vector<hd::analysis::InvarianceRow> rows;
+    for (size_t i = 0; i < 10; ++i) {
+      const json& row = f["rows"][g * 10 + i];
+      rows.push_back({row["n_ubatch"].get<int>(), row["identical"].get<bool>()});
+      if (row["identical"].get<bool>()) {
+        EXPECT_EQ(row["kl_mean"].get<double>(), 0.0);
+        EXPECT_EQ(row["positions_differing"].get<int>(), 0);
+      } else {
+        EXPECT_GT(row["positions_differing"].get<int>(), 0);
+      }
+    }
+    // The reference ubatch itself reruns identically: the run is deterministic.
+    EXPECT_TRUE(f["rows"][g * 10 + 9]["identical"].get<bool>());
+    EXPECT_EQ(f["patterns"][g]["summary"], hd::analysis::invariance_pattern(rows, 64));
+  }
+  EXPECT_TRUE(f["patterns"][0]["same_as_reference"].get<bool>());  // fa off is the reference
+  EXPECT_EQ(hd::test::run_cli({"verify", *dir_ + "/floor.hdy"}).exit_code, 0);
+  EXPECT_EQ(hd::test::run_cli({"floor", "-m", *dir_ + "/m.gguf", "-f", *dir_ + "/t.txt", "--ub",
+                               "8..1", "-o", *dir_ + "/bad.hdy"})
+                .exit_code,
+            2);
+}
+
+TEST(Invariance, PatternsComeFromTheData) {
+  using hd::analysis::invariance_pattern;
+  std::vector<hd::analysis::InvarianceRow> rows;
+  for (int u = 1; u <= 16; ++u) rows.push_back({u, u % 4 == 0});
+  EXPECT_EQ(invariance_pattern(rows, 16), "bitwise identical exactly at multiples of 4");
+  for (auto& r : rows) r.identical = r.ubatch >= 2;
+  EXPECT_EQ(invariance_pattern(rows, 16), "bitwise identical exactly from ubatch 2 up");
+  for (auto& r : rows) r.identical = true;
+  EXPECT_EQ(invariance_pattern(rows, 16), "bitwise identical at every ubatch tested");
+  for (auto& r : rows) r.identical = false;
+  EXPECT_EQ(invariance_pattern(rows, 16), "no ubatch tested is bitwise identical to the reference");
+  for (auto& r : rows) r.identical = r.ubatch == 3 || r.ubatch == 9 || r.ubatch == 10 || r.ubatch == 11;
+  EXPECT_EQ(invariance_pattern(rows, 16), "bitwise identical at ubatch 3, 9–11 only");
+  std::vector<hd::analysis::InvarianceRow> divisors;
+  for (int u : {1, 2, 3, 4, 5, 8, 12, 16}) divisors.push_back({u, 24 % u == 0});
+  EXPECT_EQ(invariance_pattern(divisors, 24),
+            "bitwise identical exactly where the ubatch divides the chunk (equal splits)");
+}
