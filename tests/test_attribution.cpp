@@ -53,3 +53,23 @@ TEST(Attribution, NothingToSweepAndMissingCombinations) {
   EXPECT_EQ(a.interaction[0][1].pairs, 0u);
   EXPECT_THROW(attribute(std::vector<double>{0, 1, 2}), hd::InputError);
 }
+
+TEST(Attribution, SettingsThatCannotMoveAloneBecomeOnePlayer) {
+  // Three settings; bit 1 (V type) cannot be set without bit 2 (flash attention).
+  std::vector<bool> possible(8);
+  for (unsigned m = 0; m < 8; ++m) possible[m] = !((m & 2) && !(m & 4));
+  const auto players = hd::analysis::coupled_players(possible);
+  EXPECT_EQ(players, (std::vector<unsigned>{1u, 2u | 4u}));
+  std::vector<double> v(8, std::nan(""));
+  for (unsigned m = 0; m < 8; ++m) {
+    if (possible[m]) v[m] = (m & 1 ? 1.0 : 0) + (m & 4 ? 0.5 : 0) + (m & 2 ? 0.25 : 0);
+  }
+  const auto game = hd::analysis::player_values(v, players);
+  EXPECT_EQ(game, (std::vector<double>{0, 1, 0.75, 1.75}));
+  const auto a = attribute(game);
+  EXPECT_DOUBLE_EQ(a.shapley[0], 1.0);
+  EXPECT_DOUBLE_EQ(a.shapley[1], 0.75);
+  // Everything possible: nothing joined.
+  EXPECT_EQ(hd::analysis::coupled_players(std::vector<bool>(4, true)),
+            (std::vector<unsigned>{1u, 2u}));
+}

@@ -94,7 +94,10 @@ TEST_F(Sweep, ACombinationThatCannotRunIsListedWithItsReason) {
   EXPECT_FALSE(bad["possible"].get<bool>());
   EXPECT_NE(bad["reason"].get<std::string>().find("needs flash attention"), std::string::npos);
   EXPECT_EQ(s["impossible"], 1);
-  EXPECT_TRUE(s["shapley"]["cache_type_v"].is_null());  // undefined without every combination
+  // The V type cannot move without flash attention: one player, and the values still add up.
+  EXPECT_EQ(s["shapley_players"], json({"cache_type_v+flash_attn"}));
+  const double total = s["total"].get<double>();  // the mean of chunk means vs the pooled mean
+  EXPECT_NEAR(s["shapley"]["cache_type_v+flash_attn"].get<double>(), total, 1e-12 * total);
   // The one pair that ran (a mean over chunks of chunk means: equal to the pooled means' difference
   // up to rounding, chunks being of one length).
   const double pair = s["combinations"][3]["kl_mean"].get<double>() -

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "errors.h"
@@ -60,6 +61,52 @@ Attribution attribute(std::span<const double> v) {
     }
   }
   return a;
+}
+
+static unsigned settings_of(unsigned player_mask, const std::vector<unsigned>& players) {
+  unsigned m = 0;
+  for (size_t p = 0; p < players.size(); ++p) {
+    if (player_mask & (1u << p)) m |= players[p];
+  }
+  return m;
+}
+
+static size_t impossible_count(const std::vector<bool>& possible,
+                               const std::vector<unsigned>& players) {
+  size_t n = 0;
+  for (unsigned pm = 0; pm < (1u << players.size()); ++pm) n += !possible[settings_of(pm, players)];
+  return n;
+}
+
+std::vector<unsigned> coupled_players(const std::vector<bool>& possible) {
+  const size_t n = possible.size();
+  if (n < 1 || !std::has_single_bit(n) || n > (size_t{1} << 20)) {
+    throw InputError("a sweep needs 2^k combinations, not " + std::to_string(n));
+  }
+  std::vector<unsigned> players;
+  for (int i = 0; i < std::countr_zero(n); ++i) players.push_back(1u << i);
+  while (impossible_count(possible, players) > 0 && players.size() > 1) {
+    size_t best_a = 0, best_b = 1, best = SIZE_MAX;
+    for (size_t a = 0; a < players.size(); ++a) {
+      for (size_t b = a + 1; b < players.size(); ++b) {
+        std::vector<unsigned> joined = players;
+        joined[a] |= joined[b];
+        joined.erase(joined.begin() + static_cast<std::ptrdiff_t>(b));
+        if (const size_t c = impossible_count(possible, joined); c < best) {
+          best = c, best_a = a, best_b = b;
+        }
+      }
+    }
+    players[best_a] |= players[best_b];
+    players.erase(players.begin() + static_cast<std::ptrdiff_t>(best_b));
+  }
+  return players;
+}
+
+std::vector<double> player_values(std::span<const double> v, const std::vector<unsigned>& players) {
+  std::vector<double> out(size_t{1} << players.size());
+  for (unsigned pm = 0; pm < out.size(); ++pm) out[pm] = v[settings_of(pm, players)];
+  return out;
 }
 
 }  // namespace hd::analysis

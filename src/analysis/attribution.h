@@ -34,4 +34,14 @@ struct Attribution {
 // `v` has 2^k values indexed by mask (k = log2 of its size, at most 20). InputError otherwise.
 Attribution attribute(std::span<const double> v);
 
+// When some combinations cannot run, settings that must move together are joined into one
+// player so that every combination of the players runs: starting from one setting per player,
+// the pair of players whose joining leaves the fewest impossible combinations is joined, until
+// none is left (at worst one player: A and B themselves must run). Returns each player as a
+// mask of settings. `possible` has 2^k entries, indexed by setting mask.
+std::vector<unsigned> coupled_players(const std::vector<bool>& possible);
+
+// The game over players: value of a player mask = v of the union of its players' settings.
+std::vector<double> player_values(std::span<const double> v, const std::vector<unsigned>& players);
+
 }  // namespace hd::analysis

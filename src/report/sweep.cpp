@@ -69,22 +69,36 @@ void print_sweep(std::ostream& os, const LoadedResult& l) {
                       100 * r["floor"]["top1_change_rate"].get<double>());
   }
   if (settings.empty()) return;
-  os << fmt::format("\ntotal KL(A || B) = {}; attribution (mean over chunks ± 95%):\n",
+  os << fmt::format("\ntotal KL(A || B) = {}; attribution (mean over chunks ± 95%; Shapley values "
+                    "add up to the total)\n",
                     num(r["total"]));
-  os << fmt::format("{:<14} {:>12} {:>10} {:>12} {:>10}\n", "setting", "Shapley", "±95%",
-                    "main effect", "±95%");
-  for (const auto& n : settings) {
-    const std::string name = n.get<std::string>();
+  auto players_text = [](const std::string& player) {
+    std::string out;
+    for (size_t start = 0; start <= player.size();) {
+      const size_t plus = std::min(player.find('+', start), player.size());
+      if (!out.empty()) out += '+';
+      out += short_name(player.substr(start, plus - start));
+      start = plus + 1;
+    }
+    return out;
+  };
+  os << fmt::format("{:<16} {:>12} {:>10}\n", "Shapley value", "", "±95%");
+  for (const auto& p : r["shapley_players"]) {
+    const std::string name = p.get<std::string>();
     bool in_floor = false;
     for (const auto& w : r["within_floor"]) in_floor |= w == name;
-    os << fmt::format("{:<14} {:>12} {:>10} {:>12} {:>10}{}\n", short_name(name),
-                      num(r["shapley"][name]), num(r["shapley_ci95"][name]),
-                      num(r["main_effects"][name]), num(r["main_effects_ci95"][name]),
-                      in_floor ? "  within the floor" : "");
+    os << fmt::format("{:<16} {:>12} {:>10}{}\n", players_text(name), num(r["shapley"][name]),
+                      num(r["shapley_ci95"][name]), in_floor ? "  within the floor" : "");
   }
-  if (r["impossible"].get<int>() > 0) {
-    os << "Shapley values need every combination; " << r["impossible"].get<int>()
-       << " cannot run, so they are '-' (main effects average the pairs that ran)\n";
+  if (r["shapley_players"].size() < settings.size()) {
+    os << r["impossible"].get<int>()
+       << " combination(s) cannot run: settings joined by + move together as one player\n";
+  }
+  os << fmt::format("\n{:<16} {:>12} {:>10}\n", "main effect", "", "±95%");
+  for (const auto& n : settings) {
+    const std::string name = n.get<std::string>();
+    os << fmt::format("{:<16} {:>12} {:>10}\n", short_name(name), num(r["main_effects"][name]),
+                      num(r["main_effects_ci95"][name]));
   }
   if (!r["interactions"].empty()) {
     os << "\ninteractions (v(both) - v(one) - v(other) + v(neither), mean over the rest):\n";

@@ -237,34 +237,56 @@ nlohmann::json sweep_summary(const nlohmann::json& config, const std::vector<nlo
     floor_hi = m.mean + (std::isnan(m.ci95) ? 0 : m.ci95);
   }
 
+  // Settings that cannot move alone (a quantized V cache needs flash attention) are one player
+  // for the Shapley values, so that every combination of players ran.
+  std::vector<bool> possible(n_comb);
+  for (size_t m = 0; m < n_comb; ++m) possible[m] = combos[m]["possible"].get<bool>();
+  const std::vector<unsigned> players = analysis::coupled_players(possible);
+  std::vector<std::string> player_names;
+  for (unsigned p : players) {
+    std::string name;
+    for (size_t i = 0; i < k; ++i) {
+      if (!(p & (1u << i))) continue;
+      if (!name.empty()) name += '+';
+      name += names[i];
+    }
+    player_names.push_back(name);
+  }
+
   // Attribution per chunk, then each quantity's mean and interval over chunks.
-  std::vector<analysis::Attribution> per(G);
-  for (size_t g = 0; g < G; ++g) per[g] = analysis::attribute(v[g]);
-  auto across = [&](auto get) {
+  std::vector<analysis::Attribution> per(G), per_player(G);
+  for (size_t g = 0; g < G; ++g) {
+    per[g] = analysis::attribute(v[g]);
+    per_player[g] = analysis::attribute(analysis::player_values(v[g], players));
+  }
+  auto across = [&](const std::vector<analysis::Attribution>& from, auto get) {
     std::vector<double> xs(G);
-    for (size_t g = 0; g < G; ++g) xs[g] = get(per[g]);
+    for (size_t g = 0; g < G; ++g) xs[g] = get(from[g]);
     return over_chunks(xs);
   };
   nlohmann::json main = nlohmann::json::object(), main_ci = nlohmann::json::object(),
                  shapley = nlohmann::json::object(), shapley_ci = nlohmann::json::object(),
                  interactions = nlohmann::json::array(), within = nlohmann::json::array();
   for (size_t i = 0; i < k; ++i) {
-    const auto me = across([i](const analysis::Attribution& at) { return at.main[i].value; });
-    const auto sh = across([i](const analysis::Attribution& at) { return at.shapley[i]; });
+    const auto me = across(per, [i](const analysis::Attribution& at) { return at.main[i].value; });
     main[names[i]] = json_number(me.mean);
     main_ci[names[i]] = json_number(me.ci95);
-    shapley[names[i]] = json_number(sh.mean);
-    shapley_ci[names[i]] = json_number(sh.ci95);
-    // Within the floor: the interval of the effect reaches down to the floor's upper end.
-    const double lead = std::isnan(sh.mean) ? me.mean : sh.mean;
-    const double ci = std::isnan(sh.mean) ? me.ci95 : sh.ci95;
-    if (std::fabs(lead) - (std::isnan(ci) ? 0 : ci) <= floor_hi) within.push_back(names[i]);
     for (size_t j = i + 1; j < k; ++j) {
-      const auto in =
-          across([i, j](const analysis::Attribution& at) { return at.interaction[i][j].value; });
+      const auto in = across(
+          per, [i, j](const analysis::Attribution& at) { return at.interaction[i][j].value; });
       interactions.push_back({{"settings", {names[i], names[j]}},
                               {"value", json_number(in.mean)},
                               {"ci95", json_number(in.ci95)}});
+    }
+  }
+  for (size_t p = 0; p < players.size(); ++p) {
+    const auto sh =
+        across(per_player, [p](const analysis::Attribution& at) { return at.shapley[p]; });
+    shapley[player_names[p]] = json_number(sh.mean);
+    shapley_ci[player_names[p]] = json_number(sh.ci95);
+    // Within the floor: the interval of the value reaches down to the floor's upper end.
+    if (std::fabs(sh.mean) - (std::isnan(sh.ci95) ? 0 : sh.ci95) <= floor_hi) {
+      within.push_back(player_names[p]);
     }
   }
   size_t impossible = 0;
@@ -280,6 +302,7 @@ nlohmann::json sweep_summary(const nlohmann::json& config, const std::vector<nlo
           {"main_effects", main},
           {"main_effects_ci95", main_ci},
           {"interactions", interactions},
+          {"shapley_players", player_names},
           {"shapley", shapley},
           {"shapley_ci95", shapley_ci},
           {"within_floor", within}};
