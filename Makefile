@@ -14,7 +14,11 @@ HD = $(BUILD)/heterodyne
 DEMO = out/demo
 DEMO_CHUNKS ?= 8
 
-.PHONY: all deps configure build bin test demo bench clean
+FUZZ_SECONDS ?= 600
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+
+.PHONY: all deps configure build bin test test-asan fuzz demo bench clean
 
 all: build
 
@@ -32,6 +36,25 @@ build: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 1
+
+# The whole suite with AddressSanitizer + UndefinedBehaviorSanitizer on every target of ours
+# (docs/reliability.md). Leak reports are off: llama.cpp's backends keep process-lifetime
+# allocations by design.
+test-asan:
+	@$(MAKE) --no-print-directory deps
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DHETERODYNE_SANITIZE=address,undefined $(CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j 1
+
+# libFuzzer targets (fuzz/), built with clang, each run for FUZZ_SECONDS from the seed corpora
+# in fuzz/corpus; findings land in $(FUZZ_BUILD)/artifacts.
+fuzz:
+	@$(MAKE) --no-print-directory deps
+	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DHETERODYNE_FUZZ=ON -DHETERODYNE_WERROR=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # The heterodyne binary alone (not the tests, not the peer tool): the demo and the GitHub
 # Action need nothing else.

@@ -469,6 +469,58 @@ TEST_F(CliErrors, DiffTruncatedGguf) {
   EXPECT_TRUE(NothingWritten(out));
 }
 
+// Corrupted without changing the length: a tensor count of 10^12 in the header, an invalid
+// value type in the metadata.
+TEST_F(CliErrors, DiffCorruptedGgufHeaderAndMetadata) {
+  HD_REQUIRE_SHARED();
+  const std::string out = path("corrupt.hdy");
+  std::string b = read_bytes(s260k());
+  std::string count = b;
+  const uint64_t huge = 1000000000000ull;
+  std::memcpy(&count[8], &huge, 8);  // GGUF: magic, version, then the tensor count
+  hd::test::write_file(path("count.gguf"), count);
+  EXPECT_TRUE(Fails(cli(diff(path("count.gguf"), s260k(), tom(), out)), 2, {"count.gguf"},
+                    {"corrupt", "truncated"}));
+  const std::string key = "tokenizer.ggml.tokens";
+  const size_t at = b.find(key);
+  ASSERT_NE(at, std::string::npos);
+  const uint32_t bad_type = 99;
+  std::memcpy(&b[at + key.size()], &bad_type, 4);
+  hd::test::write_file(path("type.gguf"), b);
+  EXPECT_TRUE(Fails(cli(diff(path("type.gguf"), s260k(), tom(), out)), 2, {"type.gguf"},
+                    {"corrupt", "truncated"}));
+  EXPECT_TRUE(NothingWritten(out));
+}
+
+// Tensor data cannot be checked at load (GGUF has no checksum); NaN weights show up as
+// non-finite logits, which are refused rather than printed as "mean KL nan".
+TEST_F(CliErrors, DiffCorruptedTensorData) {
+  HD_REQUIRE_SHARED();
+  std::string b = read_bytes(s260k());
+  std::fill(b.begin() + static_cast<long>(b.size() * 3 / 4),
+            b.begin() + static_cast<long>(b.size() * 3 / 4 + 64), '\xff');  // NaN floats
+  hd::test::write_file(path("nan.gguf"), b);
+  const std::string out = path("nan.hdy");
+  const Invocation run = cli(diff(s260k(), path("nan.gguf"), tom(), out));
+  EXPECT_TRUE(FailsAfterProgress(run, 1, {"non-finite logit", "nan.gguf"}));
+  EXPECT_EQ(run.r.out.find("nan"), std::string::npos);
+}
+
+TEST_F(CliErrors, DiffTokenizerSettingsDiffer) {
+  HD_REQUIRE_SHARED();
+  std::string b = read_bytes(s260k());
+  const std::string key = "tokenizer.ggml.bos_token_id";
+  const size_t at = b.find(key);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(u32_at(b, at + key.size()), 4u) << "bos_token_id is not a u32";
+  const uint32_t other = 7;
+  std::memcpy(&b[at + key.size() + 4], &other, 4);
+  hd::test::write_file(path("bos.gguf"), b);
+  const std::string out = path("bos.hdy");
+  EXPECT_TRUE(Fails(cli(diff(s260k(), path("bos.gguf"), tom(), out)), 2, {"vocabular", "BOS"}));
+  EXPECT_TRUE(NothingWritten(out));
+}
+
 TEST_F(CliErrors, DiffUnsupportedArchitecture) {
   HD_REQUIRE_SHARED();
   // bloom is a real llama.cpp architecture that heterodyne has no hook points for.
@@ -618,6 +670,14 @@ TEST_F(CliErrors, DiffThreadsZero) {
   EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"-t", "0"})), 2, {"thread", "0"}));
   EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"--a-t", "0"})), 2, {"thread", "0"}));
   EXPECT_TRUE(Fails(cli(diff(s260k(), "quant:Q8_0", tom(), out, {"-t", "0"})), 2, {"thread", "0"}));
+  EXPECT_TRUE(NothingWritten(out));
+}
+
+TEST_F(CliErrors, DiffThreadsAbsurd) {
+  HD_REQUIRE_SHARED();
+  const std::string out = path("t-absurd.hdy");
+  EXPECT_TRUE(Fails(cli(diff(s260k(), s260k(), tom(), out, {"-t", "100000"})), 2,
+                    {"thread", "between 1 and 512", "100000"}));
   EXPECT_TRUE(NothingWritten(out));
 }
 
@@ -932,6 +992,17 @@ TEST_F(CliErrors, ReadersMissingSchemaVersion) {
         Fails(run, 2, {"no-schema.hdy"}, {"schema", "damaged", "not a heterodyne experiment"}));
     // A file without a version is not "newer" than anything.
     EXPECT_FALSE(icontains(run.r.err, "newer")) << describe(run);
+  }
+}
+
+// A run killed after creating its file but before storing its configuration.
+TEST_F(CliErrors, ReadersFileStoppedBeforeItsConfiguration) {
+  HD_REQUIRE_SHARED();
+  const std::string e = experiment_copy("no-config.hdy");
+  ASSERT_FALSE(e.empty());
+  sql(e, "DELETE FROM meta WHERE key IN ('config', 'provenance', 'status', 'integrity_sha256')");
+  for (const auto& r : {std::vector<std::string>{"show"}, {"show", "--json"}}) {
+    EXPECT_TRUE(Fails(cli(reader(r, e)), 2, {"no-config.hdy", "stopped before its configuration"}));
   }
 }
 

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <random>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -117,6 +119,116 @@ TEST(Resume, SigtermStopsAfterTheChunkInFlight) {
   EXPECT_LT(kept, 8);
   const auto r = test::run_cli({"diff", "--resume", path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(stored_chunks(path), 8);
+}
+
+// Whether the file holds its configuration yet (the run has got past creating it).
+bool has_config(const std::string& path) {
+  sqlite3* db = nullptr;
+  bool yes = false;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM meta WHERE key = 'provenance'", -1, &st,
+                           nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+      yes = sqlite3_column_int(st, 0) > 0;
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return yes;
+}
+
+// SIGKILL a `diff --transplants` run at 5 moments drawn from a seeded generator, anywhere in
+// the run (mid-chunk, mid-transplant, mid-write); each --resume finishes it, and every stored
+// number is bitwise what an uninterrupted run stored.
+TEST(Resume, TransplantRunsKilledAtRandomMomentsResumeBitwise) {
+  HD_REQUIRE_SHARED();
+  const Fixture& f = fixture();
+  auto args = [&](const std::string& out) {
+    auto a = diff_args(f, out);
+    a.push_back("--transplants");
+    return a;
+  };
+  const std::string whole = f.dir + "/whole-transplants.hdy";
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(test::run_cli(args(whole)).exit_code, 0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::mt19937 rng(20261129);
+  std::uniform_real_distribution<double> when(0.0, 0.9 * seconds);
+  int killed = 0;
+  for (int i = 0; i < 5; ++i) {
+    const std::string cut = f.dir + "/kill" + std::to_string(i) + ".hdy";
+    const double at = when(rng);
+    const pid_t pid = test::spawn_cli(args(cut), "/dev/null", "/dev/null");
+    const auto start = std::chrono::steady_clock::now();
+    // Not before the file has its configuration: a run killed while loading models has no file
+    // to resume (it is simply run again).
+    while (!has_config(cut) && std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_until(start + std::chrono::duration<double>(at));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) ++killed;
+    const int kept = stored_chunks(cut);
+    const auto r = test::run_cli({"diff", "--resume", cut});
+    ASSERT_EQ(r.exit_code, 0) << "kill " << i << " at " << at << " s (" << kept << " chunks kept): " << r.err;
+    EXPECT_EQ(stored_chunks(cut), 8);
+    expect_same_results(whole, cut);
+    EXPECT_EQ(test::run_cli({"verify", cut, "--integrity-only"}).exit_code, 0);
+  }
+  EXPECT_GE(killed, 4) << "most kills should land while the run is still going";
+}
+
+TEST(Resume, SigintStopsAfterTheChunkInFlight) {
+  HD_REQUIRE_SHARED();
+  const Fixture& f = fixture();
+  const std::string path = f.dir + "/int.hdy";
+  const int status = interrupt(diff_args(f, path), path, 1, SIGINT);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_LT(stored_chunks(path), 8);
+  EXPECT_EQ(test::run_cli({"diff", "--resume", path}).exit_code, 0);
+  EXPECT_EQ(stored_chunks(path), 8);
+}
+
+// A second writer on the same experiment is refused while the first runs.
+TEST(Resume, ASecondWriterIsRefused) {
+  HD_REQUIRE_SHARED();
+  const Fixture& f = fixture();
+  const std::string path = f.dir + "/two-writers.hdy";
+  auto args = diff_args(f, path);
+  args.push_back("--transplants");  // slow enough to overlap
+  const pid_t pid = test::spawn_cli(args, "/dev/null", "/dev/null");
+  while (stored_chunks(path) < 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const auto second = test::run_cli({"diff", "--resume", path});
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  EXPECT_EQ(second.exit_code, 2);
+  EXPECT_NE(second.err.find("another"), std::string::npos) << second.err;
+}
+
+// A full disk (simulated with a file-size limit: writes fail with EFBIG) stops the run with one
+// line saying so; the chunks stored before it are kept and --resume finishes the file.
+TEST(Resume, AFullDiskKeepsWhatWasStored) {
+  HD_REQUIRE_SHARED();
+  const Fixture& f = fixture();
+  test::run_cli({"quantize", f.model, f.dir + "/warm-q4_0.gguf", "Q4_0"});  // B's cache, unlimited
+  const std::string path = f.dir + "/full.hdy";
+  std::string cmd = "bash -c \"trap '' XFSZ; ulimit -f 100; exec " HD_BINARY;
+  for (const auto& a : diff_args(f, path)) cmd += " '" + a + "'";
+  cmd += "\" 2>" + f.dir + "/full.err";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  const std::string err = test::read_file(f.dir + "/full.err");
+  EXPECT_NE(err.find("disk"), std::string::npos) << err;
+  EXPECT_NE(err.find("diff --resume"), std::string::npos) << err;
+  const int kept = stored_chunks(path);
+  EXPECT_LT(kept, 8);
+  ASSERT_EQ(test::run_cli({"diff", "--resume", path}).exit_code, 0);
   EXPECT_EQ(stored_chunks(path), 8);
 }
 

@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -229,6 +231,66 @@ TEST_F(Serve, RunsADiffWhileFiftyClientsAskForItsStatus) {
     EXPECT_GT(d->body.size(), 100u) << format;
   }
   EXPECT_EQ(c.Get(("/api/experiments/" + name + "/download?format=exe").c_str())->status, 400);
+}
+
+// Resident memory of a process, in KiB (VmRSS).
+long rss_kib(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// 10,000 requests from 16 concurrent clients while a run proceeds: none fails, the server's
+// memory stays bounded, and the run's numbers are what a quiet machine computes (verify
+// recomputes every chunk bit for bit).
+TEST_F(Serve, TenThousandRequestsFromSixteenClientsDuringARun) {
+  auto c = client();
+  json form = run_form(20, true);
+  form["text"] = story(80);
+  auto res = c.Post("/api/runs", form.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 201) << res->body;
+  const json made = json::parse(res->body);
+  const std::string run = "/api/runs/" + std::to_string(made["id"].get<int>());
+  const std::vector<std::string> paths = {run, "/api/experiments", "/api/models", "/api/texts",
+                                          "/api/quant-types", "/"};
+  for (int i = 0; i < 200; ++i) c.Get(paths[static_cast<size_t>(i) % paths.size()].c_str());
+  const long rss_before = rss_kib(serve_.pid);
+  std::atomic<int> ok{0}, failed{0}, during_run{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 16; ++t) {
+    clients.emplace_back([&, t] {
+      httplib::Client cl("127.0.0.1", port_);
+      cl.set_read_timeout(60, 0);
+      for (int i = 0; i < 625; ++i) {
+        const std::string& path = paths[static_cast<size_t>(t + i) % paths.size()];
+        auto r = cl.Get(path.c_str());
+        if (r && r->status == 200 && !r->body.empty()) {
+          ++ok;
+          if (path == run && json::parse(r->body)["state"] == "running") ++during_run;
+        } else {
+          ++failed;
+        }
+      }
+    });
+  }
+  for (auto& th : clients) th.join();
+  const long rss_after = rss_kib(serve_.pid);
+  EXPECT_EQ(ok.load(), 10000);
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_GT(during_run.load(), 0) << "the load should overlap the run";
+  // Bounded: no growth with the number of requests served (measured: a few MB at most).
+  EXPECT_LT(rss_after - rss_before, 64 * 1024) << rss_before << " KiB -> " << rss_after << " KiB";
+  std::cerr << "serve RSS " << rss_before << " KiB before, " << rss_after << " KiB after\n";
+
+  const json done = wait_run(made["id"], 300);
+  ASSERT_EQ(done["state"], "done") << done.dump();
+  const auto v = hd::test::run_cli(
+      {"verify", experiments_ + "/" + made["experiment"].get<std::string>() + ".hdy"});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
 }
 
 TEST_F(Serve, CancelStopsARunAfterItsChunkAndKeepsAResumableFile) {

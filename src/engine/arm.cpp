@@ -1,6 +1,7 @@
 #include "engine/arm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "engine/system.h"
@@ -166,6 +167,15 @@ void Arm::decode(const std::span<const int32_t>* tokens, const std::span<const f
       throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(i));
     std::memcpy(logits.data() + static_cast<size_t>(i - first_output) * n_vocab, row,
                 n_vocab * sizeof(float));
+    // A NaN or inf logit makes every number downstream meaningless (KL would print as nan):
+    // refuse it here, where the position is still known.
+    for (size_t k = 0; k < n_vocab; ++k) {
+      if (!std::isfinite(row[k])) {
+        throw RuntimeError("'" + settings_.model + "' produced a non-finite logit (" +
+                           std::to_string(row[k]) + ") at position " + std::to_string(pos0 + i) +
+                           ": its weights may be corrupt, or a setting overflows");
+      }
+    }
   }
 }
 

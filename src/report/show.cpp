@@ -24,8 +24,18 @@ Loaded load_experiment(const std::string& path) {
   }
   const auto sealed = e.meta("integrity_sha256");
   l.integrity = !sealed ? "not sealed" : *sealed == e.compute_integrity() ? "ok" : "MISMATCH";
-  l.config = nlohmann::json::parse(e.meta("config").value_or("{}"));
-  l.provenance = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
+  const auto config = e.meta("config");
+  if (!config) {
+    throw InputError("'" + path +
+                     "' holds no run: it was stopped before its configuration was stored "
+                     "(run the diff again, with --force)");
+  }
+  try {
+    l.config = nlohmann::json::parse(*config);
+    l.provenance = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
+  } catch (const nlohmann::json::exception&) {
+    throw InputError("'" + path + "' is damaged: its configuration is not valid JSON");
+  }
   l.chunks = e.read_all();
   l.pieces = e.pieces();
   l.summary = analysis::summarize(l.chunks);

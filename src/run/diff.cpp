@@ -75,8 +75,27 @@ static void set_provenance(store::Experiment& e, const std::string& key,
   e.set_meta("provenance", prov.dump());
 }
 
-// Runs every chunk not yet in the file; seals it when all are there.
+// Runs every chunk not yet in the file; seals it when all are there. A failure mid-run (a full
+// disk, say) loses only the chunk in flight: the message says how to finish.
+static int run_chunks(store::Experiment& e, Session& s,
+                      const std::vector<std::vector<int32_t>>& chunks, const ProgressFn& progress);
 static int run_missing(store::Experiment& e, Session& s,
+                       const std::vector<std::vector<int32_t>>& chunks,
+                       const ProgressFn& progress) {
+  try {
+    return run_chunks(e, s, chunks, progress);
+  } catch (const RuntimeError& err) {
+    std::string kept = "the chunks already stored are kept";
+    try {
+      kept = "the " + std::to_string(e.finished_chunks().size()) + " chunks already stored are kept";
+    } catch (const std::exception&) {
+    }
+    throw RuntimeError(std::string(err.what()) + "; " + kept +
+                       ": finish with heterodyne diff --resume " + e.path());
+  }
+}
+
+static int run_chunks(store::Experiment& e, Session& s,
                        const std::vector<std::vector<int32_t>>& chunks,
                        const ProgressFn& progress) {
   const auto done_list = e.finished_chunks();

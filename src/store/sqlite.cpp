@@ -7,7 +7,11 @@ namespace hd::store {
 static void check(sqlite3* db, int rc, std::string_view what) {
   if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
   std::string msg = std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-  if (rc == SQLITE_FULL) msg = std::string(what) + ": the disk is full";
+  if ((rc & 0xff) == SQLITE_FULL) msg = std::string(what) + ": the disk is full";
+  if ((rc & 0xff) == SQLITE_IOERR) {  // EFBIG, ENOSPC on the journal, a failing disk
+    msg = std::string(what) + ": cannot write to the disk (" +
+          (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)) + "; is it full or over a size limit?)";
+  }
   if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
     msg = std::string(what) + ": the file is locked by another process";
   throw RuntimeError(msg);
@@ -92,7 +96,7 @@ Database::~Database() { sqlite3_close(db_); }
 void Database::exec(std::string_view sql) {
   // check() reads sqlite3_errmsg, so sqlite3_exec's own copy of the message is not needed.
   const int rc = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, nullptr);
-  if (rc != SQLITE_OK) check(db_, rc, "experiment file");
+  if (rc != SQLITE_OK) check(db_, rc, "writing the experiment file");
 }
 
 Transaction::Transaction(Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
