@@ -1001,9 +1001,10 @@ TEST_F(CliErrors, ReadersFileStoppedBeforeItsConfiguration) {
   const std::string e = experiment_copy("no-config.hdy");
   ASSERT_FALSE(e.empty());
   sql(e, "DELETE FROM meta WHERE key IN ('config', 'provenance', 'status', 'integrity_sha256')");
-  for (const auto& r : {std::vector<std::string>{"show"}, {"show", "--json"}}) {
+  for (const auto& r : {std::vector<std::string>{"show"}, {"show", "--json"}, {"verify"}}) {
     EXPECT_TRUE(Fails(cli(reader(r, e)), 2, {"no-config.hdy", "stopped before its configuration"}));
   }
+  EXPECT_TRUE(Fails(cli({"diff", "--resume", e}), 2, {"no-config.hdy", "stopped before"}));
 }
 
 TEST_F(CliErrors, VerifyTamperedExperiment) {

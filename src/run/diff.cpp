@@ -185,6 +185,11 @@ static void check_same_inputs(const nlohmann::json& prov, const Session& s,
 int diff_resume(const std::string& path, const std::string& command_line,
                 const ProgressFn& progress) {
   store::Experiment e = store::Experiment::open(path, true);
+  if (!e.meta("config")) {
+    throw InputError("'" + path +
+                     "' holds no run: it was stopped before its configuration was stored "
+                     "(run the diff again, with --force)");
+  }
   if (e.meta("kind").value_or("") != "diff")
     throw InputError("'" + path + "' is not a diff experiment");
   if (e.meta("status").value_or("") == "complete") {

@@ -14,6 +14,11 @@ namespace hd::run {
 
 static void check_integrity(const store::Experiment& e, const ProgressFn& progress) {
   const auto stored = e.meta("integrity_sha256");
+  if (!e.meta("config")) {
+    throw InputError("'" + e.path() +
+                     "' holds no run: it was stopped before its configuration was stored "
+                     "(run it again, with --force)");
+  }
   if (!stored) {
     throw InputError(
         "'" + e.path() + "' is not complete (" + std::to_string(e.finished_chunks().size()) +
