@@ -23,6 +23,16 @@ void add_arm_flags(CLI::App& cmd, ArmFlags& f, const std::string& p) {
   }
 }
 
+void add_chunk_flags(CLI::App& cmd, int& chunk, int& max_chunks, std::string& score_from) {
+  cmd.add_option("--chunk,-c", chunk, "tokens per chunk, each from an empty KV cache")
+      ->capture_default_str();
+  cmd.add_option("--max-chunks", max_chunks, "at most this many chunks (0: all)")
+      ->capture_default_str();
+  cmd.add_option("--score-from", score_from,
+                 "first predicted token scored: N, or 'half' (llama-perplexity's convention)")
+      ->capture_default_str();
+}
+
 engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared,
                                 const ArmFlags& own) {
   engine::ArmSettings s;

@@ -21,6 +21,9 @@ void add_arm_flags(CLI::App& cmd, ArmFlags& flags, const std::string& prefix);
 engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared,
                                 const ArmFlags& own);
 
+// How a run reads its text, as diff and sweep spell it: --chunk, --max-chunks, --score-from.
+void add_chunk_flags(CLI::App& cmd, int& chunk, int& max_chunks, std::string& score_from);
+
 // llama.cpp spells some flags with one dash and several letters (-ctk); CLI11 wants those as
 // long options. Rewrites argv in place of the copy it returns.
 std::vector<std::string> normalize_llama_flags(int argc, char** argv);

@@ -25,13 +25,7 @@ void add_diff(CLI::App& app, Context& ctx) {
   cmd->add_option("--b", o->b, "arm B's GGUF");
   cmd->add_option("--b-quant", o->b_quant, "make arm B by quantizing A to this type (cached)");
   cmd->add_option("--text-file,-f", o->text, "the text both arms read");
-  cmd->add_option("--chunk,-c", o->cfg.chunk, "tokens per chunk, each from an empty KV cache")
-      ->capture_default_str();
-  cmd->add_option("--max-chunks", o->cfg.max_chunks, "at most this many chunks (0: all)")
-      ->capture_default_str();
-  cmd->add_option("--score-from", o->cfg.score_from,
-                  "first predicted token scored: N, or 'half' (llama-perplexity's convention)")
-      ->capture_default_str();
+  add_chunk_flags(*cmd, o->cfg.chunk, o->cfg.max_chunks, o->cfg.score_from);
   cmd->add_flag("--no-floor", o->no_floor,
                 "skip the numerical floor (arm A re-split into other ubatches)");
   cmd->add_option("--floor-ub", o->cfg.floor_ubatch,

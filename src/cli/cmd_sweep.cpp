@@ -24,13 +24,7 @@ void add_sweep(CLI::App& app, Context& ctx) {
   cmd->add_option("--a", o->a, "arm A's GGUF (the reference)")->required();
   cmd->add_option("--b", o->b, "arm B's GGUF (default: A's, with B's settings)");
   cmd->add_option("--text-file,-f", o->text, "the text every arm reads")->required();
-  cmd->add_option("--chunk,-c", o->cfg.chunk, "tokens per chunk, each from an empty KV cache")
-      ->capture_default_str();
-  cmd->add_option("--max-chunks", o->cfg.max_chunks, "at most this many chunks (0: all)")
-      ->capture_default_str();
-  cmd->add_option("--score-from", o->cfg.score_from,
-                  "first predicted token scored: N, or 'half' (llama-perplexity's convention)")
-      ->capture_default_str();
+  add_chunk_flags(*cmd, o->cfg.chunk, o->cfg.max_chunks, o->cfg.score_from);
   cmd->add_flag("--no-floor", o->no_floor, "skip the numerical floor");
   cmd->add_option("--floor-ub", o->cfg.floor_ubatch, "ubatch of the floor arm");
   cmd->add_option("--max-arms", o->max_arms, "refuse more combinations than this")
