@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "build_info.h"
 #include "cli/arm_flags.h"
@@ -91,6 +92,10 @@ int main(int argc, char** argv) {
     return fail(2, e.what());
   } catch (const hd::RuntimeError& e) {
     return fail(1, e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // JSON read back from a file (an experiment's meta, a reference) that no reader checked
+    // more closely: still one line, and a bad-input exit.
+    return fail(2, std::string("a stored file is damaged or not heterodyne's: ") + e.what());
   } catch (const std::exception& e) {
     return fail(1, std::string("internal error: ") + e.what());
   }

@@ -20,8 +20,13 @@ LoadedResult load_result(const std::string& path, const std::string& kind) {
   l.integrity = !sealed ? "not sealed" : *sealed == e.compute_integrity() ? "ok" : "MISMATCH";
   const auto result = e.meta(kind);
   if (!result) throw InputError("'" + path + "' is an unfinished " + kind + " (run it again)");
-  l.result = nlohmann::json::parse(*result);
-  l.provenance = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
+  try {
+    l.result = nlohmann::json::parse(*result);
+    l.provenance = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
+  } catch (const nlohmann::json::exception&) {
+    throw InputError("'" + path + "' is damaged: its stored " + kind + " is not valid JSON");
+  }
+  if (!l.result.is_object()) throw InputError("'" + path + "' is damaged: its " + kind + " is not an object");
   return l;
 }
 

@@ -88,7 +88,11 @@ nlohmann::json check_reference(const CheckConfig& c) {
       read_json_file((fs::path(c.reference) / "tolerances.json").string(),
                      "'" + c.reference + "' has no tolerances.json: run calibrate first");
   std::map<std::string, double, std::less<>> atol_of;
-  for (const auto& t : tol.at("taps")) atol_of[t.at("name").get<std::string>()] = t.at("atol");
+  try {
+    for (const auto& t : tol.at("taps")) atol_of[t.at("name").get<std::string>()] = t.at("atol").get<double>();
+  } catch (const nlohmann::json::exception&) {
+    throw InputError("'" + c.reference + "/tolerances.json' is damaged: run calibrate again");
+  }
   const int steps = c.decode_steps < 0 ? ref.decode_steps : c.decode_steps;
   if (steps > ref.decode_steps) {
     throw InputError("the reference has " + std::to_string(ref.decode_steps) +

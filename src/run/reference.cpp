@@ -23,19 +23,31 @@ Reference load_reference(const std::string& dir) {
   Reference r;
   r.manifest = read_json_file((fs::path(dir) / "manifest.json").string(),
                               "'" + dir + "' is not a reference (no manifest.json; run capture)");
-  const int schema = r.manifest.value("schema_version", 0);
+  if (!r.manifest.is_object()) throw InputError("'" + dir + "/manifest.json' is not a JSON object");
+  const int schema = r.manifest.contains("schema_version") && r.manifest["schema_version"].is_number_integer()
+                         ? r.manifest["schema_version"].get<int>()
+                         : 0;
   if (schema != kReferenceSchema) {
     throw InputError("'" + dir + "' is a reference of schema " + std::to_string(schema) +
                      "; this build reads " + std::to_string(kReferenceSchema) +
                      " (capture it again)");
   }
+  // Every field later read is checked here, once: a damaged manifest is one clear error.
   try {
-    r.tokens = r.manifest.at("tokens").get<std::vector<int32_t>>();
-    r.decode_steps = r.manifest.at("decode").at("steps").get<int>();
-    r.continuation = r.manifest.at("decode").at("tokens").get<std::vector<int32_t>>();
-  } catch (const nlohmann::json::exception&) {
-    throw InputError("'" + dir + "/manifest.json' lacks its tokens or decode steps");
+    const auto& m = r.manifest;
+    r.tokens = m.at("tokens").get<std::vector<int32_t>>();
+    r.decode_steps = m.at("decode").at("steps").get<int>();
+    r.continuation = m.at("decode").at("tokens").get<std::vector<int32_t>>();
+    (void)reference_arm(m);
+    (void)m.at("model").at("sha256").get<std::string>();
+    (void)m.at("model").at("n_head").get<int>();
+    (void)m.at("text").at("path").get<std::string>();
+    (void)m.at("text").at("sha256").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError("'" + dir + "/manifest.json' is damaged or not heterodyne's (" +
+                     std::string(e.what()).substr(0, 120) + ")");
   }
+  if (r.decode_steps < 0) throw InputError("'" + dir + "/manifest.json' has negative decode steps");
   if (r.continuation.size() != static_cast<size_t>(r.decode_steps)) {
     throw InputError("'" + dir + "/manifest.json' has " + std::to_string(r.decode_steps) +
                      " decode steps but " + std::to_string(r.continuation.size()) + " tokens");
@@ -46,12 +58,13 @@ Reference load_reference(const std::string& dir) {
 
 engine::ArmSettings reference_arm(const nlohmann::json& m) {
   engine::ArmSettings s;
-  s.model = m["model"]["path"];
-  s.cache_type_k = m["settings"]["cache_type_k"];
-  s.cache_type_v = m["settings"]["cache_type_v"];
-  s.flash_attn = m["settings"]["flash_attn"];
-  s.n_ubatch = m["settings"]["n_ubatch"];
-  s.n_threads = m["settings"]["n_threads"];
+  s.model = m.at("model").at("path").get<std::string>();
+  const auto& st = m.at("settings");
+  s.cache_type_k = st.at("cache_type_k").get<std::string>();
+  s.cache_type_v = st.at("cache_type_v").get<std::string>();
+  s.flash_attn = st.at("flash_attn").get<std::string>();
+  s.n_ubatch = st.at("n_ubatch").get<int>();
+  s.n_threads = st.at("n_threads").get<int>();
   return s;
 }
 

@@ -1,0 +1,90 @@
+#include "harness.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/model.h"
+#include "errors.h"
+#include "report/show.h"
+#include "report/stored_result.h"
+#include "run/quant_risk.h"
+#include "run/reference.h"
+#include "run/session.h"
+#include "store/safetensors.h"
+
+namespace hd::fuzz {
+namespace {
+
+std::string scratch(const std::string& name) {
+  const std::string dir = "/tmp/heterodyne-fuzz-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  return dir + "/" + name;
+}
+
+void write(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace
+
+void safetensors(const std::string& bytes) {
+  try {
+    const auto f = store::parse_safetensors(bytes, "fuzz input");
+    // What parses must write back to bytes that parse to the same tensors.
+    const auto again =
+        store::parse_safetensors(store::safetensors_bytes(f.tensors, f.metadata), "round trip");
+    if (again.tensors.size() != f.tensors.size()) __builtin_trap();
+  } catch (const InputError&) {
+  }
+}
+
+void experiment(const std::string& bytes) {
+  const std::string path = scratch("input.hdy");
+  write(path, bytes);
+  try {
+    const std::string kind = report::experiment_kind(path);
+    if (kind == "diff") {
+      const auto l = report::load_experiment(path);
+      (void)report::summary_json(l, 3).dump();
+    } else {
+      (void)report::result_json(report::load_result(path, kind)).dump();
+    }
+  } catch (const InputError&) {
+  } catch (const RuntimeError&) {
+  }
+}
+
+void manifest(const std::string& bytes) {
+  const std::string dir = scratch("ref");
+  std::filesystem::create_directories(dir);
+  if (!std::filesystem::exists(dir + "/activations.safetensors")) {
+    store::write_safetensors(dir + "/activations.safetensors",
+                             {{"inp_embd", {2, 4}, {1, -2, 3, -4, 0.5f, 0, 7, 8}}},
+                             {{"format", "heterodyne-reference"}});
+  }
+  write(dir + "/manifest.json", bytes);
+  try {
+    const auto ref = run::load_reference(dir);
+    (void)run::reference_arm(ref.manifest);
+    (void)run::reference_quant_risk(dir, 8);
+  } catch (const InputError&) {
+  }
+}
+
+void text(const std::string& bytes, const engine::Model& model) {
+  const std::string path = scratch("input.txt");
+  write(path, bytes);
+  try {
+    const std::string t = run::read_text_file(path);
+    for (int32_t id : model.tokenize(t, true)) {
+      if (id < 0 || id >= model.info().n_vocab) __builtin_trap();  // a token outside the vocab
+    }
+    (void)run::chunk_text(model, t, 8, 4);
+  } catch (const InputError&) {
+  }
+}
+
+}  // namespace hd::fuzz
