@@ -15,6 +15,7 @@ DEMO = out/demo
 DEMO_CHUNKS ?= 8
 
 FUZZ_SECONDS ?= 600
+ASAN_TESTS ?= .
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 
@@ -46,7 +47,7 @@ test-asan:
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DHETERODYNE_SANITIZE=address,undefined -DHETERODYNE_WERROR=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j 1
+	  ctest --output-on-failure -j 1 -R '$(ASAN_TESTS)'
 
 # libFuzzer targets (fuzz/), built with clang, each run for FUZZ_SECONDS from the seed corpora
 # in fuzz/corpus; findings land in $(FUZZ_BUILD)/artifacts.

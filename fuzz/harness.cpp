@@ -48,9 +48,11 @@ void experiment(const std::string& bytes) {
     const std::string kind = report::experiment_kind(path);
     if (kind == "diff") {
       const auto l = report::load_experiment(path);
-      (void)report::summary_json(l, 3).dump();
+      // As show --json writes it: text from the file (token pieces) need not be UTF-8.
+      (void)report::summary_json(l, 3).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     } else {
-      (void)report::result_json(report::load_result(path, kind)).dump();
+      (void)report::result_json(report::load_result(path, kind))
+          .dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     }
   } catch (const InputError&) {
   } catch (const RuntimeError&) {

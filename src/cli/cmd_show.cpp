@@ -69,7 +69,9 @@ void add_show(CLI::App& app, Context& ctx) {
                       "' fails its integrity check (changed after it was sealed)");
       }
       if (o->json) {
-        std::cout << report::result_json(r).dump(2) << "\n";
+        std::cout << report::result_json(r).dump(2, ' ', false,
+                                                 nlohmann::json::error_handler_t::replace)
+                  << "\n";
       } else if (kind == "sweep") {
         report::print_sweep(std::cout, r);
       } else {
