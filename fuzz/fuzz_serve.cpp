@@ -22,7 +22,8 @@ namespace {
 
 int start_server() {
   static std::atomic<int> port{0};
-  static std::thread server([] {
+  // Detached: a joinable std::thread destroyed at exit would abort the fuzzer's clean exit.
+  std::thread server([] {
     const std::string root = "/tmp/heterodyne-fuzz-serve-" + std::to_string(getpid());
     std::filesystem::create_directories(root + "/models");
     std::filesystem::create_directories(root + "/experiments");
@@ -35,6 +36,7 @@ int start_server() {
       port = std::stoi(url.substr(url.rfind(':') + 1));
     });
   });
+  server.detach();
   while (port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return port;
 }
