@@ -282,8 +282,14 @@ TEST_F(Serve, TenThousandRequestsFromSixteenClientsDuringARun) {
   EXPECT_EQ(ok.load(), 10000);
   EXPECT_EQ(failed.load(), 0);
   EXPECT_GT(during_run.load(), 0) << "the load should overlap the run";
-  // Bounded: no growth with the number of requests served (measured: a few MB at most).
-  EXPECT_LT(rss_after - rss_before, 64 * 1024) << rss_before << " KiB -> " << rss_after << " KiB";
+  // Bounded: no growth with the number of requests served (measured: 17 -> 23 MB). Under
+  // AddressSanitizer freed memory sits in its quarantine (256 MB by default) before reuse.
+#if defined(__SANITIZE_ADDRESS__)
+  const long bound_kib = 640 * 1024;
+#else
+  const long bound_kib = 64 * 1024;
+#endif
+  EXPECT_LT(rss_after - rss_before, bound_kib) << rss_before << " KiB -> " << rss_after << " KiB";
   std::cerr << "serve RSS " << rss_before << " KiB before, " << rss_after << " KiB after\n";
 
   const json done = wait_run(made["id"], 300);

@@ -88,7 +88,11 @@ Database::Database(const std::string& path, bool writable, bool create) {
     db_ = nullptr;
     throw InputError("cannot open experiment file '" + path + "': " + why);
   }
-  sqlite3_busy_timeout(db_, 2000);
+  // Readers (show, serve's experiment list) hold a shared lock while they read; a writer's
+  // commit waits for them. The writer waits long: a run must not fail because a UI polled its
+  // file (seen under 16 polling clients with the sanitizers on). Once it waits, SQLite's pending
+  // lock turns new readers away, so the wait ends; readers give up sooner and skip the file.
+  sqlite3_busy_timeout(db_, writable ? 120000 : 2000);
 }
 
 Database::~Database() { sqlite3_close(db_); }
