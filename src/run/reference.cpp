@@ -5,6 +5,7 @@
 
 #include "errors.h"
 #include "run/capture.h"
+#include "run/config.h"
 
 namespace hd::run {
 namespace fs = std::filesystem;
@@ -57,15 +58,9 @@ Reference load_reference(const std::string& dir) {
 }
 
 engine::ArmSettings reference_arm(const nlohmann::json& m) {
-  engine::ArmSettings s;
-  s.model = m.at("model").at("path").get<std::string>();
-  const auto& st = m.at("settings");
-  s.cache_type_k = st.at("cache_type_k").get<std::string>();
-  s.cache_type_v = st.at("cache_type_v").get<std::string>();
-  s.flash_attn = st.at("flash_attn").get<std::string>();
-  s.n_ubatch = st.at("n_ubatch").get<int>();
-  s.n_threads = st.at("n_threads").get<int>();
-  return s;
+  nlohmann::json settings = m.at("settings");  // diff's arm JSON but for the model's path
+  settings["model"] = m.at("model").at("path");
+  return arm_settings_from_json(settings);
 }
 
 }  // namespace hd::run
