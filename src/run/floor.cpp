@@ -83,8 +83,7 @@ FloorConfig floor_config_from_json(const nlohmann::json& j) {
 namespace {
 
 // Every row of the exploration, and the pattern per thread count and flash-attention value.
-// Memory: two runs' logits for every chunk (chunks × chunk × n_vocab floats each).
-nlohmann::json explore(const FloorConfig& c, const ProgressFn& progress) {
+void check_config(const FloorConfig& c) {
   DiffConfig dc;  // for the shared checks of chunk and score-from
   dc.chunk = c.chunk;
   dc.max_chunks = c.max_chunks;
@@ -93,8 +92,12 @@ nlohmann::json explore(const FloorConfig& c, const ProgressFn& progress) {
   if (c.ubatches.empty() || c.threads.empty() || c.flash_attn.empty()) {
     throw InputError("floor needs at least one ubatch, thread count and flash-attention value");
   }
-  auto model = engine::model_load(c.model);
-  const auto chunks = chunk_text(*model, read_text_file(c.text_file), c.chunk, c.max_chunks);
+}
+
+// Memory: two runs' logits for every chunk (chunks × chunk × n_vocab floats each).
+nlohmann::json explore(const FloorConfig& c, const std::shared_ptr<engine::Model>& model,
+                       const std::vector<std::vector<int32_t>>& chunks,
+                       const ProgressFn& progress) {
   const int first_output = first_scored_target(c.score_from, c.chunk) - 1;
   const size_t v = static_cast<size_t>(model->info().n_vocab);
   auto settings = [&](int ub, int threads, const std::string& fa) {
@@ -195,13 +198,14 @@ nlohmann::json explore(const FloorConfig& c, const ProgressFn& progress) {
 
 void floor_run(const FloorConfig& c, const std::string& out, bool replace,
                const std::string& command_line, const ProgressFn& progress) {
+  check_config(c);
   store::Experiment::check_creatable(out, replace);
   const std::string text = read_text_file(c.text_file);
   auto model = engine::model_load(c.model);
   const auto chunks = chunk_text(*model, text, c.chunk, c.max_chunks);
   nlohmann::json prov = run_provenance(c.text_file, text, chunks, command_line);
   prov["model_sha256"] = sha256_file(c.model);
-  const nlohmann::json result = explore(c, progress);
+  const nlohmann::json result = explore(c, model, chunks, progress);
   store::Experiment e = store::Experiment::create(out, replace);
   e.set_meta("kind", "floor");
   e.set_meta("config", to_json(c).dump());
@@ -220,7 +224,10 @@ void floor_verify(const std::string& path, bool force, const ProgressFn& progres
     throw InputError("the model or llama.cpp build is not the one this run used (--force to "
                      "compare anyway)");
   }
-  if (explore(c, [](const std::string&) {}).dump() != e.required_meta("floor")) {
+  check_config(c);
+  auto model = engine::model_load(c.model);
+  const auto chunks = chunk_text(*model, read_text_file(c.text_file), c.chunk, c.max_chunks);
+  if (explore(c, model, chunks, [](const std::string&) {}).dump() != e.required_meta("floor")) {
     throw RuntimeError("verify failed: the floor exploration does not reproduce");
   }
   progress("verify: every run of the floor exploration reproduces bitwise");

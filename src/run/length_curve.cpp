@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "analysis/kl.h"
 #include "analysis/tap_diff.h"
 #include "engine/model.h"
 #include "engine/points.h"
 #include "errors.h"
+#include "run/session.h"
 
 namespace hd::run {
 namespace {
@@ -49,10 +48,7 @@ nlohmann::json length_curve(const LengthCurveConfig& c,
       throw InputError("--lengths must be positive and strictly increasing");
     }
   }
-  std::ifstream in(c.text_file, std::ios::binary);
-  if (!in) throw InputError("cannot read the text file '" + c.text_file + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_text_file(c.text_file);  // diff's checks: readable, UTF-8
 
   auto model_a = engine::model_load(c.a.model);
   auto model_b = c.b.model == c.a.model ? model_a : engine::model_load(c.b.model);
@@ -60,7 +56,7 @@ nlohmann::json length_curve(const LengthCurveConfig& c,
       model_a->info().n_embd != model_b->info().n_embd) {
     throw InputError("the arms' models differ in vocabulary or width: no common positions");
   }
-  std::vector<int32_t> tokens = model_a->tokenize(ss.str(), model_a->info().add_bos);
+  std::vector<int32_t> tokens = model_a->tokenize(text, model_a->info().add_bos);
   const int longest = c.lengths.back();
   if (tokens.size() < static_cast<size_t>(longest)) {
     throw InputError("the text gives " + std::to_string(tokens.size()) + " tokens, fewer than " +
