@@ -3,6 +3,12 @@
 #
 #   scripts/llama.sh            the pinned tree from node-llama-cpp@3.21.1 (npm), commit verified
 #   scripts/llama.sh DIR        a user's own llama.cpp checkout
+#   scripts/llama.sh npm:node-llama-cpp@X.Y.Z
+#                               the llama.cpp another node-llama-cpp release carries (for a
+#                               version-vs-version arm; its commit is recorded, not pinned)
+#
+# HETERODYNE_LLAMA_FLAGS adds CMake options (e.g. -DGGML_NATIVE=OFF for AVX2-only kernels);
+# they are part of the cache key.
 #
 # The build (static libraries llama + ggml) lives in a cache directory keyed by (commit, flags),
 # so later builds and CI reuse it. The peer tool llama-perplexity, which the tests and benchmarks
@@ -19,19 +25,24 @@ EXTRA_FLAGS="${HETERODYNE_LLAMA_FLAGS:-}"
 
 say() { echo "llama.sh: $*" >&2; }
 
-pinned_source() {
-  local src="$CACHE/llama-src/$PIN_COMMIT"
+# npm_source PACKAGE [COMMIT]: the llama.cpp tree a node-llama-cpp release carries as a git
+# bundle, cloned once into the cache. With COMMIT the bundle's HEAD must be that commit.
+npm_source() {
+  local package="$1" expect="${2:-}"
+  local src="$CACHE/llama-src/${expect:-$package}"
   if [ ! -f "$src/.heterodyne-verified" ]; then
     local work; work=$(mktemp -d)
-    say "fetching $PIN_PACKAGE from the npm registry"
-    (cd "$work" && npm pack --silent "$PIN_PACKAGE" >/dev/null)
-    tar -xzf "$work"/node-llama-cpp-*.tgz -C "$work" package/llama/gitRelease.bundle
+    say "fetching $package from the npm registry"
+    (cd "$work" && npm pack --silent "$package" >/dev/null) ||
+      { say "npm pack $package failed"; rm -rf "$work"; exit 1; }
+    tar -xzf "$work"/node-llama-cpp-*.tgz -C "$work" package/llama/gitRelease.bundle ||
+      { say "$package carries no llama.cpp bundle"; rm -rf "$work"; exit 1; }
     rm -rf "$src" && mkdir -p "$(dirname "$src")"
     git clone -q "$work/package/llama/gitRelease.bundle" "$src" 2>/dev/null
     rm -rf "$work"
     local head; head=$(git -C "$src" rev-parse HEAD)
-    if [ "$head" != "$PIN_COMMIT" ]; then
-      say "bundle HEAD is $head, expected $PIN_COMMIT: refusing to build"
+    if [ -n "$expect" ] && [ "$head" != "$expect" ]; then
+      say "bundle HEAD is $head, expected $expect: refusing to build"
       rm -rf "$src"; exit 1
     fi
     touch "$src/.heterodyne-verified"
@@ -40,7 +51,11 @@ pinned_source() {
 }
 
 src="${1:-}"
-if [ -z "$src" ]; then src=$(pinned_source); fi
+case "$src" in
+  "") src=$(npm_source "$PIN_PACKAGE" "$PIN_COMMIT") ;;
+  npm:node-llama-cpp@*) src=$(npm_source "${src#npm:}") ;;
+  npm:*) say "only node-llama-cpp releases carry llama.cpp: $src"; exit 2 ;;
+esac
 [ -d "$src" ] || { say "$src: no such directory"; exit 2; }
 src=$(cd "$src" && pwd)
 [ -f "$src/include/llama.h" ] || { say "$src is not a llama.cpp tree (no include/llama.h)"; exit 2; }

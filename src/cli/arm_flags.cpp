@@ -1,5 +1,6 @@
 #include "cli/arm_flags.h"
 
+#include <cctype>
 #include <set>
 
 #include "errors.h"
@@ -21,6 +22,17 @@ void add_arm_flags(CLI::App& cmd, ArmFlags& f, const std::string& p) {
   } else {
     cmd.add_option("--" + p + "t,--" + p + "threads", f.n_threads, "threads for " + who);
   }
+  cmd.add_option("--" + p + "dev,--" + p + "device", f.device,
+                 "device for " + who + ": cpu, cuda0, vulkan0, … (cpu)");
+  cmd.add_option("--" + p + "ngl,--" + p + "n-gpu-layers", f.n_gpu_layers,
+                 "layers on the device or RPC servers for " + who + " (all)");
+  cmd.add_option("--" + p + "rpc", f.rpc,
+                 "llama.cpp RPC servers host:port[,host:port…] holding the layers of " + who)
+      ->delimiter(',');
+  cmd.add_option("--" + p + "llama-build", f.llama_build,
+                 "another llama.cpp for " + who +
+                     ", run in a worker process: pinned[,OPT=V…], a llama.cpp checkout, "
+                     "npm:node-llama-cpp@X.Y.Z or a heterodyne-worker executable");
 }
 
 void add_chunk_flags(CLI::App& cmd, int& chunk, int& max_chunks, std::string& score_from) {
@@ -48,6 +60,11 @@ engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared
   pick(s.flash_attn, shared.flash_attn, own.flash_attn);
   pick(s.n_ubatch, shared.n_ubatch, own.n_ubatch);
   pick(s.n_threads, shared.n_threads, own.n_threads);
+  pick(s.device, shared.device, own.device);
+  pick(s.n_gpu_layers, shared.n_gpu_layers, own.n_gpu_layers);
+  pick(s.rpc, shared.rpc, own.rpc);
+  pick(s.llama_build, shared.llama_build, own.llama_build);
+  for (char& c : s.device) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   // 0 means "default" inside; a user who types -t 0 made a mistake, not a request.
   if ((shared.n_threads || own.n_threads) && s.n_threads < 1) {
     throw InputError("thread count must be at least 1, not " + std::to_string(s.n_threads));
@@ -56,7 +73,7 @@ engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared
 }
 
 std::vector<std::string> normalize_llama_flags(int argc, char** argv) {
-  static const std::set<std::string> single_dash = {"-ctk", "-ctv", "-fa", "-ub", "-ngl"};
+  static const std::set<std::string> single_dash = {"-ctk", "-ctv", "-fa", "-ub", "-ngl", "-dev"};
   std::vector<std::string> out;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];

@@ -12,6 +12,9 @@ namespace hd::cli {
 struct ArmFlags {
   std::optional<std::string> cache_type_k, cache_type_v, flash_attn;
   std::optional<int> n_ubatch, n_threads;
+  std::optional<std::string> device, llama_build;
+  std::optional<int> n_gpu_layers;
+  std::optional<std::vector<std::string>> rpc;
 };
 
 // Registers the shared flags (prefix "") or one arm's overrides (prefix "a-" / "b-").

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/local_arm.h"
 #include "engine/system.h"
+#include "engine/worker_arm.h"
 #include "errors.h"
 #include "ggml.h"
 #include "llama.h"
@@ -18,10 +20,10 @@ const std::vector<std::string>& cache_types() {
   return types;
 }
 
-static ggml_type cache_type(const std::string& name) {
+int cache_ggml_type(const std::string& name) {
   for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
     const char* n = ggml_type_name(static_cast<ggml_type>(t));
-    if (n != nullptr && name == n) return static_cast<ggml_type>(t);
+    if (n != nullptr && name == n) return t;
   }
   return GGML_TYPE_COUNT;
 }
@@ -47,12 +49,23 @@ void check_settings(const ArmSettings& s, const ModelInfo& m, int n_ctx) {
   if (s.n_threads < 0 || s.n_threads > 512) {
     throw InputError("thread count must be between 1 and 512, not " + std::to_string(s.n_threads));
   }
+  if (s.device.empty()) throw InputError("the device must be cpu or a GPU name such as cuda0");
+  if (!s.rpc.empty() && s.device != "cpu") {
+    throw InputError("an arm on RPC servers (--rpc) runs on their devices: leave -dev at cpu");
+  }
+  for (const auto& e : s.rpc) {
+    const auto colon = e.rfind(':');
+    if (e.empty() || colon == std::string::npos || colon == 0 || colon + 1 == e.size() ||
+        e.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
+      throw InputError("RPC server '" + e + "' is not host:port");
+    }
+  }
   if (n_ctx > m.n_ctx_train) {
     throw InputError("chunk " + std::to_string(n_ctx) + " is above the model's context of " +
                      std::to_string(m.n_ctx_train) + " tokens");
   }
-  const ggml_type tk = cache_type(s.cache_type_k);
-  const ggml_type tv = cache_type(s.cache_type_v);
+  const auto tk = static_cast<ggml_type>(cache_ggml_type(s.cache_type_k));
+  const auto tv = static_cast<ggml_type>(cache_ggml_type(s.cache_type_v));
   const int64_t bk = ggml_blck_size(tk);
   const int64_t bv = ggml_blck_size(tv);
   // llama.cpp does not check this with flash attention off and silently computes garbage.
@@ -72,52 +85,32 @@ void check_settings(const ArmSettings& s, const ModelInfo& m, int n_ctx) {
   }
 }
 
+bool runs_in_worker(const ArmSettings& s) { return !s.rpc.empty() || !s.llama_build.empty(); }
+
 Arm::Arm(std::shared_ptr<Model> model, ArmSettings settings, int n_ctx)
     : model_(std::move(model)), settings_(std::move(settings)), n_ctx_(n_ctx) {
   check_settings(settings_, model_->info(), n_ctx_);
-  n_threads_ = settings_.n_threads > 0 ? settings_.n_threads : default_threads();
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = static_cast<uint32_t>(n_ctx_);
-  cp.n_batch = static_cast<uint32_t>(n_ctx_);
-  cp.n_ubatch = static_cast<uint32_t>(std::min(settings_.n_ubatch, n_ctx_));
-  cp.n_seq_max = 1;
-  cp.n_threads = n_threads_;
-  cp.n_threads_batch = n_threads_;
-  cp.type_k = cache_type(settings_.cache_type_k);
-  cp.type_v = cache_type(settings_.cache_type_v);
-  cp.flash_attn_type = settings_.flash_attn == "on"    ? LLAMA_FLASH_ATTN_TYPE_ENABLED
-                       : settings_.flash_attn == "off" ? LLAMA_FLASH_ATTN_TYPE_DISABLED
-                                                       : LLAMA_FLASH_ATTN_TYPE_AUTO;
-  cp.cb_eval = &Arm::eval_callback;
-  cp.cb_eval_user_data = this;
-  cp.no_perf = true;
-  ctx_ = llama_init_from_model(model_->handle(), cp);
-  if (ctx_ == nullptr) {
-    const std::string why = last_llama_error();
-    throw InputError("llama.cpp refused the settings for '" + settings_.model + "'" +
-                     (why.empty() ? "" : ": " + why));
+  if (runs_in_worker(settings_)) {
+    backend_ = std::make_unique<WorkerArm>(model_->info(), settings_, n_ctx_);
+  } else {
+    backend_ = std::make_unique<LocalArm>(model_, settings_, n_ctx_);
   }
 }
 
-Arm::~Arm() {
-  if (ctx_ != nullptr) llama_free(ctx_);
-}
+Arm::~Arm() = default;
 
-bool Arm::eval_callback(ggml_tensor* t, bool ask, void* self) {
-  Hook* hook = static_cast<Arm*>(self)->hook_;
-  if (hook == nullptr) return !ask;  // want nothing; keep computing
-  return hook->on_eval(t, ask);
-}
+int Arm::n_threads() const { return backend_->n_threads(); }
+
+nlohmann::json Arm::facts() const { return backend_->facts(); }
 
 void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<float>& logits,
                     int first_output) {
-  decode(&tokens, nullptr, static_cast<int32_t>(tokens.size()), hook, logits, first_output);
+  decode({tokens, {}, static_cast<int32_t>(tokens.size()), first_output, 0}, hook, logits);
 }
 
 void Arm::run_step(int32_t token, int32_t pos, Hook* hook, std::vector<float>& logits) {
   if (pos < 1) throw RuntimeError("a decode step needs a prompt before it");
-  const std::span<const int32_t> one(&token, 1);
-  decode(&one, nullptr, 1, hook, logits, 0, pos);
+  decode({std::span<const int32_t>(&token, 1), {}, 1, 0, pos}, hook, logits);
 }
 
 void Arm::run_residual(std::span<const float> rows, int n_tokens, Hook* hook,
@@ -125,58 +118,15 @@ void Arm::run_residual(std::span<const float> rows, int n_tokens, Hook* hook,
   if (rows.size() != static_cast<size_t>(n_tokens) * static_cast<size_t>(model_->info().n_embd)) {
     throw RuntimeError("residual rows do not match the model's width");
   }
-  decode(nullptr, &rows, n_tokens, hook, logits, first_output);
+  decode({{}, rows, n_tokens, first_output, 0}, hook, logits);
 }
 
-void Arm::decode(const std::span<const int32_t>* tokens, const std::span<const float>* rows,
-                 int32_t n, Hook* hook, std::vector<float>& logits, int first_output,
-                 int32_t pos0) {
-  if (n < 1 || pos0 < 0 || pos0 + n > n_ctx_)
+void Arm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) {
+  if (in.n < 1 || in.pos0 < 0 || in.pos0 + in.n > n_ctx_)
     throw RuntimeError("chunk length out of range for this arm");
-  if (first_output < 0 || first_output >= n)
+  if (in.first_output < 0 || in.first_output >= in.n)
     throw RuntimeError("first output position out of range");
-  if (pos0 == 0) llama_memory_clear(llama_get_memory(ctx_), true);
-  const int32_t width = rows != nullptr ? model_->info().n_embd : 0;
-  llama_batch batch = llama_batch_init(n, width, 1);
-  if (rows != nullptr) std::memcpy(batch.embd, rows->data(), rows->size() * sizeof(float));
-  for (int32_t i = 0; i < n; ++i) {
-    if (tokens != nullptr) batch.token[i] = (*tokens)[static_cast<size_t>(i)];
-    batch.pos[i] = pos0 + i;
-    batch.n_seq_id[i] = 1;
-    batch.seq_id[i][0] = 0;
-    batch.logits[i] = i >= first_output ? 1 : 0;
-  }
-  batch.n_tokens = n;
-  hook_ = hook != nullptr && !hook->empty() ? hook : nullptr;
-  if (hook_ != nullptr) hook_->begin_decode(n, first_output, model_->info().n_layer);
-  const int32_t rc = llama_decode(ctx_, batch);
-  llama_batch_free(batch);
-  Hook* used = hook_;
-  hook_ = nullptr;
-  if (used != nullptr) used->end_decode();  // a hook failure is the more precise message
-  if (rc != 0) {
-    const std::string why = last_llama_error();
-    throw RuntimeError("llama_decode failed (" + std::to_string(rc) + ")" +
-                       (why.empty() ? "" : ": " + why));
-  }
-  const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
-  logits.resize(static_cast<size_t>(n - first_output) * n_vocab);
-  for (int32_t i = first_output; i < n; ++i) {
-    const float* row = llama_get_logits_ith(ctx_, i);
-    if (row == nullptr)
-      throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(i));
-    std::memcpy(logits.data() + static_cast<size_t>(i - first_output) * n_vocab, row,
-                n_vocab * sizeof(float));
-    // A NaN or inf logit makes every number downstream meaningless (KL would print as nan):
-    // refuse it here, where the position is still known.
-    for (size_t k = 0; k < n_vocab; ++k) {
-      if (!std::isfinite(row[k])) {
-        throw RuntimeError("'" + settings_.model + "' produced a non-finite logit (" +
-                           std::to_string(row[k]) + ") at position " + std::to_string(pos0 + i) +
-                           ": its weights may be corrupt, or a setting overflows");
-      }
-    }
-  }
+  backend_->decode(in, hook, logits);
 }
 
 }  // namespace hd::engine

@@ -7,14 +7,15 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/hook.h"
 #include "engine/model.h"
 
-struct llama_context;
-
 namespace hd::engine {
 
-// The settings, spelled as llama.cpp's flags spell them (-ctk -ctv -fa -ub -t).
+// The settings, spelled as llama.cpp's flags spell them (-ctk -ctv -fa -ub -t -dev -ngl
+// --rpc), plus the llama.cpp build the arm runs in.
 struct ArmSettings {
   std::string model;
   std::string cache_type_k = "f16";
@@ -22,7 +23,17 @@ struct ArmSettings {
   std::string flash_attn = "auto";  // on | off | auto
   int n_ubatch = 512;
   int n_threads = 0;  // 0: default_threads()
+  std::string device = "cpu";  // cpu, cuda0, vulkan0, … (llama.cpp's -dev, lower case)
+  int n_gpu_layers = -1;       // -ngl for a device or RPC servers; negative: every layer
+  std::vector<std::string> rpc;  // llama.cpp RPC servers (host:port) holding the layers
+  // "" : this binary's llama.cpp, in this process. Otherwise a build spec (see worker_build.h):
+  // the arm runs in a worker process linked against that build.
+  std::string llama_build;
 };
+
+// Whether an arm runs in a worker process: another llama.cpp build, or RPC (ggml-rpc aborts
+// the process when a server goes away; the worker's death is then reported, not ours).
+bool runs_in_worker(const ArmSettings& s);
 
 // The KV cache types llama.cpp accepts for -ctk/-ctv.
 const std::vector<std::string>& cache_types();
@@ -30,6 +41,17 @@ const std::vector<std::string>& cache_types();
 // Refuses settings llama.cpp would reject or, worse, silently run wrongly (a K block that does
 // not divide the head dim with flash attention off returns garbage). Throws InputError.
 void check_settings(const ArmSettings& s, const ModelInfo& model, int n_ctx);
+
+class ArmBackend;
+
+// One decode's input: tokens or residual rows entering layer 0.
+struct DecodeInput {
+  std::span<const int32_t> tokens;  // empty when rows are given
+  std::span<const float> rows;      // [n][n_embd] or empty
+  int32_t n = 0;
+  int first_output = 0;
+  int32_t pos0 = 0;  // > 0: continue the sequence in the KV cache (a decode step)
+};
 
 class Arm {
  public:
@@ -43,7 +65,10 @@ class Arm {
   const ModelInfo& model_info() const { return model_->info(); }
   const Model& model() const { return *model_; }
   const ArmSettings& settings() const { return settings_; }
-  int n_threads() const { return n_threads_; }
+  int n_threads() const;
+  // Where it ran, for provenance: the process ("in-process" or the worker's build facts) and
+  // the devices that held the weights.
+  nlohmann::json facts() const;
 
   // Evaluates `tokens` (positions 0..n-1, one sequence) and writes the raw logits of positions
   // first_output..n-1 into `logits` ([n - first_output][n_vocab]); asking for fewer logits
@@ -65,16 +90,22 @@ class Arm {
                     std::vector<float>& logits, int first_output = 0);
 
  private:
-  static bool eval_callback(struct ggml_tensor* t, bool ask, void* self);
-  void decode(const std::span<const int32_t>* tokens, const std::span<const float>* rows, int32_t n,
-              Hook* hook, std::vector<float>& logits, int first_output, int32_t pos0 = 0);
+  void decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits);
 
-  std::shared_ptr<Model> model_;
+  std::shared_ptr<Model> model_;  // this process's copy: tokenization and shape facts
   ArmSettings settings_;
   int n_ctx_ = 0;
-  int n_threads_ = 0;
-  llama_context* ctx_ = nullptr;
-  Hook* hook_ = nullptr;
+  std::unique_ptr<ArmBackend> backend_;
+};
+
+// How an arm evaluates: in this process (local_arm.h) or in a worker (worker_arm.h).
+class ArmBackend {
+ public:
+  virtual ~ArmBackend() = default;
+  // Runs one decode, filling `logits` ([n - first_output][n_vocab]) and the hook's captures.
+  virtual void decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) = 0;
+  virtual int n_threads() const = 0;
+  virtual nlohmann::json facts() const = 0;
 };
 
 }  // namespace hd::engine

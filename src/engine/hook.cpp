@@ -33,6 +33,35 @@ int64_t Hook::first_row(const std::string& point) const {
   return it == points_.end() ? 0 : it->second.first_row;
 }
 
+std::vector<std::string> Hook::captures() const {
+  std::vector<std::string> out;
+  for (const auto& [name, p] : points_) {
+    if (p.keep) out.push_back(name);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, const Hook::Patch*>> Hook::patches() const {
+  std::vector<std::pair<std::string, const Patch*>> out;
+  for (const auto& [name, p] : points_) {
+    for (const auto& patch : p.patches) out.emplace_back(name, &patch);
+  }
+  return out;
+}
+
+void Hook::receive(const std::string& point, int64_t width, int64_t first_row,
+                   std::vector<float> rows) {
+  auto it = points_.find(point);
+  if (it == points_.end() || !it->second.keep) {
+    throw RuntimeError("the worker sent rows of '" + point + "', which were not asked for");
+  }
+  Point& p = it->second;
+  p.width = width;
+  p.first_row = first_row;
+  p.rows_seen = width > 0 ? static_cast<int64_t>(rows.size()) / width : 0;
+  p.data = std::move(rows);
+}
+
 void Hook::begin_decode(int64_t n_rows, int64_t first_output, int n_layer) {
   n_rows_ = n_rows;
   error_.clear();

@@ -43,11 +43,17 @@ class Hook {
   // The cb_eval entry point. Never throws: an error is kept and the decode is aborted.
   bool on_eval(ggml_tensor* t, bool ask);
 
- private:
+  // For an arm in another process: what this hook asks for, sent along with the decode, and
+  // the rows the other side's hook captured, stored here as if this hook had seen them.
   struct Patch {
     int64_t row_begin;
     std::vector<float> rows;
   };
+  std::vector<std::string> captures() const;
+  std::vector<std::pair<std::string, const Patch*>> patches() const;
+  void receive(const std::string& point, int64_t width, int64_t first_row, std::vector<float> rows);
+
+ private:
   struct Point {
     bool keep = false;
     std::vector<Patch> patches;

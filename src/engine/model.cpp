@@ -5,6 +5,7 @@
 #include "engine/gguf_file.h"
 #include "engine/system.h"
 #include "errors.h"
+#include "ggml-backend.h"
 #include "llama.h"
 
 namespace hd::engine {
@@ -19,12 +20,22 @@ static int meta_int(const llama_model* m, const std::string& key, int fallback) 
   return std::atoi(buf);
 }
 
-std::shared_ptr<Model> model_load(const std::string& path) {
+std::shared_ptr<Model> model_load(const std::string& path, const Placement& placement) {
   const GgufSummary summary = gguf_check(path);
   system_init();
   llama_model_params mp = llama_model_default_params();
-  mp.n_gpu_layers = 0;
+  // Only the devices named: llama.cpp would otherwise offload to every GPU it finds.
+  std::vector<ggml_backend_dev_t> devices;
+  for (const auto& name : placement.devices) {
+    ggml_backend_dev_t d = ggml_backend_dev_by_name(name.c_str());
+    if (d == nullptr) throw RuntimeError("device '" + name + "' vanished after it was resolved");
+    devices.push_back(d);
+  }
+  devices.push_back(nullptr);
+  mp.devices = devices.data();
+  mp.n_gpu_layers = placement.on_cpu() ? 0 : placement.n_gpu_layers < 0 ? 999 : placement.n_gpu_layers;
   std::shared_ptr<Model> m(new Model());
+  m->placement_ = placement;
   m->model_ = llama_model_load_from_file(path.c_str(), mp);
   if (m->model_ == nullptr) {
     const std::string why = last_llama_error();

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/devices.h"
+
 struct llama_model;
 
 namespace hd::engine {
@@ -39,6 +41,7 @@ class Model {
 
   const ModelInfo& info() const { return info_; }
   llama_model* handle() const { return model_; }
+  const Placement& placement() const { return placement_; }
 
   // Tokenizes with the model's own rules; `add_bos` as the model asks. Throws InputError for
   // text the vocabulary cannot encode (naming the first line that fails).
@@ -48,14 +51,16 @@ class Model {
   std::string detokenize(std::span<const int32_t> tokens) const;
 
  private:
-  friend std::shared_ptr<Model> model_load(const std::string& path);
+  friend std::shared_ptr<Model> model_load(const std::string& path, const Placement& placement);
   Model() = default;
   llama_model* model_ = nullptr;
   ModelInfo info_;
+  Placement placement_;
 };
 
-// Checks the file (gguf_check) and loads it. Throws InputError / RuntimeError.
-std::shared_ptr<Model> model_load(const std::string& path);
+// Checks the file (gguf_check) and loads it, its weights on the CPU or where `placement`
+// puts them. Throws InputError / RuntimeError.
+std::shared_ptr<Model> model_load(const std::string& path, const Placement& placement = {});
 
 // Where two vocabularies differ, a one-line description of the first difference; nullopt when
 // they tokenize identically (same size, same token texts, same BOS handling).

@@ -12,7 +12,11 @@ nlohmann::json to_json(const engine::ArmSettings& s) {
           {"cache_type_v", s.cache_type_v},
           {"flash_attn", s.flash_attn},
           {"n_ubatch", s.n_ubatch},
-          {"n_threads", s.n_threads}};
+          {"n_threads", s.n_threads},
+          {"device", s.device},
+          {"n_gpu_layers", s.n_gpu_layers},
+          {"rpc", s.rpc},
+          {"llama_build", s.llama_build}};
 }
 
 engine::ArmSettings arm_settings_from_json(const nlohmann::json& j) {
@@ -23,6 +27,11 @@ engine::ArmSettings arm_settings_from_json(const nlohmann::json& j) {
   s.flash_attn = j.at("flash_attn").get<std::string>();
   s.n_ubatch = j.at("n_ubatch").get<int>();
   s.n_threads = j.at("n_threads").get<int>();
+  // Files written before arms could run elsewhere ran on this binary's CPU.
+  s.device = j.value("device", std::string("cpu"));
+  s.n_gpu_layers = j.value("n_gpu_layers", -1);
+  s.rpc = j.value("rpc", std::vector<std::string>{});
+  s.llama_build = j.value("llama_build", std::string());
   return s;
 }
 

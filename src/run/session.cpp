@@ -331,6 +331,7 @@ static nlohmann::json arm_json(const engine::Arm& arm, const std::string& sha) {
   j["n_embd"] = m.n_embd;
   j["n_vocab"] = m.n_vocab;
   j["n_params"] = m.n_params;
+  j["runs_on"] = arm.facts();  // the process and llama.cpp build, the devices
   return j;
 }
 

@@ -1,0 +1,117 @@
+#include "engine/local_arm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/system.h"
+#include "errors.h"
+#include "ggml.h"
+#include "llama.h"
+
+namespace hd::engine {
+
+Placement placement_of(const ArmSettings& s) {
+  if (!s.rpc.empty()) return rpc_placement(s.rpc, s.n_gpu_layers);
+  return device_placement(s.device, s.n_gpu_layers);
+}
+
+LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, int n_ctx)
+    : settings_(settings), n_ctx_(n_ctx) {
+  const Placement want = placement_of(settings_);
+  model_ = model->placement() == want ? std::move(model) : model_load(model->info().path, want);
+  n_threads_ = settings_.n_threads > 0 ? settings_.n_threads : default_threads();
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(n_ctx_);
+  cp.n_batch = static_cast<uint32_t>(n_ctx_);
+  cp.n_ubatch = static_cast<uint32_t>(std::min(settings_.n_ubatch, n_ctx_));
+  cp.n_seq_max = 1;
+  cp.n_threads = n_threads_;
+  cp.n_threads_batch = n_threads_;
+  cp.type_k = static_cast<ggml_type>(cache_ggml_type(settings_.cache_type_k));
+  cp.type_v = static_cast<ggml_type>(cache_ggml_type(settings_.cache_type_v));
+  cp.flash_attn_type = settings_.flash_attn == "on"    ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+                       : settings_.flash_attn == "off" ? LLAMA_FLASH_ATTN_TYPE_DISABLED
+                                                       : LLAMA_FLASH_ATTN_TYPE_AUTO;
+  cp.cb_eval = &LocalArm::eval_callback;
+  cp.cb_eval_user_data = this;
+  cp.no_perf = true;
+  ctx_ = llama_init_from_model(model_->handle(), cp);
+  if (ctx_ == nullptr) {
+    const std::string why = last_llama_error();
+    throw InputError("llama.cpp refused the settings for '" + settings_.model + "'" +
+                     (why.empty() ? "" : ": " + why));
+  }
+}
+
+LocalArm::~LocalArm() {
+  if (ctx_ != nullptr) llama_free(ctx_);
+}
+
+bool LocalArm::eval_callback(ggml_tensor* t, bool ask, void* self) {
+  Hook* hook = static_cast<LocalArm*>(self)->hook_;
+  if (hook == nullptr) return !ask;  // want nothing; keep computing
+  return hook->on_eval(t, ask);
+}
+
+void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) {
+  const int32_t n = in.n, pos0 = in.pos0;
+  const int first_output = in.first_output;
+  const bool from_rows = !in.rows.empty();
+  if (n < 1 || pos0 < 0 || pos0 + n > n_ctx_)
+    throw RuntimeError("chunk length out of range for this arm");
+  if (first_output < 0 || first_output >= n)
+    throw RuntimeError("first output position out of range");
+  if (pos0 == 0) llama_memory_clear(llama_get_memory(ctx_), true);
+  const int32_t width = from_rows ? model_->info().n_embd : 0;
+  if (from_rows ? in.rows.size() != static_cast<size_t>(n) * static_cast<size_t>(width)
+                : in.tokens.size() != static_cast<size_t>(n)) {
+    throw RuntimeError("decode input does not match its length");
+  }
+  llama_batch batch = llama_batch_init(n, width, 1);
+  if (from_rows) std::memcpy(batch.embd, in.rows.data(), in.rows.size() * sizeof(float));
+  for (int32_t i = 0; i < n; ++i) {
+    if (!from_rows) batch.token[i] = in.tokens[static_cast<size_t>(i)];
+    batch.pos[i] = pos0 + i;
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = 0;
+    batch.logits[i] = i >= first_output ? 1 : 0;
+  }
+  batch.n_tokens = n;
+  hook_ = hook != nullptr && !hook->empty() ? hook : nullptr;
+  if (hook_ != nullptr) hook_->begin_decode(n, first_output, model_->info().n_layer);
+  const int32_t rc = llama_decode(ctx_, batch);
+  llama_batch_free(batch);
+  Hook* used = hook_;
+  hook_ = nullptr;
+  if (used != nullptr) used->end_decode();  // a hook failure is the more precise message
+  if (rc != 0) {
+    const std::string why = last_llama_error();
+    throw RuntimeError("llama_decode failed (" + std::to_string(rc) + ")" +
+                       (why.empty() ? "" : ": " + why));
+  }
+  const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
+  logits.resize(static_cast<size_t>(n - first_output) * n_vocab);
+  for (int32_t i = first_output; i < n; ++i) {
+    const float* row = llama_get_logits_ith(ctx_, i);
+    if (row == nullptr)
+      throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(i));
+    std::memcpy(logits.data() + static_cast<size_t>(i - first_output) * n_vocab, row,
+                n_vocab * sizeof(float));
+    // A NaN or inf logit makes every number downstream meaningless (KL would print as nan):
+    // refuse it here, where the position is still known.
+    for (size_t k = 0; k < n_vocab; ++k) {
+      if (!std::isfinite(row[k])) {
+        throw RuntimeError("'" + settings_.model + "' produced a non-finite logit (" +
+                           std::to_string(row[k]) + ") at position " + std::to_string(pos0 + i) +
+                           ": its weights may be corrupt, or a setting overflows");
+      }
+    }
+  }
+}
+
+nlohmann::json LocalArm::facts() const {
+  return {{"process", "in-process"}, {"placement", placement_facts(model_->placement())}};
+}
+
+}  // namespace hd::engine

@@ -1,0 +1,42 @@
+// An arm evaluated in this process by the llama.cpp this binary links: one llama_context on the
+// model, its weights on the CPU or where the settings place them (a GPU, RPC servers).
+#pragma once
+#include <memory>
+
+#include "engine/arm.h"
+
+struct ggml_tensor;
+struct llama_context;
+
+namespace hd::engine {
+
+class LocalArm : public ArmBackend {
+ public:
+  // `model` is used as is when its placement is the one the settings ask for; otherwise the
+  // file is loaded again onto those devices.
+  LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, int n_ctx);
+  ~LocalArm() override;
+
+  void decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) override;
+  int n_threads() const override { return n_threads_; }
+  nlohmann::json facts() const override;
+
+ private:
+  static bool eval_callback(ggml_tensor* t, bool ask, void* self);
+
+  std::shared_ptr<Model> model_;
+  ArmSettings settings_;
+  int n_ctx_ = 0;
+  int n_threads_ = 0;
+  llama_context* ctx_ = nullptr;
+  Hook* hook_ = nullptr;
+};
+
+// The ggml_type of a KV cache type name (GGML_TYPE_COUNT when unknown), as an int so this
+// header needs no ggml.h.
+int cache_ggml_type(const std::string& name);
+
+// The placement the settings ask for (resolving device names, registering RPC servers).
+Placement placement_of(const ArmSettings& s);
+
+}  // namespace hd::engine

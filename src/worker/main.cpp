@@ -1,0 +1,164 @@
+// heterodyne-worker: one arm in its own process, linked against one llama.cpp build.
+//
+// It speaks the worker protocol (engine/worker_protocol.h) on stdin/stdout, which the
+// orchestrator connects to a socket pair: Hello, Open (load the model, make the context), then
+// any number of Decode requests, until the connection closes. Whatever llama.cpp writes to
+// stdout is sent to stderr instead, so the protocol stream stays clean.
+//
+// HETERODYNE_WORKER_FAULT=abort-at-decode:N | hang-at-decode:N | exit-at-decode:N makes the N-th
+// decode fail that way: the tests' stand-in for a crash inside llama.cpp or a lost machine.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "build_info.h"
+#include "engine/local_arm.h"
+#include "engine/system.h"
+#include "engine/worker_protocol.h"
+#include "errors.h"
+
+namespace wire = hd::engine::wire;
+
+namespace {
+
+struct Fault {
+  std::string kind;
+  long at = 0;
+};
+
+Fault fault_from_env() {
+  const char* env = std::getenv("HETERODYNE_WORKER_FAULT");
+  if (env == nullptr) return {};
+  const std::string s = env;
+  const auto colon = s.find(":");
+  if (colon == std::string::npos) return {};
+  return {s.substr(0, colon), std::strtol(s.c_str() + colon + 1, nullptr, 10)};
+}
+
+void inject(const Fault& f, long decode_no) {
+  if (f.at != decode_no) return;
+  if (f.kind == "abort-at-decode") {
+    std::fputs("heterodyne-worker: injected fault: abort\n", stderr);
+    std::abort();
+  }
+  if (f.kind == "exit-at-decode") std::_Exit(3);
+  if (f.kind == "hang-at-decode") {
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+}
+
+nlohmann::json info_json(const hd::engine::ModelInfo& i) {
+  return {{"architecture", i.architecture}, {"description", i.description},
+          {"n_layer", i.n_layer},           {"n_embd", i.n_embd},
+          {"n_vocab", i.n_vocab},           {"n_params", i.n_params}};
+}
+
+hd::engine::ArmSettings settings_of(const wire::Open& o) {
+  hd::engine::ArmSettings s;
+  s.model = o.model;
+  s.cache_type_k = o.cache_type_k;
+  s.cache_type_v = o.cache_type_v;
+  s.flash_attn = o.flash_attn;
+  s.n_ubatch = o.n_ubatch;
+  s.n_threads = o.n_threads;
+  s.device = o.device;
+  s.n_gpu_layers = o.n_gpu_layers;
+  s.rpc = o.rpc;
+  return s;
+}
+
+}  // namespace
+
+int main() {
+  // The protocol gets its own descriptor; fd 1 becomes stderr for anything llama.cpp prints.
+  const int fd = ::dup(1);
+  ::dup2(2, 1);
+  const Fault fault = fault_from_env();
+  // Every arm the orchestrator opened here, and the models they share (one load per file and
+  // placement: RPC servers hold each model once).
+  std::map<uint32_t, std::unique_ptr<hd::engine::LocalArm>> arms;
+  std::map<std::string, std::shared_ptr<hd::engine::Model>> models;
+  uint32_t next_id = 1;
+  std::vector<float> logits;
+  long decodes = 0;
+  for (;;) {
+    std::optional<wire::Message> m;
+    try {
+      m = wire::receive_message(fd, -1);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "heterodyne-worker: %s\n", e.what());
+      return 2;
+    }
+    if (!m) return 0;  // the orchestrator closed the connection: done
+    try {
+      switch (m->type) {
+        case wire::Type::kHello: {
+          const wire::Hello h = wire::decode_hello(*m);
+          wire::Hello reply;
+          if (h.version == wire::kVersion) {
+            reply.facts_json = nlohmann::json{{"llama_commit", hd::build::kLlamaCommit},
+                                              {"llama_flags", hd::build::kLlamaFlags},
+                                              {"cpu", hd::engine::cpu_model()},
+                                              {"cpu_features", hd::engine::cpu_features()},
+                                              {"pid", ::getpid()}}
+                                   .dump();
+          }
+          wire::send_message(fd, wire::encode(reply));
+          break;
+        }
+        case wire::Type::kOpen: {
+          const wire::Open o = wire::decode_open(*m);
+          const hd::engine::ArmSettings s = settings_of(o);
+          const hd::engine::Placement where = hd::engine::placement_of(s);
+          std::string key = s.model;
+          for (const auto& d : where.devices) key.append("|").append(d);
+          key.append("|").append(std::to_string(where.n_gpu_layers));
+          auto& model = models[key];
+          if (!model) model = hd::engine::model_load(s.model, where);
+          hd::engine::check_settings(s, model->info(), o.n_ctx);
+          auto& arm = arms[next_id];
+          arm = std::make_unique<hd::engine::LocalArm>(model, s, o.n_ctx);
+          wire::Opened reply;
+          reply.arm = next_id++;
+          reply.model_info_json = info_json(model->info()).dump();
+          reply.n_threads = arm->n_threads();
+          reply.placement_json = arm->facts().at("placement").dump();
+          wire::send_message(fd, wire::encode(reply));
+          break;
+        }
+        case wire::Type::kDecode: {
+          const wire::Decode d = wire::decode_decode(*m);
+          auto it = arms.find(d.arm);
+          if (it == arms.end()) throw hd::RuntimeError("worker protocol: Decode for an arm not open");
+          hd::engine::LocalArm* arm = it->second.get();
+          inject(fault, ++decodes);
+          hd::engine::Hook hook;
+          for (const auto& c : d.captures) hook.capture(c);
+          for (const auto& p : d.patches) hook.overwrite(p.point, p.row_begin, p.rows);
+          hd::engine::DecodeInput in{d.tokens, d.rows, d.n, d.first_output, d.pos0};
+          arm->decode(in, &hook, logits);
+          wire::Decoded reply;
+          reply.logits = logits;
+          for (const auto& c : d.captures) {
+            reply.captured.push_back({c, hook.width(c), hook.first_row(c), hook.captured(c)});
+          }
+          wire::send_message(fd, wire::encode(reply));
+          break;
+        }
+        case wire::Type::kClose:
+          arms.erase(wire::decode_close(*m).arm);
+          break;
+        default:
+          throw hd::RuntimeError(std::string("worker protocol: unexpected ") + wire::type_name(m->type));
+      }
+    } catch (const hd::InputError& e) {
+      wire::send_message(fd, wire::encode(wire::Error{true, e.what()}));
+    } catch (const std::exception& e) {
+      wire::send_message(fd, wire::encode(wire::Error{false, e.what()}));
+    }
+  }
+}
