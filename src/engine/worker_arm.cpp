@@ -51,21 +51,23 @@ class WorkerConnection {
     std::lock_guard lock(mutex_);
     if (dead_) throw RuntimeError(who + " is no longer running (it failed earlier)");
     std::optional<wire::Message> reply;
-    std::string why;
+    WorkerProcess::Ending end;
     try {
       wire::send_message(proc_->fd(), m);
       reply = wire::receive_message(proc_->fd(), timeout_ms_);
-      if (!reply) why = proc_->how_it_ended();
+      if (!reply) end = proc_->how_it_ended();
     } catch (const wire::TimeoutError&) {
       proc_->kill();
-      why = "gave no answer in " + std::to_string(timeout_ms_ / 1000) +
-            " s (HETERODYNE_WORKER_TIMEOUT) and was stopped";
+      end.how = "gave no answer in " + std::to_string(timeout_ms_ / 1000) +
+                " s (HETERODYNE_WORKER_TIMEOUT) and was stopped";
     } catch (const RuntimeError&) {
-      why = proc_->how_it_ended();
+      end = proc_->how_it_ended();
     }
-    if (!why.empty()) {
+    if (!end.how.empty()) {
       dead_ = true;
-      throw RuntimeError(who + " " + why + " during " + during);
+      std::string msg = who + " " + end.how + " during " + during;
+      if (!end.last_words.empty()) msg += "; its last words: " + end.last_words;
+      throw RuntimeError(msg);
     }
     if (reply->type == wire::Type::kError) {
       const wire::Error e = wire::decode_error(*reply);
@@ -111,7 +113,12 @@ static std::shared_ptr<WorkerConnection> connection_for(const std::string& exe,
 WorkerArm::WorkerArm(const ModelInfo& host, const ArmSettings& s, int n_ctx) {
   std::string build = "this binary's";
   if (!s.llama_build.empty()) build = "'" + s.llama_build + "'";
-  who_ = "the worker running '" + s.model + "' (llama.cpp build " + build + ")";
+  who_ = "the worker running '" + s.model + "' (llama.cpp build " + build;
+  if (!s.rpc.empty()) {
+    who_ += ", layers on RPC servers";
+    for (const auto& e : s.rpc) who_.append(" ").append(e);
+  }
+  who_ += ")";
   conn_ = connection_for(worker_executable(s.llama_build), s.rpc);
   wire::Open open;
   open.model = s.model;

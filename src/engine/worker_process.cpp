@@ -93,7 +93,7 @@ void WorkerProcess::kill() {
   reap(10000);
 }
 
-std::string WorkerProcess::how_it_ended() {
+WorkerProcess::Ending WorkerProcess::how_it_ended() {
   reap(5000);
   std::string how;
   if (!reaped_) {
@@ -112,7 +112,7 @@ std::string WorkerProcess::how_it_ended() {
     size_t begin = err_tail_.rfind('\n', end);
     last = err_tail_.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin == std::string::npos ? 0 : begin + 1));
   }
-  return last.empty() ? how : how + "; its last words: " + last;
+  return {how, last};
 }
 
 }  // namespace hd::engine

@@ -22,9 +22,12 @@ class WorkerProcess {
   pid_t pid() const { return pid_; }
   // Kills the process (it hung) and reaps it.
   void kill();
-  // After the connection broke: how the process ended ("killed by signal 6 (Aborted)",
+  // After the connection broke: how the process ended ("was killed by signal 6 (Aborted)",
   // "exited with status 3") and the last line it wrote to stderr. Waits up to 5 s for it.
-  std::string how_it_ended();
+  struct Ending {
+    std::string how, last_words;
+  };
+  Ending how_it_ended();
 
  private:
   void reap(int wait_ms);

@@ -1,6 +1,7 @@
 #include "report/show.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -75,10 +76,20 @@ static std::string ci(const analysis::MeanCI& m, double scale = 1) {
 
 static std::string arm_line(const nlohmann::json& arm) {
   if (arm.is_null()) return "?";
-  return fmt::format("{}  [-ctk {} -ctv {} -fa {} -ub {} -t {}]", arm.value("model", "?"),
+  std::string where;  // only what differs from this binary's CPU, as the flags spell it
+  const std::string device = arm.value("device", "cpu");
+  if (device != "cpu") where += " -dev " + device;
+  const auto rpc = arm.value("rpc", std::vector<std::string>{});
+  if (!rpc.empty()) where += " --rpc " + fmt::format("{}", fmt::join(rpc, ","));
+  if ((device != "cpu" || !rpc.empty()) && arm.value("n_gpu_layers", -1) >= 0) {
+    where += " -ngl " + std::to_string(arm.value("n_gpu_layers", -1));
+  }
+  const std::string build = arm.value("llama_build", "");
+  if (!build.empty()) where += " --llama-build " + build;
+  return fmt::format("{}  [-ctk {} -ctv {} -fa {} -ub {} -t {}{}]", arm.value("model", "?"),
                      arm.value("cache_type_k", "?"), arm.value("cache_type_v", "?"),
                      arm.value("flash_attn", "?"), arm.value("n_ubatch", 0),
-                     arm.value("n_threads_used", 0));
+                     arm.value("n_threads_used", 0), where);
 }
 
 void print_summary(std::ostream& os, const Loaded& l) {

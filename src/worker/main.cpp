@@ -7,6 +7,7 @@
 //
 // HETERODYNE_WORKER_FAULT=abort-at-decode:N | hang-at-decode:N | exit-at-decode:N makes the N-th
 // decode fail that way: the tests' stand-in for a crash inside llama.cpp or a lost machine.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -71,12 +72,25 @@ hd::engine::ArmSettings settings_of(const wire::Open& o) {
   return s;
 }
 
+// False when the orchestrator is gone: nobody is left to tell.
+bool answer_error(int fd, bool input, const std::string& message) {
+  try {
+    wire::send_message(fd, wire::encode(wire::Error{input, message}));
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 int main() {
   // The protocol gets its own descriptor; fd 1 becomes stderr for anything llama.cpp prints.
   const int fd = ::dup(1);
   ::dup2(2, 1);
+  // ggml-rpc writes to its servers without MSG_NOSIGNAL: a dead server would kill us silently
+  // with SIGPIPE; ignored, the write fails and ggml-rpc aborts with a message that names it.
+  ::signal(SIGPIPE, SIG_IGN);
   const Fault fault = fault_from_env();
   // Every arm the orchestrator opened here, and the models they share (one load per file and
   // placement: RPC servers hold each model once).
@@ -156,9 +170,9 @@ int main() {
           throw hd::RuntimeError(std::string("worker protocol: unexpected ") + wire::type_name(m->type));
       }
     } catch (const hd::InputError& e) {
-      wire::send_message(fd, wire::encode(wire::Error{true, e.what()}));
+      if (!answer_error(fd, true, e.what())) return 1;
     } catch (const std::exception& e) {
-      wire::send_message(fd, wire::encode(wire::Error{false, e.what()}));
+      if (!answer_error(fd, false, e.what())) return 1;
     }
   }
 }
