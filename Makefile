@@ -10,6 +10,15 @@ LLAMA_SOURCE ?=
 ifneq ($(LLAMA_SOURCE),)
 CMAKE_FLAGS += -DHETERODYNE_LLAMA_SOURCE=$(LLAMA_SOURCE)
 endif
+# GPU backends, off by default: make BUILD=build-cuda CUDA_ARCHS="89-real" (nvcc), or
+# make BUILD=build-vulkan VULKAN=1 (libvulkan-dev, glslc). Keep them in their own build dirs.
+CUDA_ARCHS ?=
+ifneq ($(CUDA_ARCHS),)
+CMAKE_FLAGS += -DHETERODYNE_CUDA=ON -DHETERODYNE_CUDA_ARCHS="$(CUDA_ARCHS)"
+endif
+ifneq ($(VULKAN),)
+CMAKE_FLAGS += -DHETERODYNE_VULKAN=ON
+endif
 HD = $(BUILD)/heterodyne
 DEMO = out/demo
 DEMO_CHUNKS ?= 8
@@ -19,7 +28,7 @@ ASAN_TESTS ?= .
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 
-.PHONY: all deps configure build bin test test-asan fuzz demo bench clean
+.PHONY: all deps configure build bin test test-asan fuzz demo bench rpc-server worker clean
 
 all: build
 
@@ -79,6 +88,18 @@ demo: bin
 	@$(HD) report $(DEMO)/demo-vs-Q4_K_M.hdy -o $(DEMO)/demo-vs-Q4_K_M.html
 	@echo; echo "experiment files: $(DEMO)/demo-vs-{Q8_0,Q4_K_M,Q2_K}.hdy; report: $(DEMO)/demo-vs-Q4_K_M.html"
 	@echo "open the UI on these results: $(HD) serve --models $(DEMO) --experiments $(DEMO)   (then http://127.0.0.1:8080/)"
+
+# llama.cpp's own RPC server from the same pinned tree, for --a-rpc / --b-rpc (docs/arms.md).
+# Run it on each machine that should hold layers: build/ggml-rpc-server -H 0.0.0.0 -p 50052
+rpc-server: configure
+	cmake --build $(BUILD) -j $(JOBS) --target rpc_server
+	@echo "llama.cpp's RPC server: $(BUILD)/ggml-rpc-server -H <address> -p 50052 [-t threads]"
+
+# A worker for another llama.cpp build (--a-llama-build / --b-llama-build build it on first use
+# too): make worker SPEC=pinned,GGML_NATIVE=OFF | SPEC=npm:node-llama-cpp@3.20.0 | SPEC=/path/to/llama.cpp
+worker:
+	@test -n "$(SPEC)" || { echo "make worker SPEC=<llama.cpp build spec> (docs/arms.md)"; exit 2; }
+	scripts/worker.sh '$(SPEC)'
 
 bench: build
 	cmake --build $(BUILD) -j $(JOBS) --target heterodyne_bench

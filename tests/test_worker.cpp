@@ -367,6 +367,8 @@ TEST(WorkerArm, SettingsRoundTripThroughTheStoredConfigAndVerify) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   r = test::run_cli({"show", out});
   EXPECT_NE(r.out.find("--llama-build pinned"), std::string::npos) << r.out;
+  // Arms of different builds: the report leads with the flips.
+  EXPECT_EQ(r.out.rfind("top-1 flips: 0 of 62 scored positions", 0), 0u) << r.out;
 }
 
 TEST(WorkerArm, DevicesAndServersThatDoNotExistAreOneClearLine) {

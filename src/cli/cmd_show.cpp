@@ -1,9 +1,10 @@
-// heterodyne show run.hdy [--json] [--worst N]
+// heterodyne show run.hdy [--json] [--worst N] [--flips]
 #include <iostream>
 
 #include "cli/commands.h"
 #include "errors.h"
 #include "report/show.h"
+#include "report/flips.h"
 #include "report/floor.h"
 #include "report/stored_result.h"
 #include "report/sweep.h"
@@ -34,7 +35,7 @@ void add_show(CLI::App& app, Context& ctx) {
     std::vector<std::string> files;
     bool json = false;
     int worst = 0;
-    bool transplants = false, components = false;
+    bool transplants = false, components = false, flips = false;
     std::string position;
   };
   auto o = std::make_shared<Opts>();
@@ -48,20 +49,23 @@ void add_show(CLI::App& app, Context& ctx) {
   cmd->add_flag("--components", o->components, "attention vs MLP per layer, with intervals");
   cmd->add_option("--position", o->position,
                   "one token (CHUNK:POS): its KL after each restore point");
+  cmd->add_flag("--flips", o->flips,
+                "lead with top-1 flips and where they form (the default when the arms ran "
+                "different llama.cpp builds)");
   cmd->add_option("--worst", o->worst, "also list the N positions with the largest KL")
       ->check(CLI::NonNegativeNumber);
   cmd->callback([o, &ctx] {
     if (o->files.size() > 1) {
-      show_several(o->files,
-                   o->json || o->worst || o->transplants || o->components || !o->position.empty());
+      show_several(o->files, o->json || o->worst || o->transplants || o->components ||
+                                 o->flips || !o->position.empty());
       ctx.exit_code = 0;
       return;
     }
     const std::string& file = o->files.front();
     if (const std::string kind = report::experiment_kind(file); kind != "diff") {
-      if (o->worst || o->transplants || o->components || !o->position.empty()) {
-        throw InputError("'" + file + "' is a " + kind + ": --worst, --transplants, --components "
-                         "and --position are for diffs");
+      if (o->worst || o->transplants || o->components || o->flips || !o->position.empty()) {
+        throw InputError("'" + file + "' is a " + kind + ": --worst, --transplants, --components, "
+                         "--flips and --position are for diffs");
       }
       const report::LoadedResult r = report::load_result(file, kind);
       if (r.integrity == "MISMATCH") {
@@ -85,15 +89,18 @@ void add_show(CLI::App& app, Context& ctx) {
       progress_line("warning: '" + file +
                     "' fails its integrity check (changed after it was sealed)");
     }
+    // Flat perplexity hides changed greedy answers: a version-vs-version run leads with them.
+    const bool flips = o->flips || report::compares_builds(l);
     if (o->json) {
-      std::cout << report::summary_json(l, o->worst)
-                       .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-                << "\n";
+      nlohmann::json j = report::summary_json(l, o->worst);
+      if (flips) j["flips"] = report::flips_json(l);
+      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       if ((o->transplants || o->components || !o->position.empty()) && !l.transplants) {
         throw InputError("'" + file +
                          "' has no transplants: run diff with --transplants or --components");
       }
+      if (flips) report::print_flips(std::cout, l);
       report::print_summary(std::cout, l);
       if (o->transplants) report::print_transplants(std::cout, *l.transplants);
       if (o->components) report::print_components(std::cout, *l.transplants);

@@ -1,0 +1,106 @@
+#include "analysis/flips.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace hd::analysis {
+
+static double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(mid), v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  const double hi = v[mid];
+  return (*std::max_element(v.begin(), v.begin() + static_cast<long>(mid)) + hi) / 2;
+}
+
+FlipReport flip_report(const std::vector<ChunkResult>& chunks) {
+  FlipReport r;
+  std::vector<double> margins_all, margins_flipped;
+  std::set<std::pair<int, int>> flipped;  // (chunk, pos)
+  std::set<std::pair<int, int>> scored;
+  for (const auto& c : chunks) {
+    for (const auto& p : c.diff.positions) {
+      if (!p.scored) continue;
+      ++r.n_scored;
+      scored.insert({c.chunk, p.pos});
+      const double margin = static_cast<double>(p.score.top_a.p[0]) - p.score.top_a.p[1];
+      margins_all.push_back(margin);
+      if (p.score.top_a.id[0] == p.score.top_b.id[0]) continue;
+      flipped.insert({c.chunk, p.pos});
+      margins_flipped.push_back(margin);
+      r.flips.push_back({c.chunk, p.pos, p.target, p.score.top_a.id[0], p.score.top_b.id[0],
+                         p.score.top_a.p[0], margin, p.score.kl});
+    }
+  }
+  r.median_margin_all = median(margins_all);
+  r.median_margin_flipped = median(margins_flipped);
+  if (flipped.empty()) return r;
+
+  // Residual error per layer, flipped positions against the other scored ones.
+  std::map<int, std::pair<double, int>> f, o;  // layer -> (sum, count)
+  for (const auto& c : chunks) {
+    for (const auto& l : c.diff.layers) {
+      const std::pair<int, int> key{c.chunk, l.pos};
+      if (!scored.count(key)) continue;
+      auto& acc = flipped.count(key) ? f[l.layer] : o[l.layer];
+      acc.first += l.diff.rel_err;
+      acc.second += 1;
+    }
+  }
+  double previous = 0;
+  double biggest = -1;
+  for (const auto& [layer, acc] : f) {
+    FlipLayer fl;
+    fl.layer = layer;
+    fl.rel_err_flipped = acc.first / acc.second;
+    if (auto it = o.find(layer); it != o.end() && it->second.second > 0) {
+      fl.rel_err_other = it->second.first / it->second.second;
+    }
+    if (fl.rel_err_flipped - previous > biggest) {
+      biggest = fl.rel_err_flipped - previous;
+      r.grows_most_at = layer;
+    }
+    previous = fl.rel_err_flipped;
+    r.layers.push_back(fl);
+  }
+
+  // With transplants: mean denoise KL at the flipped positions after each restore point.
+  std::vector<std::string> points;
+  std::map<int, std::pair<double, int>> by_step;
+  for (const auto& c : chunks) {
+    if (!c.transplants) continue;
+    points = c.transplants->points;
+    for (const auto& row : c.transplants->denoise) {
+      if (!flipped.count({c.chunk, row.pos})) continue;
+      auto& acc = by_step[row.step];
+      acc.first += row.kl;
+      acc.second += 1;
+    }
+  }
+  if (by_step.empty()) return r;
+  // Step 0, nothing restored, is not stored: it is the diff's own KL at those positions.
+  double none = 0;
+  for (const auto& fl : r.flips) none += fl.kl;
+  none /= static_cast<double>(r.flips.size());
+  r.denoise.push_back({"none", none});
+  double last = none, best_drop = -1;
+  for (const auto& [step, acc] : by_step) {
+    if (step < 1 || static_cast<size_t>(step) > points.size()) continue;
+    const std::string& name = points[static_cast<size_t>(step - 1)];
+    // Components add ffn_inp-N points; the flip view walks the layer curve only.
+    if (name.rfind("ffn_inp-", 0) == 0) continue;
+    const double kl = acc.first / acc.second;
+    if (last - kl > best_drop) {
+      best_drop = last - kl;
+      r.carried_most_by = name;
+    }
+    last = kl;
+    r.denoise.push_back({name, kl});
+  }
+  return r;
+}
+
+}  // namespace hd::analysis
