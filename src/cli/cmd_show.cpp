@@ -90,7 +90,7 @@ void add_show(CLI::App& app, Context& ctx) {
                     "' fails its integrity check (changed after it was sealed)");
     }
     // Flat perplexity hides changed greedy answers: a version-vs-version run leads with them.
-    const bool flips = o->flips || report::compares_builds(l);
+    const bool flips = (o->flips || report::compares_builds(l)) && l.summary.n_chunks > 0;
     if (o->json) {
       nlohmann::json j = report::summary_json(l, o->worst);
       if (flips) j["flips"] = report::flips_json(l);

@@ -116,6 +116,28 @@ static void check_reachable(const std::string& endpoint) {
   }
 }
 
+// The devices an RPC server offers. llama.cpp since late 2025 has ggml_backend_rpc_add_server
+// (a registry per server, possibly several devices); earlier builds, which a worker may link,
+// have ggml_backend_rpc_add_device (one device). Looked up by name, so both compile.
+static std::vector<ggml_backend_dev_t> rpc_devices(const std::string& endpoint) {
+  using add_server_t = ggml_backend_reg_t (*)(const char*);
+  using add_device_t = ggml_backend_dev_t (*)(const char*);
+  ggml_backend_reg_t rpc = ggml_backend_rpc_reg();
+  std::vector<ggml_backend_dev_t> out;
+  if (auto add_server = reinterpret_cast<add_server_t>(
+          ggml_backend_reg_get_proc_address(rpc, "ggml_backend_rpc_add_server"))) {
+    ggml_backend_reg_t reg = add_server(endpoint.c_str());
+    if (reg != nullptr) {
+      for (size_t i = 0; i < ggml_backend_reg_dev_count(reg); ++i) out.push_back(ggml_backend_reg_dev_get(reg, i));
+    }
+  } else if (auto add_device = reinterpret_cast<add_device_t>(
+                 ggml_backend_reg_get_proc_address(rpc, "ggml_backend_rpc_add_device"))) {
+    if (ggml_backend_dev_t d = add_device(endpoint.c_str())) out.push_back(d);
+  }
+  if (out.empty()) throw InputError("the RPC server at " + endpoint + " offers no device");
+  return out;
+}
+
 Placement rpc_placement(const std::vector<std::string>& endpoints, int n_gpu_layers) {
   system_init();
   static std::mutex mutex;
@@ -127,16 +149,13 @@ Placement rpc_placement(const std::vector<std::string>& endpoints, int n_gpu_lay
     // ggml-rpc-server serves one client at a time: a probe while we hold the session would
     // wait in its queue, so only servers not yet connected are probed.
     if (!connected.count(e)) check_reachable(e);
-    ggml_backend_reg_t reg = ggml_backend_rpc_add_server(e.c_str());
-    if (reg == nullptr) throw InputError("the RPC server at " + e + " offers no device");
-    // add_server hands back the same registry for an endpoint it knows; register it once.
-    bool known = false;
-    for (size_t i = 0; i < ggml_backend_reg_count(); ++i) known |= ggml_backend_reg_get(i) == reg;
-    if (!known) ggml_backend_register(reg);
-    connected.insert(e);
-    for (size_t i = 0; i < ggml_backend_reg_dev_count(reg); ++i) {
-      p.devices.push_back(ggml_backend_dev_name(ggml_backend_reg_dev_get(reg, i)));
+    for (ggml_backend_dev_t d : rpc_devices(e)) {
+      bool known = false;
+      for (size_t i = 0; i < ggml_backend_dev_count(); ++i) known |= ggml_backend_dev_get(i) == d;
+      if (!known) ggml_backend_device_register(d);
+      p.devices.push_back(ggml_backend_dev_name(d));
     }
+    connected.insert(e);
   }
   return p;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "build_info.h"
 #include "engine/points.h"
 #include "errors.h"
 #include "ggml-backend.h"
@@ -85,8 +86,16 @@ void Hook::end_decode() {
   }
 }
 
+// heterodyne's point names are the pinned llama.cpp's; an older build (in a worker) names the
+// token embeddings "inp_embd".
+static std::string_view point_of_node(const char* node) {
+  static const bool renamed = std::string_view(build::kLlamaEmbeddingNode) != "embd";
+  if (renamed && std::string_view(node) == build::kLlamaEmbeddingNode) return "embd";
+  return node;
+}
+
 bool Hook::on_eval(ggml_tensor* t, bool ask) {
-  auto it = points_.find(std::string_view(t->name));
+  auto it = points_.find(point_of_node(t->name));
   if (ask) return it != points_.end();
   if (it == points_.end()) return true;
   try {
