@@ -64,6 +64,45 @@ GgufSummary gguf_check(const std::string& path) {
   };
   s.architecture = get_str("general.architecture");
   s.name = get_str("general.name");
+  // An unsigned or signed integer of any width, or the first element of an integer array.
+  auto get_int = [&](const std::string& key) -> int {
+    const int64_t k = gguf_find_key(g, key.c_str());
+    if (k < 0) return 0;
+    gguf_type t = gguf_get_kv_type(g, k);
+    const void* data = nullptr;
+    if (t == GGUF_TYPE_ARRAY) {
+      if (gguf_get_arr_n(g, k) == 0) return 0;
+      t = gguf_get_arr_type(g, k);
+      data = gguf_get_arr_data(g, k);
+    } else {
+      data = gguf_get_val_data(g, k);
+    }
+    int64_t v = 0;
+    switch (t) {
+      case GGUF_TYPE_UINT8: v = *static_cast<const uint8_t*>(data); break;
+      case GGUF_TYPE_INT8: v = *static_cast<const int8_t*>(data); break;
+      case GGUF_TYPE_UINT16: v = *static_cast<const uint16_t*>(data); break;
+      case GGUF_TYPE_INT16: v = *static_cast<const int16_t*>(data); break;
+      case GGUF_TYPE_UINT32: v = *static_cast<const uint32_t*>(data); break;
+      case GGUF_TYPE_INT32: v = *static_cast<const int32_t*>(data); break;
+      case GGUF_TYPE_UINT64: v = static_cast<int64_t>(*static_cast<const uint64_t*>(data)); break;
+      case GGUF_TYPE_INT64: v = *static_cast<const int64_t*>(data); break;
+      default: return 0;
+    }
+    return v < 0 || v > (int64_t{1} << 30) ? 0 : static_cast<int>(v);
+  };
+  const std::string a = s.architecture + ".";
+  s.n_layer = get_int(a + "block_count");
+  s.n_embd = get_int(a + "embedding_length");
+  s.n_head = get_int(a + "attention.head_count");
+  s.n_head_kv = get_int(a + "attention.head_count_kv");
+  if (s.n_head_kv == 0) s.n_head_kv = s.n_head;  // llama.cpp's default
+  const int head_dim = s.n_head > 0 ? s.n_embd / s.n_head : 0;
+  s.head_dim_k = get_int(a + "attention.key_length");
+  s.head_dim_v = get_int(a + "attention.value_length");
+  if (s.head_dim_k == 0) s.head_dim_k = head_dim;
+  if (s.head_dim_v == 0) s.head_dim_v = head_dim;
+  s.n_ctx_train = get_int(a + "context_length");
   gguf_free(g);
   if (s.n_tensors > 0 && end > s.file_size) {
     throw InputError("'" + path + "' is truncated: its tensors need " + std::to_string(end) +

@@ -13,6 +13,10 @@ struct GgufSummary {
   int64_t n_tensors = 0;
   uint64_t n_params = 0;    // elements over every tensor
   std::string weight_type;  // the ggml type holding the most bytes, e.g. "q4_K", "f16"
+  // The shape, from "<arch>.*" metadata as llama.cpp reads it (a per-layer head count array
+  // gives its first entry, as llama_model_n_head does); 0 where a key is absent.
+  int n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
+  int n_ctx_train = 0;
 };
 
 // Throws InputError naming the file and what is wrong with it.

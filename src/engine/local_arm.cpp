@@ -17,9 +17,8 @@ Placement placement_of(const ArmSettings& s) {
 }
 
 LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, int n_ctx)
-    : settings_(settings), n_ctx_(n_ctx) {
-  const Placement want = placement_of(settings_);
-  model_ = model->placement() == want ? std::move(model) : model_load(model->info().path, want);
+    : model_(std::move(model)), settings_(settings), n_ctx_(n_ctx) {
+  weights_ = load_weights(model_->info().path, placement_of(settings_));
   n_threads_ = settings_.n_threads > 0 ? settings_.n_threads : default_threads();
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = static_cast<uint32_t>(n_ctx_);
@@ -36,7 +35,7 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
   cp.cb_eval = &LocalArm::eval_callback;
   cp.cb_eval_user_data = this;
   cp.no_perf = true;
-  ctx_ = llama_init_from_model(model_->handle(), cp);
+  ctx_ = llama_init_from_model(weights_->handle(), cp);
   if (ctx_ == nullptr) {
     const std::string why = last_llama_error();
     throw InputError("llama.cpp refused the settings for '" + settings_.model + "'" +
@@ -111,7 +110,7 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
 }
 
 nlohmann::json LocalArm::facts() const {
-  return {{"process", "in-process"}, {"placement", placement_facts(model_->placement())}};
+  return {{"process", "in-process"}, {"placement", placement_facts(weights_->placement())}};
 }
 
 }  // namespace hd::engine

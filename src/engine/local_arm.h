@@ -12,8 +12,7 @@ namespace hd::engine {
 
 class LocalArm : public ArmBackend {
  public:
-  // `model` is used as is when its placement is the one the settings ask for; otherwise the
-  // file is loaded again onto those devices.
+  // Loads (or shares) the model's weights where the settings place them.
   LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, int n_ctx);
   ~LocalArm() override;
 
@@ -25,6 +24,7 @@ class LocalArm : public ArmBackend {
   static bool eval_callback(ggml_tensor* t, bool ask, void* self);
 
   std::shared_ptr<Model> model_;
+  std::shared_ptr<Weights> weights_;
   ArmSettings settings_;
   int n_ctx_ = 0;
   int n_threads_ = 0;

@@ -1,6 +1,10 @@
 #include "engine/model.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <mutex>
 
 #include "engine/gguf_file.h"
 #include "engine/system.h"
@@ -14,28 +18,60 @@ Model::~Model() {
   if (model_ != nullptr) llama_model_free(model_);
 }
 
-static int meta_int(const llama_model* m, const std::string& key, int fallback) {
-  char buf[64];
-  if (llama_model_meta_val_str(m, key.c_str(), buf, sizeof buf) < 0) return fallback;
-  return std::atoi(buf);
+
+Weights::~Weights() {
+  if (model_ != nullptr) llama_model_free(model_);
 }
 
-std::shared_ptr<Model> model_load(const std::string& path, const Placement& placement) {
-  const GgufSummary summary = gguf_check(path);
+std::shared_ptr<Weights> load_weights(const std::string& path, const Placement& where) {
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<Weights>> loaded;
+  std::string key = path;
+  for (const auto& d : where.devices) key.append("|").append(d);
+  key.append("|").append(std::to_string(where.n_gpu_layers));
+  std::lock_guard lock(mutex);
+  if (auto w = loaded[key].lock()) return w;
+  gguf_check(path);  // the file may have changed since its vocabulary was read
   system_init();
   llama_model_params mp = llama_model_default_params();
   // Only the devices named: llama.cpp would otherwise offload to every GPU it finds.
   std::vector<ggml_backend_dev_t> devices;
-  for (const auto& name : placement.devices) {
+  for (const auto& name : where.devices) {
     ggml_backend_dev_t d = ggml_backend_dev_by_name(name.c_str());
     if (d == nullptr) throw RuntimeError("device '" + name + "' vanished after it was resolved");
     devices.push_back(d);
   }
   devices.push_back(nullptr);
   mp.devices = devices.data();
-  mp.n_gpu_layers = placement.on_cpu() ? 0 : placement.n_gpu_layers < 0 ? 999 : placement.n_gpu_layers;
+  mp.n_gpu_layers = where.on_cpu() ? 0 : where.n_gpu_layers < 0 ? 999 : where.n_gpu_layers;
+  std::shared_ptr<Weights> w(new Weights());
+  w->placement_ = where;
+  w->model_ = llama_model_load_from_file(path.c_str(), mp);
+  if (w->model_ == nullptr) {
+    const std::string why = last_llama_error();
+    throw InputError("llama.cpp could not load '" + path + "'" + (why.empty() ? "" : ": " + why));
+  }
+  loaded[key] = w;
+  return w;
+}
+
+static std::string describe(const GgufSummary& s) {
+  const double n = static_cast<double>(s.n_params);
+  char size[32];
+  if (n >= 1e9) std::snprintf(size, sizeof size, "%.2fB", n / 1e9);
+  else if (n >= 1e6) std::snprintf(size, sizeof size, "%.1fM", n / 1e6);
+  else std::snprintf(size, sizeof size, "%.1fK", n / 1e3);
+  std::string type = s.weight_type;
+  for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s.architecture + " " + size + " " + type;
+}
+
+std::shared_ptr<Model> model_load(const std::string& path) {
+  const GgufSummary summary = gguf_check(path);
+  system_init();
+  llama_model_params mp = llama_model_default_params();
+  mp.vocab_only = true;
   std::shared_ptr<Model> m(new Model());
-  m->placement_ = placement;
   m->model_ = llama_model_load_from_file(path.c_str(), mp);
   if (m->model_ == nullptr) {
     const std::string why = last_llama_error();
@@ -47,19 +83,23 @@ std::shared_ptr<Model> model_load(const std::string& path, const Placement& plac
   i.path = path;
   i.architecture = summary.architecture;
   i.name = summary.name;
-  char desc[256];
-  llama_model_desc(lm, desc, sizeof desc);
-  i.description = desc;
-  i.n_layer = llama_model_n_layer(lm);
-  i.n_embd = llama_model_n_embd(lm);
-  i.n_head = llama_model_n_head(lm);
-  i.n_head_kv = llama_model_n_head_kv(lm);
-  const int head_dim = i.n_head > 0 ? i.n_embd / i.n_head : 0;
-  i.head_dim_k = meta_int(lm, i.architecture + ".attention.key_length", head_dim);
-  i.head_dim_v = meta_int(lm, i.architecture + ".attention.value_length", head_dim);
-  i.n_ctx_train = llama_model_n_ctx_train(lm);
+  // llama_model_desc needs the hyperparameters a vocabulary-only load skips: the same facts,
+  // from the file ("llama 260.1K F32", "qwen3 596.0M Q4_K").
+  i.description = describe(summary);
+  // A vocabulary-only load skips the hyperparameters: the shape comes from the metadata.
+  i.n_layer = summary.n_layer;
+  i.n_embd = summary.n_embd;
+  i.n_head = summary.n_head;
+  i.n_head_kv = summary.n_head_kv;
+  i.head_dim_k = summary.head_dim_k;
+  i.head_dim_v = summary.head_dim_v;
+  i.n_ctx_train = summary.n_ctx_train;
+  if (i.n_layer < 1 || i.n_embd < 1 || i.n_head < 1) {
+    throw InputError("'" + path + "' lacks " + i.architecture +
+                     ".block_count, .embedding_length or .attention.head_count");
+  }
   i.n_vocab = llama_vocab_n_tokens(vocab);
-  i.n_params = llama_model_n_params(lm);
+  i.n_params = summary.n_params;  // the vocabulary-only load has no tensors to count
   i.file_size = summary.file_size;
   i.add_bos = llama_vocab_get_add_bos(vocab);
   i.bos = llama_vocab_bos(vocab);

@@ -1,4 +1,7 @@
-// A loaded GGUF: its weights, vocabulary and the shape facts analyses need.
+// A GGUF as the pipeline sees it: its vocabulary and the shape facts analyses need, loaded
+// without the weights (llama.cpp's vocab_only), so an arm that runs elsewhere (RPC servers, a
+// worker) never maps a model larger than this machine. The weights are Weights, loaded by
+// the arm that computes with them.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -40,8 +43,7 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   const ModelInfo& info() const { return info_; }
-  llama_model* handle() const { return model_; }
-  const Placement& placement() const { return placement_; }
+  llama_model* handle() const { return model_; }  // vocabulary and hyperparameters only
 
   // Tokenizes with the model's own rules; `add_bos` as the model asks. Throws InputError for
   // text the vocabulary cannot encode (naming the first line that fails).
@@ -51,16 +53,34 @@ class Model {
   std::string detokenize(std::span<const int32_t> tokens) const;
 
  private:
-  friend std::shared_ptr<Model> model_load(const std::string& path, const Placement& placement);
+  friend std::shared_ptr<Model> model_load(const std::string& path);
   Model() = default;
-  llama_model* model_ = nullptr;
+  llama_model* model_ = nullptr;  // vocabulary and hyperparameters only
   ModelInfo info_;
+};
+
+// Checks the file (gguf_check) and reads its vocabulary and shape. Throws InputError.
+std::shared_ptr<Model> model_load(const std::string& path);
+
+// A GGUF's weights on the CPU or where a placement puts them.
+class Weights {
+ public:
+  ~Weights();
+  Weights(const Weights&) = delete;
+  Weights& operator=(const Weights&) = delete;
+  llama_model* handle() const { return model_; }
+  const Placement& placement() const { return placement_; }
+
+ private:
+  friend std::shared_ptr<Weights> load_weights(const std::string& path, const Placement& where);
+  Weights() = default;
+  llama_model* model_ = nullptr;
   Placement placement_;
 };
 
-// Checks the file (gguf_check) and loads it, its weights on the CPU or where `placement`
-// puts them. Throws InputError / RuntimeError.
-std::shared_ptr<Model> model_load(const std::string& path, const Placement& placement = {});
+// Loads the weights, or hands out the ones already loaded for the same file and placement
+// while any arm still holds them (arms of one file share its weights, as llama.cpp allows).
+std::shared_ptr<Weights> load_weights(const std::string& path, const Placement& where);
 
 // Where two vocabularies differ, a one-line description of the first difference; nullopt when
 // they tokenize identically (same size, same token texts, same BOS handling).

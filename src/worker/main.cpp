@@ -92,10 +92,9 @@ int main() {
   // with SIGPIPE; ignored, the write fails and ggml-rpc aborts with a message that names it.
   ::signal(SIGPIPE, SIG_IGN);
   const Fault fault = fault_from_env();
-  // Every arm the orchestrator opened here, and the models they share (one load per file and
-  // placement: RPC servers hold each model once).
+  // Every arm the orchestrator opened here; arms of one file and placement share its weights
+  // (load_weights), so RPC servers hold each model once.
   std::map<uint32_t, std::unique_ptr<hd::engine::LocalArm>> arms;
-  std::map<std::string, std::shared_ptr<hd::engine::Model>> models;
   uint32_t next_id = 1;
   std::vector<float> logits;
   long decodes = 0;
@@ -127,12 +126,7 @@ int main() {
         case wire::Type::kOpen: {
           const wire::Open o = wire::decode_open(*m);
           const hd::engine::ArmSettings s = settings_of(o);
-          const hd::engine::Placement where = hd::engine::placement_of(s);
-          std::string key = s.model;
-          for (const auto& d : where.devices) key.append("|").append(d);
-          key.append("|").append(std::to_string(where.n_gpu_layers));
-          auto& model = models[key];
-          if (!model) model = hd::engine::model_load(s.model, where);
+          auto model = hd::engine::model_load(s.model);
           hd::engine::check_settings(s, model->info(), o.n_ctx);
           auto& arm = arms[next_id];
           arm = std::make_unique<hd::engine::LocalArm>(model, s, o.n_ctx);
