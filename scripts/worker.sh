@@ -39,8 +39,8 @@ if [ ! -f "$build/build.ninja" ]; then
   say "configuring a worker for '$1' in $build (llama.cpp is built once if it is not cached: minutes)"
   cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHETERODYNE_WORKER_ONLY=ON \
     -DHETERODYNE_LLAMA_SOURCE="$llama_source" -DHETERODYNE_LLAMA_FLAGS="${flags# }" >"$build/configure.log" 2>&1 ||
-    { tail -5 "$build/configure.log" >&2; say "configure failed, see $build/configure.log"; rm -f "$build/build.ninja"; exit 1; }
+    { rm -f "$build/build.ninja"; say "configure failed (llama.cpp's build or ours), see $build/configure.log"; exit 1; }
 fi
 cmake --build "$build" --target heterodyne-worker >"$build/build.log" 2>&1 ||
-  { grep -m5 -B2 -A3 'error' "$build/build.log" >&2 || tail -20 "$build/build.log" >&2; say "build failed, see $build/build.log"; exit 1; }
+  { say "the worker did not compile against this llama.cpp, see $build/build.log"; exit 1; }
 echo "$build/heterodyne-worker"

@@ -47,25 +47,29 @@ std::string worker_executable(const std::string& spec) {
     throw InputError("cannot build a worker for '" + spec + "': " + script.string() +
                      " is missing; build one with scripts/worker.sh and pass its path");
   }
-  // The script prints progress on stderr (ours) and the executable's path as its last line.
+  // The script's lines are progress (forwarded to our stderr as they come, but one behind);
+  // its last line is the executable's path, or why it failed, which becomes our one line.
   std::string cmd = script.string();
-  cmd.append(" '").append(spec).append("'");  // spec holds no quote: checked above
+  cmd.append(" '").append(spec).append("' 2>&1");  // spec holds no quote: checked above
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) throw RuntimeError("cannot run " + script.string());
-  std::string out;
+  std::string line, held;
   std::array<char, 4096> buf;
-  while (size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  const std::string last = out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
-  if (status != 0 || !executable(last)) {
-    const bool input = WIFEXITED(status) && WEXITSTATUS(status) == 2;
-    const std::string msg = "could not build a worker for llama.cpp build '" + spec +
-                            "' (scripts/worker.sh failed; its message is above)";
-    if (input) throw InputError(msg);
-    throw RuntimeError(msg);
+  while (std::fgets(buf.data(), static_cast<int>(buf.size()), p) != nullptr) {
+    line += buf.data();
+    if (line.empty() || line.back() != '\n') continue;
+    line.pop_back();
+    if (!held.empty()) std::fprintf(stderr, "%s\n", held.c_str());
+    held = std::move(line);
+    line.clear();
   }
-  return last;
+  if (!line.empty()) held = line;
+  const int status = ::pclose(p);
+  if (status == 0 && executable(held)) return held;
+  const std::string why = held.rfind("worker.sh: ", 0) == 0 ? held.substr(11) : held;
+  const std::string msg = "no worker for llama.cpp build '" + spec + "': " + why;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 2) throw InputError(msg);
+  throw RuntimeError(msg);
 }
 
 }  // namespace hd::engine

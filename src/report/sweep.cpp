@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace hd::report {
 namespace {
 
@@ -11,16 +13,28 @@ std::string num(const nlohmann::json& x, const char* spec = "{:.4g}") {
   return fmt::format(fmt::runtime(spec), x.get<double>());
 }
 
+std::string shown_value(const std::string& name, const nlohmann::json& v) {
+  std::string shown = v.is_string() ? v.get<std::string>() : v.dump();
+  if (name == "model") shown = shown.substr(shown.find_last_of('/') + 1);
+  return shown;
+}
+
+// A column per setting, as wide as its widest value (a build spec or an RPC list is long).
+size_t column_width(const std::string& name, const nlohmann::json& combinations) {
+  size_t w = name == "model" ? 23 : 7;
+  for (const auto& c : combinations) w = std::max(w, shown_value(name, c["values"][name]).size());
+  return w;
+}
+
 std::string values_text(const nlohmann::json& values, const nlohmann::json& settings,
-                        const nlohmann::json& a) {
+                        const nlohmann::json& a, const nlohmann::json& combinations) {
   std::string out;
   for (const auto& n : settings) {
     const std::string name = n.get<std::string>();
     const auto& v = values[name];
     const bool is_b = v != a[name];
-    std::string shown = v.is_string() ? v.get<std::string>() : v.dump();
-    if (name == "model") shown = shown.substr(shown.find_last_of('/') + 1);
-    out += fmt::format("{}{:<{}} ", is_b ? '*' : ' ', shown, name == "model" ? 23 : 7);
+    out += fmt::format("{}{:<{}} ", is_b ? '*' : ' ', shown_value(name, v),
+                       column_width(name, combinations));
   }
   return out;
 }
@@ -49,12 +63,12 @@ void print_sweep(std::ostream& os, const LoadedResult& l) {
   std::string header;
   for (const auto& n : settings) {
     const std::string name = n.get<std::string>();
-    header += fmt::format(" {:<{}} ", short_name(name), name == "model" ? 23 : 7);
+    header += fmt::format(" {:<{}} ", short_name(name), column_width(name, r["combinations"]));
   }
   os << fmt::format("\n{}{:>12} {:>10} {:>8} {:>9}\n", header, "mean KL", "±95%", "top-1 Δ",
                     "PPL");
   for (const auto& c : r["combinations"]) {
-    os << values_text(c["values"], settings, r["a"]);
+    os << values_text(c["values"], settings, r["a"], r["combinations"]);
     if (!c["possible"].get<bool>()) {
       os << "cannot run: " << c["reason"].get<std::string>() << "\n";
       continue;
