@@ -45,26 +45,12 @@ std::vector<std::string> diff_args(const Fixture& f, const std::string& out) {
           "64",   "--max-chunks", "8",     "-t",        "2",    "-o",          out};
 }
 
-int stored_chunks(const std::string& path) {
-  sqlite3* db = nullptr;
-  int n = 0;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM chunks", -1, &st, nullptr) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-      n = sqlite3_column_int(st, 0);
-    }
-    sqlite3_finalize(st);
-  }
-  sqlite3_close(db);
-  return n;
-}
 
 // Starts a run and sends `sig` once `after` chunks are stored. Returns the exit status.
 int interrupt(const std::vector<std::string>& args, const std::string& path, int after, int sig) {
   const pid_t pid = test::spawn_cli(args, "/dev/null", "/dev/null");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (stored_chunks(path) < after && std::chrono::steady_clock::now() < deadline) {
+  while (test::stored_chunks(path) < after && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   kill(pid, sig);
@@ -90,18 +76,18 @@ TEST(Resume, KilledRunsResumeToTheSameNumbers) {
   const Fixture& f = fixture();
   const std::string whole = f.dir + "/whole.hdy";
   ASSERT_EQ(test::run_cli(diff_args(f, whole)).exit_code, 0);
-  ASSERT_EQ(stored_chunks(whole), 8);
+  ASSERT_EQ(test::stored_chunks(whole), 8);
 
   for (int after : {1, 3, 6}) {
     const std::string cut = f.dir + "/cut" + std::to_string(after) + ".hdy";
     const int status = interrupt(diff_args(f, cut), cut, after, SIGKILL);
     ASSERT_TRUE(WIFSIGNALED(status)) << "the run ended before it could be killed";
-    const int kept = stored_chunks(cut);
+    const int kept = test::stored_chunks(cut);
     EXPECT_GE(kept, after);
     EXPECT_LT(kept, 8);
     const auto r = test::run_cli({"diff", "--resume", cut});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(stored_chunks(cut), 8);
+    EXPECT_EQ(test::stored_chunks(cut), 8);
     expect_same_results(whole, cut);
     EXPECT_EQ(test::run_cli({"verify", cut, "--integrity-only"}).exit_code, 0);
   }
@@ -114,12 +100,12 @@ TEST(Resume, SigtermStopsAfterTheChunkInFlight) {
   const int status = interrupt(diff_args(f, path), path, 2, SIGTERM);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);
-  const int kept = stored_chunks(path);
+  const int kept = test::stored_chunks(path);
   EXPECT_GE(kept, 2);
   EXPECT_LT(kept, 8);
   const auto r = test::run_cli({"diff", "--resume", path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(stored_chunks(path), 8);
+  EXPECT_EQ(test::stored_chunks(path), 8);
 }
 
 // Whether the file holds its configuration yet (the run has got past creating it).
@@ -172,10 +158,10 @@ TEST(Resume, TransplantRunsKilledAtRandomMomentsResumeBitwise) {
     int status = 0;
     waitpid(pid, &status, 0);
     if (WIFSIGNALED(status)) ++killed;
-    const int kept = stored_chunks(cut);
+    const int kept = test::stored_chunks(cut);
     const auto r = test::run_cli({"diff", "--resume", cut});
     ASSERT_EQ(r.exit_code, 0) << "kill " << i << " at " << at << " s (" << kept << " chunks kept): " << r.err;
-    EXPECT_EQ(stored_chunks(cut), 8);
+    EXPECT_EQ(test::stored_chunks(cut), 8);
     expect_same_results(whole, cut);
     EXPECT_EQ(test::run_cli({"verify", cut, "--integrity-only"}).exit_code, 0);
   }
@@ -189,9 +175,9 @@ TEST(Resume, SigintStopsAfterTheChunkInFlight) {
   const int status = interrupt(diff_args(f, path), path, 1, SIGINT);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);
-  EXPECT_LT(stored_chunks(path), 8);
+  EXPECT_LT(test::stored_chunks(path), 8);
   EXPECT_EQ(test::run_cli({"diff", "--resume", path}).exit_code, 0);
-  EXPECT_EQ(stored_chunks(path), 8);
+  EXPECT_EQ(test::stored_chunks(path), 8);
 }
 
 // A second writer on the same experiment is refused while the first runs.
@@ -202,7 +188,7 @@ TEST(Resume, ASecondWriterIsRefused) {
   auto args = diff_args(f, path);
   args.push_back("--transplants");  // slow enough to overlap
   const pid_t pid = test::spawn_cli(args, "/dev/null", "/dev/null");
-  while (stored_chunks(path) < 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (test::stored_chunks(path) < 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const auto second = test::run_cli({"diff", "--resume", path});
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
@@ -229,10 +215,10 @@ TEST(Resume, AFullDiskKeepsWhatWasStored) {
   const std::string err = test::read_file(f.dir + "/full.err");
   EXPECT_NE(err.find("disk"), std::string::npos) << err;
   EXPECT_NE(err.find("diff --resume"), std::string::npos) << err;
-  const int kept = stored_chunks(path);
+  const int kept = test::stored_chunks(path);
   EXPECT_LT(kept, 8);
   ASSERT_EQ(test::run_cli({"diff", "--resume", path}).exit_code, 0);
-  EXPECT_EQ(stored_chunks(path), 8);
+  EXPECT_EQ(test::stored_chunks(path), 8);
 }
 
 TEST(Verify, ReproducesBitwiseAndCatchesTampering) {

@@ -1,9 +1,11 @@
 #include "test_support.h"
 
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +13,8 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+
+#include "analysis/transplant_summary.h"
 
 namespace hd::test {
 
@@ -112,6 +116,33 @@ bool stop_serve(const ServeProcess& s) {
   int status = 0;
   ::waitpid(s.pid, &status, 0);
   return WIFEXITED(status);
+}
+
+int stored_chunks(const std::string& path) {
+  sqlite3* db = nullptr;
+  int n = 0;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM chunks", -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+      n = sqlite3_column_int(st, 0);
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return n;
+}
+
+void expect_steps_telescope(const analysis::TransplantSummary& s) {
+  for (const bool denoise : {true, false}) {
+    const auto& d = denoise ? s.denoise_components : s.noise_components;
+    double sum = d.embedding.mean;
+    for (const auto& l : d.layers) sum += l.attention.mean + l.mlp.mean;
+    const double expect = denoise ? d.untouched - d.final : d.final - d.untouched;
+    EXPECT_NEAR(sum, expect, 1e-12 * std::abs(expect)) << (denoise ? "denoise" : "noise");
+    EXPECT_NEAR(d.attention_total.mean + d.mlp_total.mean + d.embedding.mean, expect,
+                1e-12 * std::abs(expect));
+  }
 }
 
 }  // namespace hd::test

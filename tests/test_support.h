@@ -5,7 +5,18 @@
 #include <string>
 #include <vector>
 
+namespace hd::analysis {
+struct TransplantSummary;
+}
+
 namespace hd::test {
+
+// The chunks an experiment file holds so far (0 when it cannot be read): what a killed run kept.
+int stored_chunks(const std::string& path);
+
+// Components telescope: embedding + every attention and MLP step = untouched - final
+// (denoise) or final - untouched (noise), to 1e-12 relative, in both directions.
+void expect_steps_telescope(const analysis::TransplantSummary& s);
 
 // ../shared from the repository root; tests that need it skip with a message when absent.
 std::string shared_path(const std::string& rel);
