@@ -95,6 +95,7 @@ class Reader {
       throw RuntimeError("worker protocol: a message is shorter than its array");
     }
     std::vector<T> v(static_cast<size_t>(n));
+    if (n == 0) return v;  // memcpy from or to a null pointer is undefined even for 0 bytes
     std::memcpy(v.data(), body_.data() + at_, v.size() * sizeof(T));
     at_ += v.size() * sizeof(T);
     return v;
