@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 
@@ -13,6 +14,9 @@
 #include "errors.h"
 #include "ggml-backend.h"
 #include "ggml-rpc.h"
+#ifdef HD_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 namespace hd::engine {
 
@@ -30,6 +34,24 @@ static const char* type_name(enum ggml_backend_dev_type t) {
     default: return "other";
   }
 }
+
+#ifdef HD_WITH_CUDA
+// What ggml does not report of a CUDA device: the driver and the compute capability.
+// ggml numbers CUDA devices as the runtime does ("CUDA0" is device 0).
+static void add_cuda_facts(nlohmann::json& j, const std::string& name) {
+  if (name.rfind("CUDA", 0) != 0) return;
+  const int index = std::atoi(name.c_str() + 4);
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, index) == cudaSuccess) {
+    j["compute_capability"] = std::to_string(p.major) + "." + std::to_string(p.minor);
+  }
+  j["cuda_driver"] = std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
+  j["cuda_runtime"] = std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
+}
+#endif
 
 static nlohmann::json device_json(ggml_backend_dev_t d) {
   size_t free = 0, total = 0;
@@ -50,6 +72,9 @@ static nlohmann::json device_json(ggml_backend_dev_t d) {
   ggml_backend_dev_props props{};
   ggml_backend_dev_get_props(d, &props);
   if (props.device_id != nullptr) j["device_id"] = props.device_id;
+#ifdef HD_WITH_CUDA
+  add_cuda_facts(j, ggml_backend_dev_name(d));
+#endif
   return j;
 }
 
