@@ -88,12 +88,12 @@ void check_settings(const ArmSettings& s, const ModelInfo& m, int n_ctx) {
 bool runs_in_worker(const ArmSettings& s) { return !s.rpc.empty() || !s.llama_build.empty(); }
 
 Arm::Arm(std::shared_ptr<Model> model, ArmSettings settings, int n_ctx)
-    : model_(std::move(model)), settings_(std::move(settings)), n_ctx_(n_ctx) {
-  check_settings(settings_, model_->info(), n_ctx_);
+    : model_(std::move(model)), settings_(std::move(settings)) {
+  check_settings(settings_, model_->info(), n_ctx);
   if (runs_in_worker(settings_)) {
-    backend_ = std::make_unique<WorkerArm>(model_->info(), settings_, n_ctx_);
+    backend_ = std::make_unique<WorkerArm>(model_->info(), settings_, n_ctx);
   } else {
-    backend_ = std::make_unique<LocalArm>(model_, settings_, n_ctx_);
+    backend_ = std::make_unique<LocalArm>(model_, settings_, n_ctx);
   }
 }
 
@@ -121,11 +121,8 @@ void Arm::run_residual(std::span<const float> rows, int n_tokens, Hook* hook,
   decode({{}, rows, n_tokens, first_output, 0}, hook, logits);
 }
 
+// The ranges are checked by LocalArm, in this process or in the worker, where the context is.
 void Arm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) {
-  if (in.n < 1 || in.pos0 < 0 || in.pos0 + in.n > n_ctx_)
-    throw RuntimeError("chunk length out of range for this arm");
-  if (in.first_output < 0 || in.first_output >= in.n)
-    throw RuntimeError("first output position out of range");
   backend_->decode(in, hook, logits);
 }
 

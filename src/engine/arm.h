@@ -94,7 +94,6 @@ class Arm {
 
   std::shared_ptr<Model> model_;  // this process's copy: tokenization and shape facts
   ArmSettings settings_;
-  int n_ctx_ = 0;
   std::unique_ptr<ArmBackend> backend_;
 };
 

@@ -25,7 +25,7 @@ nlohmann::json available_devices();
 // into a Placement. Throws InputError naming the devices that exist when it is not one.
 Placement device_placement(const std::string& device, int n_gpu_layers);
 
-// Registers each llama.cpp RPC server ("host:port") and places every layer on their devices in
+// Registers each llama.cpp RPC server ("host:port", checked by check_settings) and places every layer on their devices in
 // the order given. A server that cannot be reached is an InputError here (ggml-rpc itself
 // would abort the process). n_gpu_layers < 0: all layers.
 Placement rpc_placement(const std::vector<std::string>& endpoints, int n_gpu_layers);
