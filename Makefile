@@ -74,7 +74,7 @@ bin: configure
 
 demo: bin
 	@mkdir -p $(DEMO)
-	$(HD) demo-model -o $(DEMO)/demo-f32.gguf --held-out-text $(DEMO)/held-out.txt
+	$(HD) demo-model -o $(DEMO)/demo-f32.gguf --held-out-text $(DEMO)/held-out.txt --force
 	$(HD) diff --a $(DEMO)/demo-f32.gguf --b-quant Q4_K_M --text-file $(DEMO)/held-out.txt \
 	  --chunk 256 --max-chunks $(DEMO_CHUNKS) --transplants --components -o $(DEMO)/demo-vs-Q4_K_M.hdy --force
 	@for t in Q8_0 Q2_K; do \
@@ -85,7 +85,7 @@ demo: bin
 	@$(HD) show $(DEMO)/demo-vs-Q8_0.hdy $(DEMO)/demo-vs-Q4_K_M.hdy $(DEMO)/demo-vs-Q2_K.hdy
 	@echo; echo "== F32 vs Q4_K_M: where it diverges, in the text and across the layers"
 	@$(HD) show $(DEMO)/demo-vs-Q4_K_M.hdy --worst 5 --transplants --components
-	@$(HD) report $(DEMO)/demo-vs-Q4_K_M.hdy -o $(DEMO)/demo-vs-Q4_K_M.html
+	@$(HD) report $(DEMO)/demo-vs-Q4_K_M.hdy -o $(DEMO)/demo-vs-Q4_K_M.html --force
 	@echo; echo "experiment files: $(DEMO)/demo-vs-{Q8_0,Q4_K_M,Q2_K}.hdy; report: $(DEMO)/demo-vs-Q4_K_M.html"
 	@echo "open the UI on these results: $(HD) serve --models $(DEMO) --experiments $(DEMO)   (then http://127.0.0.1:8080/)"
 

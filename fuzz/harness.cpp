@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/arm.h"
 #include "engine/model.h"
 #include "errors.h"
 #include "report/show.h"
@@ -86,6 +87,31 @@ void text(const std::string& bytes, const engine::Model& model) {
     }
     (void)run::chunk_text(model, t, 8, 4);
   } catch (const InputError&) {
+  }
+}
+
+void gguf(const std::string& bytes) {
+  // Each input gets a name of its own: weights loaded from one name are shared while an arm
+  // holds them, and a mutated file under the same name must be read afresh.
+  static int serial = 0;
+  const std::string path = scratch("input-" + std::to_string(serial++ % 2) + ".gguf");
+  write(path, bytes);
+  try {
+    const auto model = engine::model_load(path);
+    const auto tokens = model->tokenize("Once upon a time", true);
+    for (int32_t id : tokens) {
+      if (id < 0 || id >= model->info().n_vocab) __builtin_trap();  // a token outside the vocab
+    }
+    // Small files run one decode: the graph llama.cpp builds from the metadata is checked too.
+    if (tokens.size() < 2 || tokens.size() > 64 || bytes.size() > (size_t{4} << 20)) return;
+    engine::ArmSettings s;
+    s.model = path;
+    s.n_threads = 1;
+    engine::Arm arm(model, s, static_cast<int>(tokens.size()));
+    std::vector<float> logits;
+    arm.run_chunk(tokens, nullptr, logits, 0);
+  } catch (const InputError&) {
+  } catch (const RuntimeError&) {
   }
 }
 

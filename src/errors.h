@@ -16,4 +16,10 @@ struct RuntimeError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A stop was requested (SIGINT, SIGTERM) before anything worth keeping was written: exit
+// code 130, as for a run stopped between chunks.
+struct Stopped : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace hd

@@ -1,6 +1,8 @@
 // The experiment file: round trips are exact, the hash sees every value, one writer at a time.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <cstring>
@@ -47,8 +49,9 @@ static ChunkResult sample_chunk(int id) {
 TEST(Store, ChunksRoundTripBitwise) {
   const std::string path = hd::test::temp_dir("store-rt") + "/x.hdy";
   {
-    Experiment e = Experiment::create(path, false);
+    Experiment e = Experiment::create(path, false, {});
     e.put_chunk(sample_chunk(0), {{1, "<s>"}, {17, " the"}});
+    e.publish();
     e.put_chunk(sample_chunk(1), {{42, "\n"}});
   }
   const Experiment e = Experiment::open(path, false);
@@ -85,9 +88,10 @@ TEST(Store, IntegrityHashSeesEveryValue) {
   const std::string path = hd::test::temp_dir("store-hash") + "/x.hdy";
   std::string sealed;
   {
-    Experiment e = Experiment::create(path, false);
+    Experiment e = Experiment::create(path, false, {});
     e.put_chunk(sample_chunk(0), {{1, "<s>"}});
     e.seal();
+    e.publish();
     sealed = *e.meta("integrity_sha256");
     EXPECT_EQ(sealed, e.compute_integrity());
     EXPECT_EQ(sealed.size(), 64u);
@@ -105,24 +109,118 @@ TEST(Store, IntegrityHashSeesEveryValue) {
   }
 }
 
+// The message of the InputError `f` throws ("" when it throws nothing or something else).
+template <typename F>
+static std::string input_error(F&& f) {
+  try {
+    f();
+  } catch (const hd::InputError& e) {
+    return e.what();
+  } catch (...) {
+    return "(another exception)";
+  }
+  return "";
+}
+
+static void make_published(const std::string& path) {
+  Experiment e = Experiment::create(path, false, {});
+  e.publish();
+}
+
 TEST(Store, SecondWriterIsRefused) {
-  const std::string path = hd::test::temp_dir("store-lock") + "/x.hdy";
-  Experiment first = Experiment::create(path, false);
-  EXPECT_THROW(Experiment::open(path, true), hd::InputError);
-  EXPECT_THROW(Experiment::create(path, true), hd::InputError);
+  const std::string dir = hd::test::temp_dir("store-lock");
+  const std::string path = dir + "/x.hdy";
+  Experiment first = Experiment::create(path, false, {});
+  first.publish();
+  EXPECT_THAT(input_error([&] { Experiment::open(path, true); }),
+              testing::HasSubstr("being written by another heterodyne process"));
+  EXPECT_THAT(input_error([&] { Experiment::create(path, true, {}); }),
+              testing::HasSubstr("being written by another heterodyne process"));
   EXPECT_NO_THROW(Experiment::open(path, false));  // readers are welcome
+  // Two new writers of one output, neither published yet: they meet on the part's lock, and
+  // the second is told so (not "already exists", not a SQLite error).
+  const std::string fresh = dir + "/fresh.hdy";
+  Experiment one = Experiment::create(fresh, true, {});
+  EXPECT_THAT(input_error([&] { Experiment::create(fresh, true, {}); }),
+              testing::HasSubstr("being written by another heterodyne process"));
 }
 
 TEST(Store, ExistingFileIsNotReplacedWithoutAsking) {
   const std::string path = hd::test::temp_dir("store-exists") + "/x.hdy";
-  { Experiment::create(path, false); }
-  EXPECT_THROW(Experiment::create(path, false), hd::InputError);
-  EXPECT_NO_THROW(Experiment::create(path, true));
+  make_published(path);
+  EXPECT_THAT(input_error([&] { Experiment::create(path, false, {}); }),
+              testing::HasSubstr("already exists"));
+  EXPECT_NO_THROW(Experiment::create(path, true, {}));
+}
+
+TEST(Store, AnUnpublishedExperimentLeavesThePathAsItWas) {
+  const std::string dir = hd::test::temp_dir("store-pending");
+  const std::string path = dir + "/x.hdy";
+  {  // a new path: nothing appears until publish, and nothing is left when it never comes
+    Experiment e = Experiment::create(path, false, {});
+    e.put_chunk(sample_chunk(0), {{1, "<s>"}});
+    EXPECT_FALSE(std::filesystem::exists(path));
+    EXPECT_TRUE(std::filesystem::exists(path + ".part"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(path + ".part"));
+  EXPECT_FALSE(std::filesystem::exists(path + ".part-journal"));
+  // Replacing: the old experiment stays whole until the new one is published.
+  {
+    Experiment old = Experiment::create(path, false, {});
+    old.put_chunk(sample_chunk(0), {{1, "<s>"}});
+    old.put_chunk(sample_chunk(1), {{1, "<s>"}});
+    old.seal();
+    old.publish();
+  }
+  const std::string before = hd::test::read_file(path);
+  {
+    Experiment e = Experiment::create(path, true, {});
+    e.set_meta("kind", "diff");
+    EXPECT_EQ(hd::test::read_file(path), before);
+  }
+  EXPECT_EQ(hd::test::read_file(path), before);
+  {
+    Experiment e = Experiment::create(path, true, {});
+    e.put_chunk(sample_chunk(5), {{1, "<s>"}});
+    e.publish();
+    e.put_chunk(sample_chunk(6), {{1, "<s>"}});  // still writable after the move
+  }
+  const Experiment back = Experiment::open(path, false);
+  EXPECT_EQ(back.finished_chunks(), (std::vector<int>{5, 6}));
+  EXPECT_FALSE(std::filesystem::exists(path + ".part"));
+}
+
+TEST(Store, NeverReplacesAnInputOrWhatIsNotARegularFile) {
+  const std::string dir = hd::test::temp_dir("store-targets");
+  const std::string model = dir + "/m.gguf";
+  hd::test::write_file(model, "GGUF not really");
+  std::filesystem::create_hard_link(model, dir + "/hard.hdy");
+  std::filesystem::create_symlink(model, dir + "/soft.hdy");
+  for (const std::string out : {model, dir + "/hard.hdy", dir + "/soft.hdy"}) {
+    EXPECT_THAT(input_error([&] { Experiment::create(out, true, {model}); }),
+                testing::HasSubstr("is the same file as the input"))
+        << out;
+  }
+  ASSERT_EQ(::mkfifo((dir + "/fifo.hdy").c_str(), 0644), 0);
+  EXPECT_THAT(input_error([&] { Experiment::create(dir + "/fifo.hdy", true, {}); }),
+              testing::HasSubstr("is a FIFO, not a regular file"));
+  EXPECT_THAT(input_error([&] { Experiment::open(dir + "/fifo.hdy", false); }),
+              testing::HasSubstr("is a FIFO, not a regular file"));
+  EXPECT_THAT(input_error([&] { Experiment::create("/dev/null", true, {}); }),
+              testing::HasSubstr("is a character device, not a regular file"));
+  std::filesystem::create_symlink(dir + "/nowhere", dir + "/dangling.hdy");
+  EXPECT_THAT(input_error([&] { Experiment::create(dir + "/dangling.hdy", true, {}); }),
+              testing::HasSubstr("leads nowhere"));
+  EXPECT_EQ(hd::test::read_file(model), "GGUF not really");
+  struct stat st {};
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
 }
 
 TEST(Store, NewerSchemaAndForeignFilesAreRefused) {
   const std::string dir = hd::test::temp_dir("store-schema");
-  { Experiment::create(dir + "/new.hdy", false); }
+  make_published(dir + "/new.hdy");
   exec_sql(dir + "/new.hdy", "UPDATE meta SET value = '99' WHERE key = 'schema_version'");
   try {
     Experiment::open(dir + "/new.hdy", false);

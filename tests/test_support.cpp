@@ -1,5 +1,8 @@
 #include "test_support.h"
 
+#include "ggml.h"
+#include "gguf.h"
+
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,6 +74,26 @@ CliResult run_cli(const std::vector<std::string>& args) {
   r.out = read_file(out);
   r.err = read_file(err);
   return r;
+}
+
+void rewrite_gguf(const std::string& in, const std::string& out,
+                  const std::function<void(gguf_context*, ggml_context*)>& edit) {
+  ggml_context* data = nullptr;
+  gguf_init_params params{false, &data};
+  gguf_context* src = gguf_init_from_file(in.c_str(), params);
+  ASSERT_NE(src, nullptr) << in;
+  // A new context: one read from a file cannot write its tensors back (their info holds no
+  // data), but tensors added from the loaded ggml context carry theirs.
+  gguf_context* dst = gguf_init_empty();
+  gguf_set_kv(dst, src);
+  for (int64_t i = 0; i < gguf_get_n_tensors(src); ++i) {
+    gguf_add_tensor(dst, ggml_get_tensor(data, gguf_get_tensor_name(src, i)));
+  }
+  edit(dst, data);
+  EXPECT_TRUE(gguf_write_to_file(dst, out.c_str(), false)) << out;
+  gguf_free(dst);
+  gguf_free(src);
+  ggml_free(data);
 }
 
 void write_file(const std::string& path, const std::string& text) {

@@ -2,8 +2,12 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
+
+struct gguf_context;
+struct ggml_context;
 
 namespace hd::analysis {
 struct TransplantSummary;
@@ -71,5 +75,10 @@ bool stop_serve(const ServeProcess& s);
 
 // Writes `text` to `path`.
 void write_file(const std::string& path, const std::string& text);
+
+// A copy of the GGUF `in` at `out`, with `edit` applied to its metadata (gguf's API) and its
+// tensors (loaded into the ggml context, so their data may be changed in place).
+void rewrite_gguf(const std::string& in, const std::string& out,
+                  const std::function<void(gguf_context*, ggml_context*)>& edit);
 
 }  // namespace hd::test

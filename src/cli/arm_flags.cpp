@@ -1,6 +1,11 @@
 #include "cli/arm_flags.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <set>
 
 #include "errors.h"
@@ -28,7 +33,7 @@ void add_arm_flags(CLI::App& cmd, ArmFlags& f, const std::string& p) {
                  "layers on the device or RPC servers for " + who + " (all)");
   cmd.add_option("--" + p + "rpc", f.rpc,
                  "llama.cpp RPC servers host:port[,host:port…] holding the layers of " + who)
-      ->delimiter(',');
+      ->expected(1);  // one comma-separated list per flag: it never takes the next argument
   cmd.add_option("--" + p + "llama-build", f.llama_build,
                  "another llama.cpp for " + who +
                      ", run in a worker process: pinned[,OPT=V…], a llama.cpp checkout, "
@@ -62,7 +67,23 @@ engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared
   pick(s.n_threads, shared.n_threads, own.n_threads);
   pick(s.device, shared.device, own.device);
   pick(s.n_gpu_layers, shared.n_gpu_layers, own.n_gpu_layers);
-  pick(s.rpc, shared.rpc, own.rpc);
+  std::optional<std::string> rpc;
+  pick(rpc, shared.rpc, own.rpc);
+  if (rpc) {
+    // Split here, not by CLI11: an empty entry ("a:1,,b:2", ",") is a slip, named as such.
+    size_t start = 0;
+    for (;;) {
+      const size_t comma = rpc->find(',', start);
+      const std::string server = rpc->substr(start, comma - start);
+      if (server.empty()) {
+        throw InputError("--rpc list '" + *rpc +
+                         "' has an empty entry: give host:port[,host:port…]");
+      }
+      s.rpc.push_back(server);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
   pick(s.llama_build, shared.llama_build, own.llama_build);
   for (char& c : s.device) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   // 0 means "default" inside; a user who types -t 0 made a mistake, not a request.
@@ -70,6 +91,26 @@ engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared
     throw InputError("thread count must be at least 1, not " + std::to_string(s.n_threads));
   }
   return s;
+}
+
+std::string stored_path(const std::string& path) {
+  if (path.empty() || path == "-") return path;
+  return std::filesystem::absolute(path).lexically_normal().string();
+}
+
+CLI::Validator finite_number(double lo, bool lo_allowed) {
+  return CLI::Validator(
+      [lo, lo_allowed](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        const bool number = !text.empty() && end == text.c_str() + text.size();
+        if (!number || !std::isfinite(v) || v < lo || (v == lo && !lo_allowed)) {
+          return "must be a finite number " + std::string(lo_allowed ? ">= " : "> ") +
+                 fmt::format("{}", lo) + ", not '" + text + "'";
+        }
+        return "";
+      },
+      "", "finite number");
 }
 
 std::vector<std::string> normalize_llama_flags(int argc, char** argv) {

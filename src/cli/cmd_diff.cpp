@@ -2,8 +2,6 @@
 // heterodyne diff --resume run.hdy
 #include <fmt/format.h>
 
-#include <filesystem>
-
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
 #include "errors.h"
@@ -52,34 +50,35 @@ void add_diff(CLI::App& app, Context& ctx) {
     if (opt != resume && opt->get_name() != "--help") resume->excludes(opt);
   }
   cmd->callback([o, &ctx] {
-    int missing = 0;
+    run::RunEnd end;
     std::string path = o->out;
     if (!o->resume.empty()) {
       path = o->resume;
-      missing = run::diff_resume(o->resume, ctx.command_line, progress_line);
+      end = run::diff_resume(o->resume, ctx.command_line, progress_line);
     } else {
       if (o->a.empty()) throw InputError("diff needs --a MODEL.gguf");
       if (o->b.empty() == o->b_quant.empty())
         throw InputError("diff needs exactly one of --b MODEL.gguf or --b-quant TYPE");
       if (o->text.empty()) throw InputError("diff needs --text-file FILE");
       if (o->out.empty()) throw InputError("diff needs -o FILE.hdy");
-      // Absolute paths: resume and verify may run from another directory.
-      auto absolute = [](const std::string& p) {
-        return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string();
-      };
       run::DiffConfig cfg = o->cfg;
-      cfg.a = resolve_arm(absolute(o->a), o->shared, o->own_a);
-      cfg.b = resolve_arm(absolute(o->b), o->shared, o->own_b);
+      cfg.a = resolve_arm(stored_path(o->a), o->shared, o->own_a);
+      cfg.b = resolve_arm(stored_path(o->b), o->shared, o->own_b);
       cfg.b_quant = o->b_quant;
-      cfg.text_file = absolute(o->text);
+      cfg.text_file = stored_path(o->text);
       cfg.floor = !o->no_floor;
       cfg.transplants = cfg.transplants || cfg.components;
       cfg.prefix_reuse = !o->no_prefix_reuse;
-      missing = run::diff_run(cfg, o->out, o->force, ctx.command_line, progress_line);
+      end = run::diff_run(cfg, o->out, o->force, ctx.command_line, progress_line);
     }
-    if (missing > 0) {
-      progress_line(fmt::format(
-          "stopped with {} chunks to go; finish with: heterodyne diff --resume {}", missing, path));
+    if (!end.written) {
+      progress_line("stopped before the first chunk was stored: nothing written ('" + path +
+                    "' is as it was)");
+      ctx.exit_code = 130;
+    } else if (end.missing > 0) {
+      progress_line(fmt::format("stopped with {} chunks to go; finish with: heterodyne diff "
+                                "--resume {}",
+                                end.missing, path));
       ctx.exit_code = 130;
     } else {
       progress_line("wrote " + path + "  (heterodyne show " + path + ")");

@@ -1,7 +1,6 @@
 // heterodyne floor --model m.gguf --text-file t.txt --ub 1..512 [--threads 1,2] [--fa on,off]
 //                  [--ref-ub 512] [-ctk T] [-ctv T] [--chunk 128] [--max-chunks 4] -o floor.hdy
-#include <filesystem>
-
+#include "cli/arm_flags.h"
 #include "cli/commands.h"
 #include "errors.h"
 #include "run/floor.h"
@@ -35,8 +34,8 @@ void add_floor(CLI::App& app, Context& ctx) {
   cmd->add_flag("--force", o->force, "replace an existing output file");
   cmd->callback([o, &ctx] {
     run::FloorConfig cfg = o->cfg;
-    cfg.model = std::filesystem::absolute(cfg.model).lexically_normal().string();
-    cfg.text_file = std::filesystem::absolute(cfg.text_file).lexically_normal().string();
+    cfg.model = stored_path(cfg.model);
+    cfg.text_file = stored_path(cfg.text_file);
     cfg.ubatches = run::parse_int_list(o->ub);
     if (!o->threads.empty()) cfg.threads = run::parse_int_list(o->threads);
     cfg.flash_attn.clear();

@@ -9,6 +9,7 @@
 
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
+#include "common/output_file.h"
 #include "errors.h"
 #include "run/gate.h"
 
@@ -142,10 +143,11 @@ void add_gate(CLI::App& app, Context& ctx) {
   c->add_option("--reference", cal->reference, "directory written by capture")->required();
   c->add_option("--safety", cal->safety, "multiplier on the largest observed |Δ|")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(finite_number(0, false));
   c->add_option("--jitter-floor", cal->jitter_floor, "least atol, relative to max |ref|")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_number(0, true));
+  c->add_flag("--force", cal->force, "replace the reference's existing tolerances.json");
   c->callback([cal, &ctx] {
     const auto tol = run::calibrate_reference(*cal);
     progress_line("wrote " + cal->reference + "/tolerances.json (" +
@@ -157,6 +159,7 @@ void add_gate(CLI::App& app, Context& ctx) {
   struct CheckOpts {
     run::CheckConfig cfg;
     std::string model, format = "human", json_out;
+    bool force = false;
     ArmFlags flags;
   };
   auto o = std::make_shared<CheckOpts>();
@@ -168,7 +171,7 @@ void add_gate(CLI::App& app, Context& ctx) {
               "compare a different file (e.g. a quantized candidate against an f16 reference)");
   k->add_option("--jitter-floor", o->cfg.jitter_floor,
                 "loosen every tolerance to at least this x max |ref|")
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_number(0, true));
   k->add_option("--decode", o->cfg.decode_steps,
                 "compare this many of the reference's decode steps (default: all it has)")
       ->check(CLI::NonNegativeNumber);
@@ -179,15 +182,18 @@ void add_gate(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   k->add_option("--json-out", o->json_out,
                 "also write the JSON report to this file (one run, two reports: CI)");
+  k->add_flag("--force", o->force, "replace an existing --json-out file");
   add_arm_flags(*k, o->flags, "");
   k->callback([o, &ctx] {
     o->cfg.arm = resolve_arm(o->model, o->flags, ArmFlags{});
+    // The report may be none of what check reads.
+    const OutputPolicy report_policy(
+        o->force, {o->model, o->cfg.reference + "/manifest.json",
+                   o->cfg.reference + "/activations.safetensors",
+                   o->cfg.reference + "/tolerances.json"});
+    if (!o->json_out.empty()) check_output_path(o->json_out, report_policy);
     const auto r = run::check_reference(o->cfg);
-    if (!o->json_out.empty()) {
-      std::ofstream out(o->json_out);
-      out << r.dump(2) << "\n";
-      if (!out.flush()) throw InputError("cannot write '" + o->json_out + "'");
-    }
+    if (!o->json_out.empty()) write_output_file(o->json_out, r.dump(2) + "\n", report_policy);
     if (o->format == "json") {
       std::cout << r.dump(2) << "\n";
     } else if (o->format == "markdown") {

@@ -1,5 +1,7 @@
 // heterodyne show run.hdy [--json] [--worst N] [--flips]
 #include <iostream>
+#include <optional>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "errors.h"
@@ -13,19 +15,22 @@
 namespace hd::cli {
 namespace {
 
+void warn_modified(const std::string& file) {
+  progress_line("warning: '" + file + "' fails its integrity check (changed after it was sealed)");
+}
+
 void show_several(const std::vector<std::string>& files, bool single_file_option) {
   if (single_file_option) {
     throw InputError("--json, --worst, --transplants, --components and --position take one file");
   }
   std::vector<report::Loaded> runs;
   for (const std::string& f : files) runs.push_back(report::load_experiment(f));
+  std::ostringstream out;
+  report::print_ladder(out, runs);
   for (const auto& l : runs) {
-    if (l.integrity == "MISMATCH") {
-      progress_line("warning: '" + l.path +
-                    "' fails its integrity check (changed after it was sealed)");
-    }
+    if (l.integrity == "MISMATCH") warn_modified(l.path);
   }
-  report::print_ladder(std::cout, runs);
+  std::cout << out.str();
 }
 
 }  // namespace
@@ -62,51 +67,53 @@ void add_show(CLI::App& app, Context& ctx) {
       return;
     }
     const std::string& file = o->files.front();
+    // Everything is written to a buffer and printed at the end: an error half way (a position
+    // that holds no transplants) leaves stdout empty, not a summary followed by a failure.
+    std::ostringstream out;
+    std::optional<report::Position> position;
+    if (!o->position.empty()) position = report::parse_position(o->position);
     if (const std::string kind = report::experiment_kind(file); kind != "diff") {
       if (o->worst || o->transplants || o->components || o->flips || !o->position.empty()) {
         throw InputError("'" + file + "' is a " + kind + ": --worst, --transplants, --components, "
                          "--flips and --position are for diffs");
       }
       const report::LoadedResult r = report::load_result(file, kind);
-      if (r.integrity == "MISMATCH") {
-        progress_line("warning: '" + file +
-                      "' fails its integrity check (changed after it was sealed)");
-      }
       if (o->json) {
-        std::cout << report::result_json(r).dump(2, ' ', false,
-                                                 nlohmann::json::error_handler_t::replace)
-                  << "\n";
+        out << report::result_json(r).dump(2, ' ', false,
+                                           nlohmann::json::error_handler_t::replace)
+            << "\n";
       } else if (kind == "sweep") {
-        report::print_sweep(std::cout, r);
+        report::print_sweep(out, r);
       } else {
-        report::print_floor(std::cout, r);
+        report::print_floor(out, r);
       }
+      if (r.integrity == "MISMATCH") warn_modified(file);
+      std::cout << out.str();
       ctx.exit_code = 0;
       return;
     }
     const report::Loaded l = report::load_experiment(file);
-    if (l.integrity == "MISMATCH") {
-      progress_line("warning: '" + file +
-                    "' fails its integrity check (changed after it was sealed)");
-    }
     // Flat perplexity hides changed greedy answers: a version-vs-version run leads with them.
     const bool flips = (o->flips || report::compares_builds(l)) && l.summary.n_chunks > 0;
     if (o->json) {
       nlohmann::json j = report::summary_json(l, o->worst);
       if (flips) j["flips"] = report::flips_json(l);
-      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       if ((o->transplants || o->components || !o->position.empty()) && !l.transplants) {
         throw InputError("'" + file +
                          "' has no transplants: run diff with --transplants or --components");
       }
-      if (flips) report::print_flips(std::cout, l);
-      report::print_summary(std::cout, l);
-      if (o->transplants) report::print_transplants(std::cout, *l.transplants);
-      if (o->components) report::print_components(std::cout, *l.transplants);
-      if (!o->position.empty()) report::print_position(std::cout, l, o->position);
-      if (o->worst > 0) report::print_worst(std::cout, l, o->worst);
+      if (flips) report::print_flips(out, l);
+      report::print_summary(out, l);
+      if (o->transplants) report::print_transplants(out, *l.transplants);
+      if (o->components) report::print_components(out, *l.transplants);
+      if (position) report::print_position(out, l, *position);
+      if (o->worst > 0) report::print_worst(out, l, o->worst);
     }
+    // Only once nothing can fail: an error is then the one line on stderr.
+    if (l.integrity == "MISMATCH") warn_modified(file);
+    std::cout << out.str();
     ctx.exit_code = 0;
   });
 }

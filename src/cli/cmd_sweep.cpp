@@ -1,8 +1,6 @@
 // heterodyne sweep --a A.gguf [--b B.gguf] [settings, --a-… --b-…] --text-file T [--chunk N]
 //                  [--max-chunks N] [--score-from N|half] [--no-floor] [--floor-ub N]
 //                  [--max-arms 64] -o sweep.hdy [--force]
-#include <filesystem>
-
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
 #include "errors.h"
@@ -35,13 +33,10 @@ void add_sweep(CLI::App& app, Context& ctx) {
   add_arm_flags(*cmd, o->own_a, "a-");
   add_arm_flags(*cmd, o->own_b, "b-");
   cmd->callback([o, &ctx] {
-    auto absolute = [](const std::string& p) {
-      return std::filesystem::absolute(p).lexically_normal().string();
-    };
     run::DiffConfig cfg = o->cfg;
-    cfg.a = resolve_arm(absolute(o->a), o->shared, o->own_a);
-    cfg.b = resolve_arm(absolute(o->b.empty() ? o->a : o->b), o->shared, o->own_b);
-    cfg.text_file = absolute(o->text);
+    cfg.a = resolve_arm(stored_path(o->a), o->shared, o->own_a);
+    cfg.b = resolve_arm(stored_path(o->b.empty() ? o->a : o->b), o->shared, o->own_b);
+    cfg.text_file = stored_path(o->text);
     cfg.floor = !o->no_floor;
     run::sweep_run(cfg, o->max_arms, o->out, o->force, ctx.command_line, progress_line);
     progress_line("wrote " + o->out + "  (heterodyne show " + o->out + ")");

@@ -9,6 +9,10 @@
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
 #include "commit.h"
+#include "common/fatal.h"
+#include "common/output_file.h"
+#include "common/utf8.h"
+#include "engine/system.h"
 #include "errors.h"
 #include "run/diff.h"
 
@@ -26,6 +30,48 @@ void on_signal(int) { hd::run::request_stop(); }
 int fail(int code, const std::string& msg) {
   std::fprintf(stderr, "heterodyne: error: %s\n", msg.c_str());
   return code;
+}
+
+// A byte string as it can be printed: valid UTF-8 kept, other bytes as \xNN.
+std::string printable_bytes(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const auto bad = hd::first_invalid_utf8(std::string_view(s).substr(i));
+    const size_t good = bad ? *bad : s.size() - i;
+    out.append(s, i, good);
+    i += good;
+    if (i < s.size()) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(s[i]));
+      out += hex;
+      ++i;
+    }
+  }
+  return out;
+}
+
+// An option given an empty value ("--max-chunks ''", "--chunk="): a slip, not "all" or the
+// default. Looked for before CLI11 reads the line, so the message says so whatever else the
+// option checks. Returns the option's name, or "".
+std::string option_with_empty_value(CLI::App& app, const std::vector<std::string>& args) {
+  if (args.size() < 2) return "";
+  CLI::App* sub = nullptr;
+  for (CLI::App* s : app.get_subcommands({})) {
+    if (s->get_name() == args[1]) sub = s;
+  }
+  if (sub == nullptr) return "";
+  for (size_t i = 2; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() < 2 || a[0] != '-') continue;
+    const size_t eq = a.find('=');
+    const std::string name = a.substr(0, eq);
+    const CLI::Option* opt = sub->get_option_no_throw(name);
+    if (opt == nullptr || opt->get_items_expected_max() == 0) continue;  // unknown, or a flag
+    const bool empty = eq != std::string::npos ? eq + 1 == a.size()
+                                               : i + 1 < args.size() && args[i + 1].empty();
+    if (empty) return name;
+  }
+  return "";
 }
 
 }  // namespace
@@ -78,26 +124,58 @@ int main(int argc, char** argv) {
                          "heterodyne --help)");
     }
   }
+  // The command line is stored as JSON text (provenance): it must be UTF-8, and a path that is
+  // not would be stored as something other than itself.
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (const auto bad = hd::first_invalid_utf8(args[i])) {
+      return fail(2, "argument " + std::to_string(i) + " ('" + printable_bytes(args[i]) +
+                         "') is not valid UTF-8 (at byte " + std::to_string(*bad) +
+                         "); heterodyne records paths and its command line as UTF-8 text");
+    }
+  }
+  if (const std::string opt = option_with_empty_value(app, args); !opt.empty()) {
+    return fail(2, opt + " needs a value, not an empty string");
+  }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  // An abort inside llama.cpp or a model file cut short under its mapping: one line, exit 1.
+  hd::engine::install_abort_handler();
+  hd::fatal::install_sigbus_handler();
   std::vector<char*> argp;
   for (auto& a : args) argp.push_back(a.data());
   try {
     app.parse(static_cast<int>(argp.size()), argp.data());
   } catch (const CLI::Success& e) {  // --help, --help-all, --version
-    return app.exit(e);
+    const int code = app.exit(e);
+    try {
+      hd::flush_stdout();
+    } catch (const hd::RuntimeError& err) {
+      return fail(1, err.what());
+    }
+    return code;
   } catch (const CLI::ParseError& e) {
     return fail(2, std::string(e.what()) + " (see heterodyne --help)");
   } catch (const hd::InputError& e) {
     return fail(2, e.what());
   } catch (const hd::RuntimeError& e) {
     return fail(1, e.what());
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const hd::Stopped& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 130;
+  } catch (const nlohmann::json::exception&) {
     // JSON read back from a file (an experiment's meta, a reference) that no reader checked
-    // more closely: still one line, and a bad-input exit.
-    return fail(2, std::string("a stored file is damaged or not heterodyne's: ") + e.what());
+    // more closely: still one line, a bad-input exit, and not the library's wording.
+    return fail(2,
+                "a stored file (an experiment's metadata or a reference's JSON) is damaged or "
+                "was not written by heterodyne: a value has the wrong form");
   } catch (const std::exception& e) {
     return fail(1, std::string("internal error: ") + e.what());
+  }
+  // What went to stdout must have arrived: a full disk is a failure, not a success.
+  try {
+    hd::flush_stdout();
+  } catch (const hd::RuntimeError& e) {
+    return fail(1, e.what());
   }
   return ctx.exit_code;
 }

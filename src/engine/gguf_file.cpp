@@ -4,8 +4,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <map>
+#include <string_view>
+#include <unordered_map>
 
+#include "common/input_file.h"
 #include "engine/points.h"
 #include "engine/system.h"
 #include "errors.h"
@@ -16,8 +20,43 @@ namespace hd::engine {
 
 namespace fs = std::filesystem;
 
+// What llama.cpp would stop on with a failed GGML_ASSERT (aborting the process) if it read
+// it: checked here first so the file gets one clear line. "" when nothing is found.
+static std::string metadata_problem(const gguf_context* g, const std::string& arch_prefix) {
+  // Norm epsilons: ggml asserts eps >= 0 when the graph runs.
+  for (const char* key : {"attention.layer_norm_rms_epsilon", "attention.layer_norm_epsilon"}) {
+    const int64_t k = gguf_find_key(g, (arch_prefix + key).c_str());
+    if (k < 0) continue;
+    if (gguf_get_kv_type(g, k) != GGUF_TYPE_FLOAT32)
+      return arch_prefix + key + " is not a 32-bit float";
+    const float eps = gguf_get_val_f32(g, k);
+    if (!std::isfinite(eps) || eps < 0) {
+      return arch_prefix + key + " is " + std::to_string(eps) + " (a norm epsilon is >= 0)";
+    }
+  }
+  // Token texts: llama.cpp maps text to id and asserts the map is as long as the list.
+  const int64_t tk = gguf_find_key(g, "tokenizer.ggml.tokens");
+  if (tk >= 0) {
+    if (gguf_get_kv_type(g, tk) != GGUF_TYPE_ARRAY || gguf_get_arr_type(g, tk) != GGUF_TYPE_STRING)
+      return "tokenizer.ggml.tokens is not a list of strings";
+    const size_t n = gguf_get_arr_n(g, tk);
+    std::unordered_map<std::string_view, size_t> seen;
+    seen.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const std::string_view text = gguf_get_arr_str(g, tk, i);
+      const auto [it, fresh] = seen.emplace(text, i);
+      if (!fresh) {
+        return "tokens " + std::to_string(it->second) + " and " + std::to_string(i) +
+               " have the same text '" + std::string(text.substr(0, 40)) + "'";
+      }
+    }
+  }
+  return "";
+}
+
 GgufSummary gguf_check(const std::string& path) {
   system_init();  // routes gguf's own complaints through our log filter
+  refuse_special_file(path, "model");  // opening a FIFO would wait for a writer forever
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read '" + path + "': " + std::strerror(errno));
   std::error_code ec;
@@ -103,7 +142,9 @@ GgufSummary gguf_check(const std::string& path) {
   if (s.head_dim_k == 0) s.head_dim_k = head_dim;
   if (s.head_dim_v == 0) s.head_dim_v = head_dim;
   s.n_ctx_train = get_int(a + "context_length");
+  std::string malformed = metadata_problem(g, a);
   gguf_free(g);
+  if (!malformed.empty()) throw InputError("'" + path + "' is malformed: " + malformed);
   if (s.n_tensors > 0 && end > s.file_size) {
     throw InputError("'" + path + "' is truncated: its tensors need " + std::to_string(end) +
                      " bytes, the file has " + std::to_string(s.file_size));

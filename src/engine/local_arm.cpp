@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/fatal.h"
 #include "engine/system.h"
 #include "errors.h"
 #include "ggml.h"
@@ -79,7 +80,9 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
   batch.n_tokens = n;
   hook_ = hook != nullptr && !hook->empty() ? hook : nullptr;
   if (hook_ != nullptr) hook_->begin_decode(n, first_output, model_->info().n_layer);
+  fatal::set_activity("running '" + settings_.model + "'");
   const int32_t rc = llama_decode(ctx_, batch);
+  fatal::set_activity("");
   llama_batch_free(batch);
   Hook* used = hook_;
   hook_ = nullptr;

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/fatal.h"
 #include "engine/gguf_file.h"
 #include "engine/system.h"
 #include "errors.h"
@@ -46,7 +47,10 @@ std::shared_ptr<Weights> load_weights(const std::string& path, const Placement& 
   mp.n_gpu_layers = where.on_cpu() ? 0 : where.n_gpu_layers < 0 ? 999 : where.n_gpu_layers;
   std::shared_ptr<Weights> w(new Weights());
   w->placement_ = where;
+  fatal::add_mapped_file(path);  // llama.cpp maps it: a SIGBUS later names it when it shrinks
+  fatal::set_activity("loading '" + path + "'");
   w->model_ = llama_model_load_from_file(path.c_str(), mp);
+  fatal::set_activity("");
   if (w->model_ == nullptr) {
     const std::string why = last_llama_error();
     throw InputError("llama.cpp could not load '" + path + "'" + (why.empty() ? "" : ": " + why));
@@ -72,7 +76,9 @@ std::shared_ptr<Model> model_load(const std::string& path) {
   llama_model_params mp = llama_model_default_params();
   mp.vocab_only = true;
   std::shared_ptr<Model> m(new Model());
+  fatal::set_activity("reading the vocabulary of '" + path + "'");
   m->model_ = llama_model_load_from_file(path.c_str(), mp);
+  fatal::set_activity("");
   if (m->model_ == nullptr) {
     const std::string why = last_llama_error();
     throw InputError("llama.cpp could not load '" + path + "'" + (why.empty() ? "" : ": " + why));

@@ -23,7 +23,7 @@
 #include <utility>
 
 #include "build_info.h"
-#include "common/output_path.h"
+#include "common/output_file.h"
 #include "common/splitmix.h"
 #include "errors.h"
 #include "ggml.h"
@@ -325,56 +325,8 @@ class ValueStream {
   double scale_;
 };
 
-// ---------------------------------------------------------------------------------------------
-// Atomic output file
-
-// A temporary file next to the target, renamed over it only once complete; removed otherwise.
-class TempFile {
- public:
-  explicit TempFile(std::string target)
-      : target_(std::move(target)), path_(target_ + ".part-" + std::to_string(::getpid())) {
-    check_output_path(target_);
-    file_ = std::fopen(path_.c_str(), "wb");
-    if (!file_) {
-      throw InputError("cannot write " + target_ + " (does its directory exist, writable?)");
-    }
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  ~TempFile() {
-    if (file_) std::fclose(file_);
-    if (!committed_) std::remove(path_.c_str());
-  }
-
-  void write(const void* data, size_t n) {
-    if (n > 0 && std::fwrite(data, 1, n, file_) != n) {
-      throw RuntimeError("write to " + path_ + " failed (disk full?)");
-    }
-    written_ += n;
-  }
-  size_t written() const { return written_; }
-
-  void commit() {
-    const bool flushed = std::fflush(file_) == 0 && ::fsync(::fileno(file_)) == 0;
-    const bool closed = std::fclose(file_) == 0;
-    file_ = nullptr;
-    if (!flushed || !closed) throw RuntimeError("could not finish writing " + path_);
-    std::error_code ec;
-    std::filesystem::rename(path_, target_, ec);
-    if (ec) throw RuntimeError("cannot move " + path_ + " to " + target_ + ": " + ec.message());
-    committed_ = true;
-  }
-
- private:
-  std::string target_;
-  std::string path_;
-  std::FILE* file_ = nullptr;
-  size_t written_ = 0;
-  bool committed_ = false;
-};
-
 // Converts a block of f32 values to the tensor's storage type and appends it to the file.
-void write_block(TempFile& out, const float* values, size_t n, ggml_type type) {
+void write_block(OutputFile& out, const float* values, size_t n, ggml_type type) {
   const int64_t count = static_cast<int64_t>(n);
   if (type == GGML_TYPE_F16) {
     std::vector<ggml_fp16_t> half(n);
@@ -390,7 +342,7 @@ void write_block(TempFile& out, const float* values, size_t n, ggml_type type) {
   }
 }
 
-void pad_to(TempFile& out, size_t alignment) {
+void pad_to(OutputFile& out, size_t alignment) {
   static const std::vector<char> kZeros(256, 0);
   const size_t rem = out.written() % alignment;
   if (rem != 0) out.write(kZeros.data(), alignment - rem);  // GGUF alignment is <= 256
@@ -399,8 +351,8 @@ void pad_to(TempFile& out, size_t alignment) {
 // Same layout gguf_write_to_file produces (metadata, then each tensor padded to the alignment),
 // but with the tensor data generated block by block instead of held in memory.
 void write_gguf(const gguf_context* ctx, const std::vector<TensorPlan>& plan, const WeightType& w,
-                uint64_t seed, const std::string& out_path) {
-  TempFile out(out_path);
+                uint64_t seed, const std::string& out_path, const OutputPolicy& policy) {
+  OutputFile out(out_path, policy);
   std::vector<char> meta(gguf_get_meta_size(ctx));
   gguf_get_meta_data(ctx, meta.data());
   out.write(meta.data(), meta.size());
@@ -439,7 +391,7 @@ std::vector<std::string> model_weight_types() {
   return names;
 }
 
-void make_model(const ModelSpec& spec, const std::string& out_path) {
+void make_model(const ModelSpec& spec, const std::string& out_path, const OutputPolicy& policy) {
   const Preset& preset = find_preset(spec.preset);
   const WeightType& weights = find_weight_type(spec.type);
   if (out_path.empty()) throw InputError("no output path given for the model");
@@ -464,7 +416,7 @@ void make_model(const ModelSpec& spec, const std::string& out_path) {
 
   const std::vector<TensorPlan> plan = plan_tensors(preset, n_vocab);
   const GgmlPtr descriptors = add_tensors(ctx.get(), plan, weights);
-  write_gguf(ctx.get(), plan, weights, spec.seed, out_path);
+  write_gguf(ctx.get(), plan, weights, spec.seed, out_path, policy);
 }
 
 }  // namespace hd::engine

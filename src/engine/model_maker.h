@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/output_file.h"
+
 namespace hd::engine {
 
 // A SentencePiece-style vocabulary for llama.cpp's "llama" (SPM) tokenizer.
@@ -41,6 +43,7 @@ std::vector<std::string> model_weight_types();
 // Writes the model to out_path atomically (a temporary file in the same directory, then a
 // rename), so a killed run never leaves a truncated GGUF behind. Unknown preset or type:
 // InputError; vocabulary missing from the llama.cpp tree or a write failure: RuntimeError.
-void make_model(const ModelSpec& spec, const std::string& out_path);
+void make_model(const ModelSpec& spec, const std::string& out_path,
+                const OutputPolicy& policy = {});
 
 }  // namespace hd::engine

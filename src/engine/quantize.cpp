@@ -6,11 +6,14 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <mutex>
 #include <vector>
 
 #include "common/cache_dir.h"
-#include "common/output_path.h"
+#include "common/fatal.h"
+#include "common/output_file.h"
 #include "common/sha256.h"
 #include "engine/gguf_file.h"
 #include "engine/system.h"
@@ -89,33 +92,27 @@ bool is_quant_type(const std::string& type) { return find_type(type) != nullptr;
 std::string canonical_quant_type(const std::string& type) { return require_type(type).canonical; }
 
 void quantize_model(const std::string& in, const std::string& out, const std::string& type,
-                    int n_threads, bool keep_output) {
+                    int n_threads, bool keep_output, OutputPolicy policy) {
   const QuantType& t = require_type(type);
   gguf_check(in);  // a missing, foreign or truncated input gets its own clear line
-  check_output_path(out);
+  policy.inputs.push_back(in);
+  // llama.cpp writes the whole file itself, under the temporary name; it is moved over `out`
+  // only on success, so `out` is either as it was or complete.
+  OutputFile file(out, policy);
   system_init();  // backends once, as llama-quantize does; and its chatter filtered
-
-  // llama.cpp writes the whole file itself; we give it a temporary name next to the target and
-  // rename only on success, so `out` is either absent, the old file, or complete.
-  const std::string tmp = out + ".part-" + std::to_string(::getpid());
+  fatal::set_activity("quantizing '" + in + "'");
   llama_model_quantize_params params = llama_model_quantize_default_params();
   params.nthread = n_threads;
   params.ftype = t.ftype;
   params.quantize_output_tensor = !keep_output;
-  const uint32_t rc = llama_model_quantize(in.c_str(), tmp.c_str(), &params);
-  std::error_code ec;
+  const uint32_t rc = llama_model_quantize(in.c_str(), file.temporary().c_str(), &params);
+  fatal::set_activity("");
   if (rc != 0) {
-    std::filesystem::remove(tmp, ec);
     const std::string why = last_llama_error();
     throw RuntimeError("llama.cpp could not quantize " + in + " to " + t.canonical +
                        (why.empty() ? "" : ": " + why));
   }
-  std::filesystem::rename(tmp, out, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    std::filesystem::remove(tmp, ec);
-    throw RuntimeError("cannot move the quantized model to " + out + ": " + why);
-  }
+  file.commit();
 }
 
 std::string quantized_cache_path(const std::string& src, const std::string& type) {
@@ -125,18 +122,38 @@ std::string quantized_cache_path(const std::string& src, const std::string& type
   return (cache_dir() / "quantized" / (key + "-" + canonical + ".gguf")).string();
 }
 
+// A file of heterodyne's cache, made by `make(temporary path)` when absent. It is trusted only
+// when its bytes hash to what was recorded as it was made (in "<path>.sha256"): a file
+// truncated, edited or swapped into its slot is made again, not used.
+static std::string ensure_cached(const std::filesystem::path& path,
+                                 const std::function<void(const std::string&)>& make) {
+  const std::string sidecar = path.string() + ".sha256";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec) && std::filesystem::is_regular_file(sidecar, ec)) {
+    std::ifstream in(sidecar);
+    std::string recorded;
+    if (in >> recorded && recorded == sha256_file(path.string())) return path.string();
+  }
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) {
+    throw RuntimeError("cannot create cache directory " + path.parent_path().string() + ": " +
+                       ec.message());
+  }
+  // Concurrent runs may both make it; each moves a complete file into place, so the loser
+  // merely replaces an identical file.
+  const OutputPolicy own_cache(true);
+  OutputFile file(path.string(), own_cache);
+  make(file.temporary());
+  write_output_file(sidecar, sha256_file(file.temporary()) + "\n", own_cache);
+  file.commit();
+  return path.string();
+}
+
 std::string ensure_quantized(const std::string& src, const std::string& type, int n_threads) {
   const std::string path = quantized_cache_path(src, type);
-  if (std::filesystem::is_regular_file(path)) return path;
-
-  std::error_code ec;
-  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw RuntimeError("cannot create cache directory " + dir.string() + ": " + ec.message());
-  // Concurrent runs may both quantize; each renames a complete file into place, so the loser
-  // merely replaces an identical file.
-  quantize_model(src, path, type, n_threads);
-  return path;
+  return ensure_cached(path, [&](const std::string& tmp) {
+    quantize_model(src, tmp, type, n_threads, false, OutputPolicy(true));
+  });
 }
 
 std::string ensure_tail_model(const std::string& src, int first_layer) {
@@ -144,33 +161,20 @@ std::string ensure_tail_model(const std::string& src, int first_layer) {
   const std::filesystem::path path =
       cache_dir() / "tails" /
       (sha256_file(src).substr(0, 16) + "-from-" + std::to_string(first_layer) + ".gguf");
-  if (std::filesystem::is_regular_file(path)) return path.string();
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  if (ec)
-    throw RuntimeError("cannot create cache directory " + path.parent_path().string() + ": " +
-                       ec.message());
-  system_init();
-  std::vector<int32_t> prune;
-  for (int32_t l = 0; l < first_layer; ++l) prune.push_back(l);
-  prune.push_back(-1);
-  llama_model_quantize_params params = llama_model_quantize_default_params();
-  params.only_copy = true;
-  params.prune_layers = prune.data();
-  const std::string tmp = path.string() + ".part-" + std::to_string(::getpid());
-  if (llama_model_quantize(src.c_str(), tmp.c_str(), &params) != 0) {
-    std::filesystem::remove(tmp, ec);
-    const std::string why = last_llama_error();
-    throw RuntimeError("llama.cpp could not cut the first " + std::to_string(first_layer) +
-                       " layers of " + src + (why.empty() ? "" : ": " + why));
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    std::filesystem::remove(tmp, ec);
-    throw RuntimeError("cannot move " + tmp + " into the cache: " + why);
-  }
-  return path.string();
+  return ensure_cached(path, [&](const std::string& tmp) {
+    system_init();
+    std::vector<int32_t> prune;
+    for (int32_t l = 0; l < first_layer; ++l) prune.push_back(l);
+    prune.push_back(-1);
+    llama_model_quantize_params params = llama_model_quantize_default_params();
+    params.only_copy = true;
+    params.prune_layers = prune.data();
+    if (llama_model_quantize(src.c_str(), tmp.c_str(), &params) != 0) {
+      const std::string why = last_llama_error();
+      throw RuntimeError("llama.cpp could not cut the first " + std::to_string(first_layer) +
+                         " layers of " + src + (why.empty() ? "" : ": " + why));
+    }
+  });
 }
 
 }  // namespace hd::engine

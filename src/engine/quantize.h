@@ -2,6 +2,8 @@
 #pragma once
 #include <string>
 
+#include "common/output_file.h"
+
 namespace hd::engine {
 
 // The accepted type names, comma-separated, in llama-quantize's spelling: "F32, F16, ...".
@@ -19,15 +21,17 @@ std::string canonical_quant_type(const std::string& type);
 // InputError; llama.cpp refusing the model: RuntimeError.
 // `keep_output` leaves output.weight as it is (llama-quantize --leave-output-tensor), so both
 // models share the output head.
+// `policy` says whether an existing `out` may be replaced; `in` is always among its inputs.
 void quantize_model(const std::string& in, const std::string& out, const std::string& type,
-                    int n_threads, bool keep_output = false);
+                    int n_threads, bool keep_output = false, OutputPolicy policy = {});
 
 // Where the `type` variant of `src` is cached:
 //   ${HETERODYNE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/heterodyne}/quantized/<sha16>-<TYPE>.gguf
 // with <sha16> the first 16 hex digits of the SHA-256 of src's bytes and TYPE canonical.
 std::string quantized_cache_path(const std::string& src, const std::string& type);
 
-// The cached `type` variant of `src`, made first if it is not there yet. Returns its path.
+// The cached `type` variant of `src`, made first if it is not there yet, or made again when its
+// bytes do not hash to what was recorded when it was made. Returns its path.
 std::string ensure_quantized(const std::string& src, const std::string& type, int n_threads);
 
 // A copy of `src` without its first `first_layer` layers (llama_model_quantize's prune_layers,

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include "common/fatal.h"
+#include "ggml.h"
 #include "llama.h"
 
 namespace hd::engine {
@@ -32,6 +34,19 @@ void system_init() {
     llama_log_set(log_filter, nullptr);
     llama_backend_init();
   });
+}
+
+static void on_ggml_abort(const char* message) {
+  // "<file>:<line>: GGML_ASSERT(x) failed": the assertion is the part users can search for.
+  std::string line = "llama.cpp stopped on a failed internal check (";
+  line += message;
+  line += "); the model file may be malformed";
+  fatal::exit_with(line.c_str());
+}
+
+void install_abort_handler() {
+  ::setenv("GGML_NO_BACKTRACE", "1", 1);  // no gdb attached to print on stdout
+  ggml_set_abort_callback(on_ggml_abort);
 }
 
 std::string last_llama_error() {

@@ -10,6 +10,11 @@ namespace hd::engine {
 void system_init();
 std::string last_llama_error();  // "" when llama.cpp logged no error since the last call
 
+// A failed GGML_ASSERT (a malformed model can reach one) becomes a fatal exit (common/fatal.h):
+// one line naming the assertion and what was being done, no gdb backtrace, temporaries removed,
+// exit 1. For the CLI; the worker keeps ggml's own abort, which its parent reports.
+void install_abort_handler();
+
 std::string cpu_model();       // /proc/cpuinfo "model name"
 std::string cpu_features();    // llama_print_system_info()
 std::string os_description();  // uname

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/consistency.h"
 #include "errors.h"
 #include "report/transplants.h"
 #include "store/experiment.h"
@@ -37,7 +38,11 @@ Loaded load_experiment(const std::string& path) {
   } catch (const nlohmann::json::exception&) {
     throw InputError("'" + path + "' is damaged: its configuration is not valid JSON");
   }
+  if (!l.config.is_object() || !l.provenance.is_object())
+    throw InputError("'" + path + "' is damaged: its configuration is not a JSON object");
   l.chunks = e.read_all();
+  if (const auto problem = analysis::chunks_problem(l.chunks))
+    throw InputError("'" + path + "' is damaged: " + *problem);
   l.pieces = e.pieces();
   l.summary = analysis::summarize(l.chunks);
   l.transplants = analysis::summarize_transplants(l.chunks);

@@ -62,17 +62,24 @@ void print_components(std::ostream& os, const analysis::TransplantSummary& s) {
   print_direction(os, "noise", s.noise_components);
 }
 
-void print_position(std::ostream& os, const Loaded& l, const std::string& where) {
+Position parse_position(const std::string& where) {
+  const auto whole_number = [](const std::string& s, int& out) {
+    if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    out = std::stoi(s);
+    return true;
+  };
   const auto colon = where.find(':');
-  int chunk = -1, pos = -1;
-  try {
-    chunk = std::stoi(where.substr(0, colon));
-    pos = std::stoi(where.substr(colon + 1));
-  } catch (const std::exception&) {
-  }
-  if (colon == std::string::npos || chunk < 0 || pos < 0) {
+  Position p;
+  if (colon == std::string::npos || !whole_number(where.substr(0, colon), p.chunk) ||
+      !whole_number(where.substr(colon + 1), p.pos)) {
     throw InputError("--position wants CHUNK:POS, e.g. 3:57, not '" + where + "'");
   }
+  return p;
+}
+
+void print_position(std::ostream& os, const Loaded& l, const Position& where) {
+  const int chunk = where.chunk, pos = where.pos;
   for (const auto& c : l.chunks) {
     if (c.chunk != chunk) continue;
     const auto trace = analysis::position_trace(c, pos);
@@ -88,7 +95,8 @@ void print_position(std::ostream& os, const Loaded& l, const std::string& where)
     }
     return;
   }
-  throw InputError("no stored transplants for position " + where +
+  throw InputError("no stored transplants for position " + std::to_string(chunk) + ":" +
+                   std::to_string(pos) +
                    " (is it a scored position of a run with --transplants?)");
 }
 

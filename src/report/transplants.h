@@ -12,7 +12,12 @@ namespace hd::report {
 void print_transplants(std::ostream& os, const analysis::TransplantSummary& s);
 void print_components(std::ostream& os, const analysis::TransplantSummary& s);
 // `where` is "CHUNK:POS". InputError when it names no stored scored position.
-void print_position(std::ostream& os, const Loaded& l, const std::string& where);
+// --position CHUNK:POS, read strictly (whole numbers): InputError otherwise.
+struct Position {
+  int chunk = 0, pos = 0;
+};
+Position parse_position(const std::string& where);
+void print_position(std::ostream& os, const Loaded& l, const Position& where);
 
 // {transplants: {denoise: [...], noise: [...]}, components: {denoise: {...}, noise: {...}}}
 void add_transplants_json(nlohmann::json& j, const analysis::TransplantSummary& s);

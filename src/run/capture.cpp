@@ -7,12 +7,14 @@
 
 #include "build_info.h"
 #include "commit.h"
+#include "common/output_file.h"
 #include "common/sha256.h"
 #include "engine/hook.h"
 #include "engine/model.h"
 #include "engine/points.h"
 #include "engine/system.h"
 #include "errors.h"
+#include "run/session.h"
 #include "store/safetensors.h"
 
 namespace hd::run {
@@ -60,7 +62,8 @@ Captured capture_taps(std::shared_ptr<engine::Model> model, const engine::ArmSet
     throw RuntimeError("fewer tokens to feed than decode steps");
   }
   const engine::ModelInfo& info = model->info();
-  if (n + decode_steps > info.n_ctx_train) {
+  // In 64 bits: n + decode_steps overflows an int long before any context is that large.
+  if (int64_t{n} + decode_steps > int64_t{info.n_ctx_train}) {
     throw InputError(std::to_string(n) + " tokens and " + std::to_string(decode_steps) +
                      " decode steps do not fit the model's context of " +
                      std::to_string(info.n_ctx_train));
@@ -109,17 +112,11 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
   }
   if (c.max_tokens < 2) throw InputError("--max-tokens must be at least 2");
   if (c.decode_steps < 0) throw InputError("--decode must not be negative");
-  std::ifstream in(c.text_file, std::ios::binary);
-  if (!in) throw InputError("cannot read the text file '" + c.text_file + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  if (text.empty()) throw InputError("the text file '" + c.text_file + "' is empty");
+  const std::string text = read_text_file(c.text_file);
 
   auto model = engine::model_load(c.arm.model);
-  std::vector<int32_t> tokens = model->tokenize(text, model->info().add_bos);
-  if (tokens.size() > static_cast<size_t>(c.max_tokens))
-    tokens.resize(static_cast<size_t>(c.max_tokens));
+  const std::vector<int32_t> tokens =
+      tokenize_text(*model, text, static_cast<size_t>(c.max_tokens));
   if (tokens.size() < 2) throw InputError("the text gives fewer than 2 tokens");
   const Captured captured = capture_taps(model, c.arm, tokens, c.decode_steps);
   const std::vector<store::NamedTensor>& tensors = captured.tensors;
@@ -163,18 +160,20 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
       {"command_line", command_line}};
 
   fs::create_directories(out, ec);
-  if (ec) throw InputError("cannot create '" + dir + "': " + ec.message());
-  store::write_safetensors((out / "activations.safetensors").string(), tensors,
-                           {{"format", "heterodyne-reference"}, {"schema_version", std::to_string(kReferenceSchema)}});
-  const std::string part = (out / "manifest.json.part").string();
-  {
-    std::ofstream m(part);
-    m << manifest.dump(2) << "\n";
-    if (!m.flush()) throw RuntimeError("cannot write " + part);
+  if (ec || !fs::is_directory(out, ec)) {
+    throw InputError("cannot create the reference directory '" + dir + "': " +
+                     (ec ? ec.message() : "a file of that name is in the way"));
   }
-  fs::rename(part, out / "manifest.json", ec);
-  if (ec)
-    throw RuntimeError("cannot write " + (out / "manifest.json").string() + ": " + ec.message());
+  // The directory is this command's own output (--force was checked above); its files may not
+  // be what the capture reads.
+  const OutputPolicy own(true, {c.arm.model, c.text_file});
+  // Tolerances calibrated for the reference being replaced would not fit the new one.
+  fs::remove(out / "tolerances.json", ec);
+  store::write_safetensors((out / "activations.safetensors").string(), tensors,
+                           {{"format", "heterodyne-reference"},
+                            {"schema_version", std::to_string(kReferenceSchema)}},
+                           own);
+  write_output_file((out / "manifest.json").string(), manifest.dump(2) + "\n", own);
   return manifest;
 }
 

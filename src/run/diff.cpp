@@ -9,6 +9,7 @@
 
 #include "build_info.h"
 #include "commit.h"
+#include "common/fatal.h"
 #include "common/sha256.h"
 #include "engine/system.h"
 #include "errors.h"
@@ -79,19 +80,34 @@ static void set_provenance(store::Experiment& e, const std::string& key,
 // disk, say) loses only the chunk in flight: the message says how to finish.
 static int run_chunks(store::Experiment& e, Session& s,
                       const std::vector<std::vector<int32_t>>& chunks, const ProgressFn& progress);
-static int run_missing(store::Experiment& e, Session& s,
-                       const std::vector<std::vector<int32_t>>& chunks,
-                       const ProgressFn& progress) {
+static std::string nothing_stored(const store::Experiment& e) {
+  return "nothing was stored ('" + e.path() + "' is as it was)";
+}
+
+static std::string kept_chunks(const store::Experiment& e, size_t n) {
+  return "the " + std::to_string(n) + " chunks already stored are kept: finish with " +
+         "heterodyne diff --resume " + e.path();
+}
+
+static RunEnd run_missing(store::Experiment& e, Session& s,
+                          const std::vector<std::vector<int32_t>>& chunks,
+                          const ProgressFn& progress) {
+  fatal::set_resume_hint(e.published() ? kept_chunks(e, e.finished_chunks().size())
+                                       : nothing_stored(e));
   try {
-    return run_chunks(e, s, chunks, progress);
+    const int missing = run_chunks(e, s, chunks, progress);
+    fatal::set_resume_hint("");
+    return {missing, e.published()};
   } catch (const RuntimeError& err) {
-    std::string kept = "the chunks already stored are kept";
+    fatal::set_resume_hint("");
+    if (!e.published()) throw RuntimeError(std::string(err.what()) + "; " + nothing_stored(e));
+    std::string kept = "the chunks already stored are kept: finish with heterodyne diff --resume " +
+                       e.path();
     try {
-      kept = "the " + std::to_string(e.finished_chunks().size()) + " chunks already stored are kept";
+      kept = kept_chunks(e, e.finished_chunks().size());
     } catch (const std::exception&) {
     }
-    throw RuntimeError(std::string(err.what()) + "; " + kept +
-                       ": finish with heterodyne diff --resume " + e.path());
+    throw RuntimeError(std::string(err.what()) + "; " + kept);
   }
 }
 
@@ -125,6 +141,7 @@ static int run_chunks(store::Experiment& e, Session& s,
     analysis::ChunkResult r = s.compute(c, chunks[static_cast<size_t>(c)]);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     e.put_chunk(r, s.pieces_of(r));
+    e.publish();  // the file appears (or replaces the old one) with its first chunk
     // Which tails prefix reuse verified (or fell back from) is known after the first chunk.
     if (const auto reuse = s.prefix_reuse_report(); reuse != reported_reuse) {
       reported_reuse = reuse;
@@ -140,6 +157,7 @@ static int run_chunks(store::Experiment& e, Session& s,
     }
     ++finished;
     ++ran;
+    fatal::set_resume_hint(kept_chunks(e, static_cast<size_t>(finished)));
     double kl = 0;
     size_t n = 0;
     for (const auto& p : r.diff.positions) {
@@ -156,16 +174,22 @@ static int run_chunks(store::Experiment& e, Session& s,
   return missing;
 }
 
-int diff_run(const DiffConfig& config, const std::string& out, bool replace,
-             const std::string& command_line, const ProgressFn& progress) {
+// What a diff reads: the output may be none of them.
+static std::vector<std::string> inputs_of(const DiffConfig& c) {
+  return {c.a.model, c.b.model, c.text_file};
+}
+
+RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
+                const std::string& command_line, const ProgressFn& progress) {
   validate(config);
-  store::Experiment::check_creatable(out, replace);  // before minutes of loading and quantizing
+  // Before minutes of loading and quantizing.
+  store::Experiment::check_creatable(out, replace, inputs_of(config));
   const std::string text = read_text_file(config.text_file);
   Session s(config);
   const auto chunks = s.chunks_of(text);
   progress(fmt::format("{} chunks of {} tokens; A: {}  B: {}", chunks.size(), config.chunk,
                        s.arm_a().model_info().description, s.arm_b().model_info().description));
-  store::Experiment e = store::Experiment::create(out, replace);
+  store::Experiment e = store::Experiment::create(out, replace, inputs_of(s.config()));
   e.set_meta("kind", "diff");
   e.set_meta("config", to_json(s.config()).dump());
   e.set_meta("provenance", provenance(s, text, chunks, command_line).dump());
@@ -182,8 +206,8 @@ static void check_same_inputs(const nlohmann::json& prov, const Session& s,
   }
 }
 
-int diff_resume(const std::string& path, const std::string& command_line,
-                const ProgressFn& progress) {
+RunEnd diff_resume(const std::string& path, const std::string& command_line,
+                   const ProgressFn& progress) {
   store::Experiment e = store::Experiment::open(path, true);
   if (!e.meta("config")) {
     throw InputError("'" + path +
@@ -194,7 +218,16 @@ int diff_resume(const std::string& path, const std::string& command_line,
     throw InputError("'" + path + "' is not a diff experiment");
   if (e.meta("status").value_or("") == "complete") {
     progress("'" + path + "' is already complete");
-    return 0;
+    return {};
+  }
+  // Never seal rows that changed since they were stored.
+  if (const auto altered = e.altered_chunks()) {
+    throw InputError("'" + path + "': " + *altered +
+                     "; it cannot be resumed (run the diff again, with --force)");
+  }
+  if (!e.finished_chunks().empty() && !e.records_chunk_hashes()) {
+    progress("note: '" + path + "' predates per-chunk hashes: its stored chunks are kept "
+             "unchecked");
   }
   const auto config = diff_config_from_json(nlohmann::json::parse(e.required_meta("config")));
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));

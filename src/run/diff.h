@@ -17,8 +17,15 @@ using ProgressFn = std::function<void(const std::string&)>;
 void request_stop();
 bool stop_requested();
 
-// Runs a new diff into `out`. Returns the number of chunks still missing (0 when complete).
-int diff_run(const DiffConfig& config, const std::string& out, bool replace,
+// How a run ended: the chunks still missing (0 when complete), and whether the file holds any
+// (a run stopped before its first chunk leaves `out` as it was).
+struct RunEnd {
+  int missing = 0;
+  bool written = true;
+};
+
+// Runs a new diff into `out`.
+RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
              const std::string& command_line, const ProgressFn& progress);
 
 // What every run records: heterodyne and llama.cpp builds, the machine, the text and its
@@ -29,7 +36,7 @@ nlohmann::json run_provenance(const std::string& text_path, const std::string& t
 std::string now_utc();
 
 // Finishes an interrupted diff from its own stored configuration.
-int diff_resume(const std::string& path, const std::string& command_line,
+RunEnd diff_resume(const std::string& path, const std::string& command_line,
                 const ProgressFn& progress);
 
 }  // namespace hd::run

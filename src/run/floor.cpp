@@ -199,20 +199,21 @@ nlohmann::json explore(const FloorConfig& c, const std::shared_ptr<engine::Model
 void floor_run(const FloorConfig& c, const std::string& out, bool replace,
                const std::string& command_line, const ProgressFn& progress) {
   check_config(c);
-  store::Experiment::check_creatable(out, replace);
+  store::Experiment::check_creatable(out, replace, {c.model, c.text_file});
   const std::string text = read_text_file(c.text_file);
   auto model = engine::model_load(c.model);
   const auto chunks = chunk_text(*model, text, c.chunk, c.max_chunks);
   nlohmann::json prov = run_provenance(c.text_file, text, chunks, command_line);
   prov["model_sha256"] = sha256_file(c.model);
   const nlohmann::json result = explore(c, model, chunks, progress);
-  store::Experiment e = store::Experiment::create(out, replace);
+  store::Experiment e = store::Experiment::create(out, replace, {c.model, c.text_file});
   e.set_meta("kind", "floor");
   e.set_meta("config", to_json(c).dump());
   prov["finished_at"] = now_utc();
   e.set_meta("provenance", prov.dump());
   e.set_meta("floor", result.dump());
   e.seal();
+  e.publish();
 }
 
 void floor_verify(const std::string& path, bool force, const ProgressFn& progress) {

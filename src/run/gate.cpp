@@ -10,11 +10,13 @@
 #include "analysis/head_diff.h"
 #include "analysis/tap_diff.h"
 #include "common/json_number.h"
+#include "common/output_file.h"
 #include "common/sha256.h"
 #include "engine/model.h"
 #include "errors.h"
 #include "run/capture.h"
 #include "run/reference.h"
+#include "run/text.h"
 #include "store/safetensors.h"
 
 namespace hd::run {
@@ -22,7 +24,15 @@ namespace fs = std::filesystem;
 
 
 nlohmann::json calibrate_reference(const CalibrateConfig& c) {
+  if (!std::isfinite(c.safety) || c.safety <= 0 || !std::isfinite(c.jitter_floor) ||
+      c.jitter_floor < 0) {
+    throw InputError("--safety must be a finite number > 0 and --jitter-floor one >= 0");
+  }
   const Reference ref = load_reference(c.reference);
+  const std::string tolerances = (fs::path(c.reference) / "tolerances.json").string();
+  const OutputPolicy own(c.force, {(fs::path(c.reference) / "manifest.json").string(),
+                                   (fs::path(c.reference) / "activations.safetensors").string()});
+  check_output_path(tolerances, own);
   const engine::ArmSettings base = reference_arm(ref.manifest);
   auto model = engine::model_load(base.model);
   if (sha256_file(base.model) != ref.manifest["model"]["sha256"]) {
@@ -76,9 +86,7 @@ nlohmann::json calibrate_reference(const CalibrateConfig& c) {
                      "tolerances come from the jitter floor alone"
                    : "atol = max(safety x max observed |delta|, jitter_floor x max |ref|)"},
       {"taps", taps}};
-  std::ofstream out(fs::path(c.reference) / "tolerances.json");
-  out << tol.dump(2) << "\n";
-  if (!out.flush()) throw RuntimeError("cannot write tolerances.json in '" + c.reference + "'");
+  write_output_file(tolerances, tol.dump(2) + "\n", own);
   return tol;
 }
 
@@ -111,12 +119,16 @@ nlohmann::json check_reference(const CheckConfig& c) {
     }
   }
   const std::string text_path = ref.manifest["text"]["path"];
-  if (std::ifstream in{text_path}; in) {  // the text is still there: it must tokenize the same
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    auto tokens = model->tokenize(ss.str(), model->info().add_bos);
-    tokens.resize(std::min(tokens.size(), ref.tokens.size()));
-    if (sha256_bytes(ss.str()) == ref.manifest["text"]["sha256"] && tokens != ref.tokens) {
+  if (std::error_code ec; fs::is_regular_file(text_path, ec)) {
+    // The text is still there: if it is the same text, it must tokenize the same.
+    std::string text;
+    try {
+      text = read_text_file(text_path);
+    } catch (const InputError&) {
+      text.clear();  // unreadable now: nothing to compare
+    }
+    if (!text.empty() && sha256_bytes(text) == ref.manifest["text"]["sha256"] &&
+        tokenize_text(*model, text, ref.tokens.size()) != ref.tokens) {
       throw InputError("this model tokenizes the reference's text differently");
     }
   }

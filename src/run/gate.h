@@ -16,6 +16,7 @@ struct CalibrateConfig {
   std::string reference;
   double safety = 2.0;
   double jitter_floor = 1e-3;  // relative to each tap's max |ref|
+  bool force = false;          // replace an existing tolerances.json
 };
 
 // Writes <reference>/tolerances.json and returns it. InputError for a missing reference.

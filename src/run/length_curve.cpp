@@ -56,8 +56,9 @@ nlohmann::json length_curve(const LengthCurveConfig& c,
       model_a->info().n_embd != model_b->info().n_embd) {
     throw InputError("the arms' models differ in vocabulary or width: no common positions");
   }
-  std::vector<int32_t> tokens = model_a->tokenize(text, model_a->info().add_bos);
   const int longest = c.lengths.back();
+  const std::vector<int32_t> tokens =
+      tokenize_text(*model_a, text, static_cast<size_t>(longest));
   if (tokens.size() < static_cast<size_t>(longest)) {
     throw InputError("the text gives " + std::to_string(tokens.size()) + " tokens, fewer than " +
                      std::to_string(longest));

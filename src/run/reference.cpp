@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/input_file.h"
 #include "errors.h"
 #include "run/capture.h"
 #include "run/config.h"
@@ -11,6 +12,7 @@ namespace hd::run {
 namespace fs = std::filesystem;
 
 nlohmann::json read_json_file(const std::string& path, const std::string& missing) {
+  refuse_special_file(path, "reference file");  // a FIFO would block the read forever
   std::ifstream in(path);
   if (!in) throw InputError(missing);
   try {

@@ -1,6 +1,7 @@
 #include "run/session.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,45 +12,12 @@
 #include "engine/points.h"
 #include "engine/quantize.h"
 #include "errors.h"
+#include "run/text.h"
 
 namespace hd::run {
 
 using analysis::ChunkResult;
 using analysis::Comparison;
-
-static std::string utf8_problem(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80           ? 1
-                 : (c >> 5) == 0x6  ? 2
-                 : (c >> 4) == 0xE  ? 3
-                 : (c >> 3) == 0x1E ? 4
-                                    : 0;
-    if (len == 0 || i + len > s.size()) return "byte " + std::to_string(i);
-    for (size_t k = 1; k < len; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return "byte " + std::to_string(i);
-    }
-    i += len;
-  }
-  return "";
-}
-
-std::string read_text_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError("text file '" + path + "' is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read text file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
-  if (text.empty()) throw InputError("text file '" + path + "' is empty");
-  const std::string bad = utf8_problem(text);
-  if (!bad.empty())
-    throw InputError("text file '" + path + "' is not valid UTF-8 (at " + bad + ")");
-  return text;
-}
 
 Session::Session(DiffConfig config) : config_(std::move(config)) {
   validate(config_);
@@ -101,26 +69,6 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
 
 std::vector<std::vector<int32_t>> Session::chunks_of(const std::string& text) const {
   return chunk_text(a_.arm->model(), text, config_.chunk, config_.max_chunks);
-}
-
-std::vector<std::vector<int32_t>> chunk_text(const engine::Model& m, const std::string& text,
-                                             int chunk_tokens, int max_chunks) {
-  const std::vector<int32_t> all = m.tokenize(text, true);
-  const size_t n = static_cast<size_t>(chunk_tokens);
-  size_t count = all.size() / n;
-  if (count == 0) {
-    throw InputError("the text has " + std::to_string(all.size()) +
-                     " tokens, fewer than one chunk of " + std::to_string(n));
-  }
-  if (max_chunks > 0) count = std::min(count, static_cast<size_t>(max_chunks));
-  std::vector<std::vector<int32_t>> out;
-  for (size_t c = 0; c < count; ++c) {
-    std::vector<int32_t> chunk(all.begin() + static_cast<long>(c * n),
-                               all.begin() + static_cast<long>((c + 1) * n));
-    if (m.info().add_bos) chunk[0] = m.info().bos;
-    out.push_back(std::move(chunk));
-  }
-  return out;
 }
 
 // Runs `fn(i)` for i in [0, n) on up to `threads` threads, in contiguous blocks.
@@ -266,8 +214,18 @@ analysis::Comparison Session::compare(const ArmRun& a, const ArmRun& b,
     const int first_row = static_cast<int>(a.hook.first_row(name));
     for (int p = first_row; p < n; ++p) {
       const size_t off = static_cast<size_t>(p - first_row) * w;
-      c.layers.push_back(
-          {l, p, analysis::residual_diff({ra.data() + off, w}, {rb.data() + off, w})});
+      const auto d = analysis::residual_diff({ra.data() + off, w}, {rb.data() + off, w});
+      // As for logits: a number that is not finite would be stored and summarized as if it
+      // meant something.
+      if (!std::isfinite(d.rel_err) || !std::isfinite(d.cosine) || !std::isfinite(d.max_abs)) {
+        throw RuntimeError(
+            "the residuals after layer " + std::to_string(l) + " at position " +
+            std::to_string(p) + " give a non-finite relative error (" +
+            std::to_string(d.rel_err) +
+            "): arm A's residual there is zero, or an arm's holds NaN or inf; the weights of '" +
+            a.arm->settings().model + "' or '" + b.arm->settings().model + "' may be corrupt");
+      }
+      c.layers.push_back({l, p, d});
     }
   }
   return c;

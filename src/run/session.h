@@ -16,6 +16,7 @@
 #include "engine/arm.h"
 #include "run/config.h"
 #include "run/prefix.h"
+#include "run/text.h"
 
 namespace hd::run {
 
@@ -78,13 +79,5 @@ class Session {
   std::function<void(int, int)> on_pass_;
   std::map<std::string, std::string> sha256_;  // model path -> file hash
 };
-
-std::string read_text_file(const std::string& path);  // InputError: missing, empty, not UTF-8
-
-// A text as diff reads it: tokenized as the model asks (BOS first when it wants one), cut into
-// whole chunks (at most max_chunks when > 0), each chunk's first token replaced by BOS
-// (llama-perplexity's convention). InputError when not even one chunk fits.
-std::vector<std::vector<int32_t>> chunk_text(const engine::Model& model, const std::string& text,
-                                             int chunk, int max_chunks);
 
 }  // namespace hd::run

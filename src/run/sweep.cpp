@@ -313,7 +313,7 @@ void sweep_run(const DiffConfig& config, int max_arms, const std::string& out, b
                const std::string& command_line, const ProgressFn& progress) {
   validate(config);
   if (max_arms < 1) throw InputError("--max-arms must be at least 1");
-  store::Experiment::check_creatable(out, replace);
+  store::Experiment::check_creatable(out, replace, {config.a.model, config.b.model, config.text_file});
   const std::string text = read_text_file(config.text_file);
   Sweeper s(config, max_arms);
   const auto chunks = chunk_text(s.model_a(), text, config.chunk, config.max_chunks);
@@ -331,7 +331,8 @@ void sweep_run(const DiffConfig& config, int max_arms, const std::string& out, b
       progress("  cannot run " + c["values"].dump() + ": " + c["reason"].get<std::string>());
     }
   }
-  store::Experiment e = store::Experiment::create(out, replace);
+  store::Experiment e =
+      store::Experiment::create(out, replace, {config.a.model, config.b.model, config.text_file});
   e.set_meta("kind", "sweep");
   const nlohmann::json cfg = sweep_config_json(config, max_arms);
   e.set_meta("config", cfg.dump());
@@ -342,9 +343,9 @@ void sweep_run(const DiffConfig& config, int max_arms, const std::string& out, b
   std::vector<nlohmann::json> rows;
   for (size_t c = 0; c < chunks.size(); ++c) {
     if (stop_requested()) {
-      throw RuntimeError(fmt::format("stopped after {} of {} chunks; a sweep cannot be resumed "
-                                     "yet: run it again",
-                                     c, chunks.size()));
+      throw Stopped(fmt::format("stopped after {} of {} chunks; a sweep cannot be resumed yet, "
+                                "so nothing was written ('{}' is as it was): run it again",
+                                c, chunks.size(), out));
     }
     rows.push_back(s.compute(static_cast<int>(c), chunks[c]));
     e.set_meta(chunk_key(static_cast<int>(c)), rows.back().dump());
@@ -354,6 +355,7 @@ void sweep_run(const DiffConfig& config, int max_arms, const std::string& out, b
   prov["finished_at"] = now_utc();
   e.set_meta("provenance", prov.dump());
   e.seal();
+  e.publish();  // only a whole sweep replaces what was at `out`
 }
 
 void sweep_verify(const std::string& path, bool force, const ProgressFn& progress) {

@@ -3,13 +3,19 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
-#include "common/output_path.h"
+#include "common/fatal.h"
+#include "common/input_file.h"
+#include "common/output_file.h"
 #include "common/sha256.h"
 #include "errors.h"
 #include "store/sqlite.h"
@@ -54,71 +60,145 @@ static const TableDef kTables[] = {
      " width INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (chunk, arm, layer)) WITHOUT ROWID"},
 };
 
+// flock locks are independent of SQLite's fcntl locks, so this guards whole runs, not single
+// transactions: a second writer is refused at once instead of interleaving chunks.
+static bool try_lock(int fd) { return ::flock(fd, LOCK_EX | LOCK_NB) == 0; }
+
+static std::string busy(const std::string& path) {
+  return "'" + path + "' is being written by another heterodyne process";
+}
+
 static int take_lock(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) throw InputError("cannot open '" + path + "' for writing: " + std::strerror(errno));
-  // flock locks are independent of SQLite's fcntl locks, so this guards whole runs, not
-  // single transactions: a second writer is refused at once instead of interleaving chunks.
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  if (!try_lock(fd)) {
     ::close(fd);
-    throw InputError("'" + path + "' is being written by another heterodyne process");
+    throw InputError(busy(path));
   }
   return fd;
+}
+
+static OutputPolicy experiment_policy(bool replace, const std::vector<std::string>& inputs) {
+  return OutputPolicy(replace, inputs, "use --resume to finish it, or --force to replace it");
 }
 
 Experiment::Experiment(std::string path, std::unique_ptr<Database> db, int lock_fd)
     : path_(std::move(path)), db_(std::move(db)), lock_fd_(lock_fd) {}
 
 Experiment::Experiment(Experiment&& o) noexcept
-    : path_(std::move(o.path_)), db_(std::move(o.db_)), lock_fd_(o.lock_fd_) {
+    : path_(std::move(o.path_)),
+      db_(std::move(o.db_)),
+      lock_fd_(o.lock_fd_),
+      part_(std::move(o.part_)),
+      publish_to_(std::move(o.publish_to_)),
+      replaced_lock_fd_(o.replaced_lock_fd_),
+      inputs_(std::move(o.inputs_)) {
   o.lock_fd_ = -1;
+  o.replaced_lock_fd_ = -1;
+  o.part_.clear();
 }
 
 Experiment::~Experiment() {
   db_.reset();
+  if (!part_.empty()) {  // never published: the run left nothing worth keeping
+    ::unlink(part_.c_str());
+    ::unlink((part_ + "-journal").c_str());
+    fatal::remove_temporary(part_);
+    fatal::remove_temporary(part_ + "-journal");
+  }
   if (lock_fd_ >= 0) ::close(lock_fd_);
+  if (replaced_lock_fd_ >= 0) ::close(replaced_lock_fd_);
 }
 
-void Experiment::check_creatable(const std::string& path, bool replace) {
-  check_output_path(path);
-  std::error_code ec;
-  if (fs::exists(path, ec) && !replace) {
-    throw InputError("'" + path +
-                     "' already exists: use --resume to finish it, or --force to replace it");
+// Whether another process holds the writer's lock on `path` (the probe's own lock goes with
+// its descriptor).
+static bool locked_by_another(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return false;
+  const bool busy = !try_lock(fd);
+  ::close(fd);
+  return busy;
+}
+
+void Experiment::check_creatable(const std::string& path, bool replace,
+                                 const std::vector<std::string>& inputs) {
+  const std::string target = check_output_path(path, experiment_policy(replace, inputs));
+  // Told now, not after minutes of loading: create() is where the locks are taken for good.
+  if (locked_by_another(target + ".part") || locked_by_another(target)) throw InputError(busy(path));
+}
+
+static void write_header(Database& db) {
+  Transaction t(db);
+  for (const auto& table : kTables) db.exec(table.ddl);
+  Statement put(db.handle(), "INSERT INTO meta (key, value) VALUES (?, ?)");
+  put.bind(1, std::string_view("format")).bind(2, std::string_view("heterodyne-experiment")).run();
+  put.bind(1, std::string_view("schema_version")).bind(2, std::to_string(kSchemaVersion)).run();
+  put.bind(1, std::string_view("status")).bind(2, std::string_view("running")).run();
+  // Files from before per-chunk hashes lack this key: only they may have chunks without one.
+  put.bind(1, std::string_view("chunk_hashes")).bind(2, std::string_view("sha256")).run();
+  t.commit();
+}
+
+Experiment Experiment::create(const std::string& path, bool replace,
+                              const std::vector<std::string>& inputs) {
+  const std::string target = check_output_path(path, experiment_policy(replace, inputs));
+  // The part's name is fixed, and its lock is what two writers of one output meet on: the
+  // second is told another process writes it (a stale part of a killed run is reused).
+  const std::string part = target + ".part";
+  struct stat st {};
+  if (::lstat(part.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw InputError("'" + part + "' is in the way (not a regular file): remove it");
   }
-}
-
-Experiment Experiment::create(const std::string& path, bool replace) {
-  check_creatable(path, replace);
-  std::error_code ec;
-  const fs::path p(path);
-  if (fs::exists(p, ec)) {
-    const int fd = take_lock(path);  // never replace a file another run is writing
-    fs::remove(p, ec);
-    fs::remove(path + "-journal", ec);
+  const int fd = ::open(part.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+  if (fd < 0) throw InputError("cannot write '" + part + "': " + std::strerror(errno));
+  if (!try_lock(fd)) {
     ::close(fd);
+    throw InputError(busy(path));
   }
-  auto db = std::make_unique<Database>(path, true, true);
-  db->exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL;");
-  {
-    Transaction t(*db);
-    for (const auto& table : kTables) db->exec(table.ddl);
-    Statement put(db->handle(), "INSERT INTO meta (key, value) VALUES (?, ?)");
-    put.bind(1, std::string_view("format"))
-        .bind(2, std::string_view("heterodyne-experiment"))
-        .run();
-    put.bind(1, std::string_view("schema_version")).bind(2, std::to_string(kSchemaVersion)).run();
-    put.bind(1, std::string_view("status")).bind(2, std::string_view("running")).run();
-    t.commit();
+  Experiment e(path, nullptr, fd);
+  e.part_ = part;
+  e.publish_to_ = target;
+  e.inputs_ = inputs;
+  fatal::add_temporary(part);
+  fatal::add_temporary(part + "-journal");
+  if (::ftruncate(fd, 0) != 0)
+    throw RuntimeError("cannot write '" + part + "': " + std::strerror(errno));
+  ::unlink((part + "-journal").c_str());
+  if (::lstat(target.c_str(), &st) == 0) e.replaced_lock_fd_ = take_lock(target);
+  e.db_ = std::make_unique<Database>(part, true, true);
+  e.db_->exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL;");
+  write_header(*e.db_);
+  return e;
+}
+
+void Experiment::publish() {
+  if (part_.empty()) return;
+  const std::string& target = publish_to_;
+  db_.reset();  // between transactions: closing leaves no journal behind
+  if (replaced_lock_fd_ >= 0) {
+    // The file being replaced is locked by us, so nobody is inside it: a journal it left would
+    // otherwise be taken for this file's and rolled back into it.
+    struct stat held {}, now {};
+    if (::fstat(replaced_lock_fd_, &held) != 0 || ::lstat(target.c_str(), &now) != 0 ||
+        held.st_dev != now.st_dev || held.st_ino != now.st_ino) {
+      throw RuntimeError("'" + path_ + "' was replaced by something else while this run ran");
+    }
+    ::unlink((target + "-journal").c_str());
   }
-  // SQLite creates the file on its first write, so the writer's lock comes after it.
-  const int fd = take_lock(path);
-  return Experiment(path, std::move(db), fd);
+  // Replace only the file locked at the start: anything that appeared at the path since is kept.
+  move_into_place(part_, target, experiment_policy(replaced_lock_fd_ >= 0, inputs_),
+                  file_ids(inputs_));
+  fatal::remove_temporary(part_);
+  fatal::remove_temporary(part_ + "-journal");
+  part_.clear();
+  if (replaced_lock_fd_ >= 0) ::close(replaced_lock_fd_);
+  replaced_lock_fd_ = -1;
+  db_ = std::make_unique<Database>(target, true, false);
+  db_->exec("PRAGMA synchronous=FULL;");
 }
 
 Experiment Experiment::open(const std::string& path, bool writable) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError("experiment file '" + path + "' does not exist");
+  require_regular_file(path, "experiment file");
   std::unique_ptr<Database> db;
   int fd = -1;
   if (writable) fd = take_lock(path);
@@ -171,18 +251,34 @@ static std::string top_json(const TopK& t) {
   return s + "]";
 }
 
-static TopK parse_top(const std::string& s) {
+// The inverse of top_json; nullopt when `s` is not what top_json writes (k pairs of an integer
+// id and a finite probability in [0, 1]).
+static std::optional<TopK> parse_top(const std::string& s) {
   TopK t;
   const char* p = s.c_str();
+  const auto skip = [&](char c) {
+    while (*p == ' ') ++p;
+    if (*p != c) return false;
+    ++p;
+    return true;
+  };
+  if (!skip('[')) return std::nullopt;
   for (size_t k = 0; k < t.id.size(); ++k) {
-    while (*p && *p != '-' && (*p < '0' || *p > '9')) ++p;
+    if (k > 0 && !skip(',')) return std::nullopt;
+    if (!skip('[')) return std::nullopt;
     char* end = nullptr;
-    t.id[k] = static_cast<int32_t>(std::strtol(p, &end, 10));
+    errno = 0;
+    const long id = std::strtol(p, &end, 10);
+    if (end == p || errno != 0 || id < INT32_MIN || id > INT32_MAX) return std::nullopt;
+    t.id[k] = static_cast<int32_t>(id);
     p = end;
-    while (*p == ',' || *p == ' ') ++p;
+    if (!skip(',')) return std::nullopt;
     t.p[k] = std::strtof(p, &end);
+    if (end == p || !std::isfinite(t.p[k]) || t.p[k] < 0 || t.p[k] > 1) return std::nullopt;
     p = end;
+    if (!skip(']')) return std::nullopt;
   }
+  if (!skip(']')) return std::nullopt;
   return t;
 }
 
@@ -208,6 +304,9 @@ static void put_comparison(Database& db, const char* name, int chunk, const Comp
     lay.run();
   }
 }
+
+static std::string chunk_hash_key(int chunk);
+static std::string chunk_sha256(Database& db, const Experiment& e, int chunk);
 
 void Experiment::put_chunk(const ChunkResult& c, const std::map<int32_t, std::string>& pieces) {
   Transaction t(*db_);
@@ -248,6 +347,8 @@ void Experiment::put_chunk(const ChunkResult& c, const std::map<int32_t, std::st
       .bind(2, static_cast<int64_t>(c.tokens.size()))
       .bind(3, c.seconds)
       .run();
+  // What resume checks before it adds to the file.
+  set_meta(chunk_hash_key(c.chunk), chunk_sha256(*db_, *this, c.chunk));
   t.commit();
 }
 
@@ -258,22 +359,55 @@ std::vector<int> Experiment::finished_chunks() const {
   return out;
 }
 
-static std::optional<Comparison> read_comparison(Database& db, const char* name, int chunk) {
+// The most restore points a run has (two per layer and the embedding, for thousands of
+// layers): a stored step beyond it is damage, not a model.
+constexpr int64_t kMaxSteps = int64_t{1} << 16;
+constexpr int64_t kMaxLayers = int64_t{1} << 15;
+
+// Every value read back is checked against what a run can write: a tampered or damaged file
+// gets one line naming what is wrong, never an out-of-range index further on.
+static InputError damaged(const std::string& path, int chunk, const std::string& what) {
+  return InputError("'" + path + "' is damaged: chunk " + std::to_string(chunk) + " " + what);
+}
+
+static bool finite_real(const Statement& q, int col) {
+  return q.type(col) == SQLITE_FLOAT || q.type(col) == SQLITE_INTEGER
+             ? std::isfinite(q.real(col))
+             : false;
+}
+
+static std::optional<Comparison> read_comparison(Database& db, const std::string& path,
+                                                 const char* name, int chunk, int64_t n_tokens) {
   Comparison c;
   Statement pos(db.handle(),
                 "SELECT pos, target_id, scored, kl, nll_a, nll_b, top5_a, top5_b FROM positions"
                 " WHERE comparison = ? AND chunk = ? ORDER BY pos");
   pos.bind(1, std::string_view(name)).bind(2, int64_t{chunk});
   while (pos.step()) {
+    const int64_t p = pos.integer(0);
+    // Position p predicts token p + 1: the last token predicts nothing.
+    if (p < 0 || p >= n_tokens - 1)
+      throw damaged(path, chunk, fmt::format("has a {} position {} outside its {} tokens", name,
+                                             p, n_tokens));
+    for (int col = 3; col <= 5; ++col) {
+      if (!finite_real(pos, col)) {
+        throw damaged(path, chunk, fmt::format("position {} ({}) holds a non-finite or missing "
+                                               "{}",
+                                               p, name, col == 3 ? "KL" : "NLL"));
+      }
+    }
     analysis::PositionRow r;
-    r.pos = static_cast<int>(pos.integer(0));
+    r.pos = static_cast<int>(p);
     r.target = static_cast<int32_t>(pos.integer(1));
     r.scored = pos.integer(2) != 0;
     r.score.kl = pos.real(3);
     r.score.nll_a = pos.real(4);
     r.score.nll_b = pos.real(5);
-    r.score.top_a = parse_top(pos.text(6));
-    r.score.top_b = parse_top(pos.text(7));
+    const auto top_a = parse_top(pos.text(6)), top_b = parse_top(pos.text(7));
+    if (!top_a || !top_b)
+      throw damaged(path, chunk, fmt::format("position {} ({}) has a malformed top-5", p, name));
+    r.score.top_a = *top_a;
+    r.score.top_b = *top_b;
     c.positions.push_back(r);
   }
   if (c.positions.empty()) return std::nullopt;
@@ -282,9 +416,21 @@ static std::optional<Comparison> read_comparison(Database& db, const char* name,
                 " WHERE comparison = ? AND chunk = ? ORDER BY layer, pos");
   lay.bind(1, std::string_view(name)).bind(2, int64_t{chunk});
   while (lay.step()) {
+    const int64_t layer = lay.integer(0), p = lay.integer(1);
+    if (layer < 0 || layer >= kMaxLayers || p < 0 || p >= n_tokens) {
+      throw damaged(path, chunk,
+                    fmt::format("has a {} residual row for layer {} position {}", name, layer, p));
+    }
+    for (int col = 2; col <= 4; ++col) {
+      if (!finite_real(lay, col)) {
+        throw damaged(path, chunk, fmt::format("layer {} position {} ({}) holds a non-finite or "
+                                               "missing residual statistic",
+                                               layer, p, name));
+      }
+    }
     analysis::LayerRow l;
-    l.layer = static_cast<int>(lay.integer(0));
-    l.pos = static_cast<int>(lay.integer(1));
+    l.layer = static_cast<int>(layer);
+    l.pos = static_cast<int>(p);
     l.diff.rel_err = lay.real(2);
     l.diff.cosine = lay.real(3);
     l.diff.max_abs = lay.real(4);
@@ -296,16 +442,25 @@ static std::optional<Comparison> read_comparison(Database& db, const char* name,
 ChunkResult Experiment::read_chunk(int chunk) const {
   ChunkResult c;
   c.chunk = chunk;
-  Statement s(db_->handle(), "SELECT seconds FROM chunks WHERE chunk = ?");
+  Statement s(db_->handle(), "SELECT seconds, n_tokens FROM chunks WHERE chunk = ?");
   s.bind(1, int64_t{chunk});
   if (!s.step())
     throw RuntimeError("chunk " + std::to_string(chunk) + " is not in '" + path_ + "'");
   c.seconds = s.real(0);
-  Statement tok(db_->handle(), "SELECT token_id FROM tokens WHERE chunk = ? ORDER BY pos");
+  const int64_t n_tokens = s.integer(1);
+  Statement tok(db_->handle(), "SELECT pos, token_id FROM tokens WHERE chunk = ? ORDER BY pos");
   tok.bind(1, int64_t{chunk});
-  while (tok.step()) c.tokens.push_back(static_cast<int32_t>(tok.integer(0)));
-  c.diff = read_comparison(*db_, "diff", chunk).value_or(Comparison{});
-  c.floor = read_comparison(*db_, "floor", chunk);
+  while (tok.step()) {
+    if (tok.integer(0) != static_cast<int64_t>(c.tokens.size()))
+      throw damaged(path_, chunk, "has a gap or a stray row in its tokens");
+    c.tokens.push_back(static_cast<int32_t>(tok.integer(1)));
+  }
+  if (c.tokens.empty() || n_tokens != static_cast<int64_t>(c.tokens.size())) {
+    throw damaged(path_, chunk, fmt::format("says it has {} tokens, and {} are stored", n_tokens,
+                                            c.tokens.size()));
+  }
+  c.diff = read_comparison(*db_, path_, "diff", chunk, n_tokens).value_or(Comparison{});
+  c.floor = read_comparison(*db_, path_, "floor", chunk, n_tokens);
   Statement tr(db_->handle(),
                "SELECT direction, step, point, pos, kl FROM transplants WHERE chunk = ?"
                " ORDER BY direction, step, pos");
@@ -313,22 +468,47 @@ ChunkResult Experiment::read_chunk(int chunk) const {
   while (tr.step()) {
     if (!c.transplants) c.transplants = analysis::Transplants{};
     auto& t = *c.transplants;
-    const auto step = static_cast<int>(tr.integer(1));
-    if (t.points.size() < static_cast<size_t>(step)) t.points.resize(static_cast<size_t>(step));
-    t.points[static_cast<size_t>(step - 1)] = tr.text(2);
-    (tr.text(0) == "denoise" ? t.denoise : t.noise)
-        .push_back({step, static_cast<int>(tr.integer(3)), tr.real(4)});
+    const std::string direction = tr.text(0);
+    const int64_t step = tr.integer(1), p = tr.integer(3);
+    if (direction != "denoise" && direction != "noise")
+      throw damaged(path_, chunk, "has a transplant of direction '" + direction + "'");
+    if (step < 1 || step > kMaxSteps || p < 0 || p >= n_tokens || tr.text(2).empty())
+      throw damaged(path_, chunk, fmt::format("has a transplant row at step {} position {}",
+                                              step, p));
+    if (!finite_real(tr, 4))
+      throw damaged(path_, chunk, fmt::format("holds a non-finite transplant KL at step {} "
+                                              "position {}",
+                                              step, p));
+    const auto k = static_cast<size_t>(step - 1);
+    if (t.points.size() <= k) t.points.resize(k + 1);
+    if (!t.points[k].empty() && t.points[k] != tr.text(2))
+      throw damaged(path_, chunk, fmt::format("names step {} two ways", step));
+    t.points[k] = tr.text(2);
+    (direction == "denoise" ? t.denoise : t.noise)
+        .push_back({static_cast<int>(step), static_cast<int>(p), tr.real(4)});
+  }
+  if (c.transplants) {
+    for (size_t k = 0; k < c.transplants->points.size(); ++k) {
+      if (c.transplants->points[k].empty())
+        throw damaged(path_, chunk, fmt::format("has no transplant rows at step {}", k + 1));
+    }
   }
   Statement res(
       db_->handle(),
-      "SELECT arm, layer, width, data FROM residuals WHERE chunk = ? ORDER BY arm, layer");
+      "SELECT arm, layer, width, data, n_tokens FROM residuals WHERE chunk = ? ORDER BY arm, layer");
   res.bind(1, int64_t{chunk});
   while (res.step()) {
     analysis::ResidualTensor r;
     r.arm = res.text(0);
-    r.layer = static_cast<int>(res.integer(1));
-    r.width = static_cast<int>(res.integer(2));
+    const int64_t layer = res.integer(1), width = res.integer(2), rows = res.integer(4);
     auto b = res.blob(3);
+    if ((r.arm != "a" && r.arm != "b") || layer < 0 || layer >= kMaxLayers || width < 1 ||
+        rows < 1 || rows > n_tokens ||
+        static_cast<uint64_t>(b.size()) != static_cast<uint64_t>(rows * width) * sizeof(float)) {
+      throw damaged(path_, chunk, "has a saved residual whose shape does not match its data");
+    }
+    r.layer = static_cast<int>(layer);
+    r.width = static_cast<int>(width);
     r.data.resize(b.size() / sizeof(float));
     std::memcpy(r.data.data(), b.data(), r.data.size() * sizeof(float));
     c.residuals.push_back(std::move(r));
@@ -349,61 +529,220 @@ std::map<int32_t, std::string> Experiment::pieces() const {
   return out;
 }
 
-// Canonical serialization (docs/experiment-format.md): for each table in the fixed order
-// above, its name and a newline, then every row in key order, every column as a tag byte and
+// Canonical serialization (docs/experiment-format.md): every column as a tag byte and
 // little-endian payload: 'N'; 'I' int64; 'R' IEEE-754 f64 bits; 'T'/'B' u64 length + bytes.
-// meta rows with key 'integrity_sha256' are left out: the hash cannot cover itself.
+static void append_u64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+static std::string canonical_value(const Statement& q, int col) {
+  std::string out;
+  switch (q.type(col)) {
+    case SQLITE_NULL:
+      out = "N";
+      break;
+    case SQLITE_INTEGER:
+      out = "I";
+      append_u64(out, static_cast<uint64_t>(q.integer(col)));
+      break;
+    case SQLITE_FLOAT: {
+      const double d = q.real(col);
+      uint64_t bits;
+      std::memcpy(&bits, &d, 8);
+      out = "R";
+      append_u64(out, bits);
+      break;
+    }
+    case SQLITE_TEXT: {
+      const std::string t = q.text(col);
+      out = "T";
+      append_u64(out, t.size());
+      out += t;
+      break;
+    }
+    default: {
+      const auto blob = q.blob(col);
+      out = "B";
+      append_u64(out, blob.size());
+      out.append(reinterpret_cast<const char*>(blob.data()), blob.size());
+    }
+  }
+  return out;
+}
+
+// A value as a message shows it.
+static std::string shown_value(const Statement& q, int col) {
+  switch (q.type(col)) {
+    case SQLITE_NULL:
+      return "NULL";
+    case SQLITE_INTEGER:
+      return std::to_string(q.integer(col));
+    case SQLITE_FLOAT:
+      return fmt::format("{:.17g}", q.real(col));
+    case SQLITE_TEXT: {
+      const std::string t = q.text(col);
+      return "'" + (t.size() > 60 ? t.substr(0, 60) + "…" : t) + "'";
+    }
+    default:
+      return "<" + std::to_string(q.blob(col).size()) + " bytes>";
+  }
+}
+
 std::string Experiment::compute_integrity() const {
+  // For each table in the fixed order above, its name and a newline, then every row in key
+  // order; meta rows with key 'integrity_sha256' are left out: the hash cannot cover itself.
   Sha256 md;
-  auto feed = [&](const void* p, size_t n) { md.update(p, n); };
-  auto feed_u64 = [&](uint64_t v) {
-    uint8_t b[8];
-    for (int i = 0; i < 8; ++i) b[i] = static_cast<uint8_t>(v >> (8 * i));
-    feed(b, 8);
-  };
   for (const auto& table : kTables) {
-    feed(table.name, std::strlen(table.name));
-    feed("\n", 1);
+    md.update(table.name, std::strlen(table.name));
+    md.update("\n", 1);
     std::string sql = std::string("SELECT * FROM ") + table.name;
     if (std::string_view(table.name) == "meta") sql += " WHERE key != 'integrity_sha256'";
     sql += std::string(" ORDER BY ") + table.order;
     Statement q(db_->handle(), sql);
     while (q.step()) {
       for (int col = 0; col < q.columns(); ++col) {
-        switch (q.type(col)) {
-          case SQLITE_NULL:
-            feed("N", 1);
-            break;
-          case SQLITE_INTEGER:
-            feed("I", 1);
-            feed_u64(static_cast<uint64_t>(q.integer(col)));
-            break;
-          case SQLITE_FLOAT: {
-            const double d = q.real(col);
-            uint64_t bits;
-            std::memcpy(&bits, &d, 8);
-            feed("R", 1);
-            feed_u64(bits);
-            break;
-          }
-          case SQLITE_TEXT: {
-            const std::string s = q.text(col);
-            feed("T", 1);
-            feed_u64(s.size());
-            feed(s.data(), s.size());
-            break;
-          }
-          default: {
-            const auto b = q.blob(col);
-            feed("B", 1);
-            feed_u64(b.size());
-            feed(b.data(), b.size());
-          }
-        }
+        const std::string v = canonical_value(q, col);
+        md.update(v.data(), v.size());
       }
     }
   }
   return md.hex();
+}
+
+namespace {
+// One stored row: where it is, its columns' names, canonical bytes and printed values.
+struct Row {
+  std::string where;  // "positions (diff, 0, 17)"
+  std::vector<std::string> names, bytes, shown;
+};
+}  // namespace
+
+// Every row that belongs to `chunk`, table by table in key order, with the vocabulary rows of
+// the tokens it mentions. `with_seconds`: the chunk's run time, which a re-run never repeats.
+static std::vector<Row> chunk_rows(Database& db, const Experiment& e, int chunk,
+                                   bool with_seconds) {
+  struct Part {
+    const char* table;
+    const char* key;  // the columns that name a row in messages
+    const char* order;
+  };
+  static const Part kParts[] = {
+      {"chunks", "chunk", "chunk"},
+      {"tokens", "pos", "pos"},
+      {"positions", "comparison, pos", "comparison, pos"},
+      {"layers", "comparison, layer, pos", "comparison, layer, pos"},
+      {"transplants", "direction, step, pos", "direction, step, pos"},
+      {"residuals", "arm, layer", "arm, layer"},
+  };
+  std::vector<Row> rows;
+  const auto collect = [&](const std::string& table, const std::string& key, Statement& q) {
+    while (q.step()) {
+      Row r;
+      std::string key_values;
+      for (int col = 0; col < q.columns(); ++col) {
+        const std::string name = q.name(col);
+        if (name == "seconds" && !with_seconds) continue;
+        r.names.push_back(name);
+        r.bytes.push_back(canonical_value(q, col));
+        r.shown.push_back(shown_value(q, col));
+        if (key.find(name) != std::string::npos) {
+          key_values += (key_values.empty() ? "" : ", ") + r.shown.back();
+        }
+      }
+      r.where = table + " (" + key_values + ")";
+      rows.push_back(std::move(r));
+    }
+  };
+  for (const Part& p : kParts) {
+    Statement q(db.handle(), fmt::format("SELECT * FROM {} WHERE chunk = ? ORDER BY {}", p.table,
+                                         p.order));
+    q.bind(1, int64_t{chunk});
+    collect(p.table, p.key, q);
+  }
+  std::set<int32_t> ids;
+  const analysis::ChunkResult c = e.read_chunk(chunk);
+  ids.insert(c.tokens.begin(), c.tokens.end());
+  for (const Comparison* cmp : {&c.diff, c.floor ? &*c.floor : nullptr}) {
+    if (cmp == nullptr) continue;
+    for (const auto& r : cmp->positions) {
+      ids.insert(r.score.top_a.id.begin(), r.score.top_a.id.end());
+      ids.insert(r.score.top_b.id.begin(), r.score.top_b.id.end());
+    }
+  }
+  Statement voc(db.handle(), "SELECT * FROM vocab WHERE token_id = ?");
+  for (int32_t id : ids) {
+    voc.bind(1, int64_t{id});
+    collect("vocab", "token_id", voc);
+    voc.reset();
+  }
+  return rows;
+}
+
+static std::string chunk_hash_key(int chunk) { return "chunk_sha256/" + std::to_string(chunk); }
+
+// What resume checks: the chunk's rows (with its run time) and the configuration they came
+// from, hashed when the chunk was stored.
+static std::string chunk_sha256(Database& db, const Experiment& e, int chunk) {
+  Sha256 md;
+  for (const char* key : {"kind", "config"}) {
+    const std::string v = e.meta(key).value_or("");
+    md.update(v.data(), v.size());
+    md.update("\n", 1);
+  }
+  for (const Row& r : chunk_rows(db, e, chunk, true)) {
+    for (const auto& b : r.bytes) md.update(b.data(), b.size());
+  }
+  return md.hex();
+}
+
+std::optional<std::string> Experiment::altered_chunks() const {
+  const bool hashed = records_chunk_hashes();
+  for (int c : finished_chunks()) {
+    const auto recorded = meta(chunk_hash_key(c));
+    if (!recorded) {
+      if (!hashed) continue;  // an older file: nothing was recorded
+      return "chunk " + std::to_string(c) + " has no recorded hash (rows added or edited by hand?)";
+    }
+    if (*recorded != chunk_sha256(*db_, *this, c)) {
+      return "chunk " + std::to_string(c) +
+             " was changed after it was stored (its rows no longer hash as recorded)";
+    }
+  }
+  return std::nullopt;
+}
+
+bool Experiment::records_chunk_hashes() const { return meta("chunk_hashes").has_value(); }
+
+std::optional<std::string> Experiment::first_difference(int chunk,
+                                                        const Experiment& recomputed) const {
+  const std::vector<Row> stored = chunk_rows(*db_, *this, chunk, false);
+  const std::vector<Row> again = chunk_rows(*recomputed.db_, recomputed, chunk, false);
+  for (size_t i = 0; i < std::min(stored.size(), again.size()); ++i) {
+    const Row& s = stored[i];
+    const Row& r = again[i];
+    if (s.where != r.where && s.names == r.names) {
+      // A key column differs: report the row as a whole.
+      return "chunk " + std::to_string(chunk) + ": stored row " + s.where + ", recomputed " +
+             r.where;
+    }
+    for (size_t k = 0; k < s.bytes.size() && k < r.bytes.size(); ++k) {
+      if (s.bytes[k] != r.bytes[k]) {
+        return "chunk " + std::to_string(chunk) + " " + s.where + " " + s.names[k] +
+               ": stored " + s.shown[k] + ", recomputed " + r.shown[k];
+      }
+    }
+  }
+  if (stored.size() != again.size()) {
+    return "chunk " + std::to_string(chunk) + ": " + std::to_string(stored.size()) +
+           " stored rows, " + std::to_string(again.size()) + " recomputed";
+  }
+  return std::nullopt;
+}
+
+Experiment Experiment::in_memory() {
+  auto db = std::make_unique<Database>(":memory:", true, true);
+  write_header(*db);
+  return Experiment(":memory:", std::move(db), -1);
 }
 
 void Experiment::seal() {

@@ -18,17 +18,28 @@ inline constexpr int kSchemaVersion = 1;
 
 class Experiment {
  public:
-  // A new file (refuses to replace an existing one unless `replace`), for writing.
-  static Experiment create(const std::string& path, bool replace);
+  // A new experiment for writing. It is made as "<path>.part" and appears at `path` only when
+  // publish() is called (diff: once its first chunk is stored; sweep and floor: when complete),
+  // so a run that fails or is stopped before then leaves `path` as it was. An existing file is
+  // replaced only with `replace`, never while another process writes it, and never when it is
+  // one of `inputs` (the models and text the run reads). Destroyed unpublished, the part is
+  // removed.
+  static Experiment create(const std::string& path, bool replace,
+                           const std::vector<std::string>& inputs);
   // What create() would refuse, checked before any work is done. Throws InputError.
-  static void check_creatable(const std::string& path, bool replace);
+  static void check_creatable(const std::string& path, bool replace,
+                              const std::vector<std::string>& inputs);
   // An existing file; `writable` takes the writer's lock (refused while another holds it).
   static Experiment open(const std::string& path, bool writable);
 
   Experiment(Experiment&&) noexcept;
   ~Experiment();
 
+  // Where the experiment is (once published) or will be.
   const std::string& path() const { return path_; }
+  // Moves a created experiment into place; a no-op once done (and for opened files).
+  void publish();
+  bool published() const { return part_.empty(); }
 
   void set_meta(const std::string& key, const std::string& value);
   std::optional<std::string> meta(const std::string& key) const;
@@ -45,6 +56,19 @@ class Experiment {
 
   // SHA-256 over the canonical serialization of every stored value but the hash itself.
   std::string compute_integrity() const;
+
+  // Each chunk's rows are hashed as they are stored (meta "chunk_sha256/N"), so that resume
+  // never seals rows edited since. The first finished chunk whose rows no longer hash as
+  // recorded, described; nullopt when all do, or when the file predates these hashes.
+  std::optional<std::string> altered_chunks() const;
+  bool records_chunk_hashes() const;
+
+  // The first stored value of `chunk` (every column of every row, the run time aside) that
+  // differs from `recomputed`'s, which holds the same chunk computed again; nullopt when none.
+  std::optional<std::string> first_difference(int chunk, const Experiment& recomputed) const;
+
+  // An experiment that lives in memory only (verify writes a recomputed chunk into one).
+  static Experiment in_memory();
   // Records the hash and marks the run complete.
   void seal();
 
@@ -53,6 +77,11 @@ class Experiment {
   std::string path_;
   std::unique_ptr<Database> db_;
   int lock_fd_ = -1;
+  // While created and not yet published: where the database is, the lock held on the file it
+  // replaces, and what may not be replaced.
+  std::string part_, publish_to_;  // publish_to_: `path`, or the file a link there leads to
+  int replaced_lock_fd_ = -1;
+  std::vector<std::string> inputs_;
 };
 
 }  // namespace hd::store

@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "common/input_file.h"
+#include "common/output_file.h"
 #include "errors.h"
 
 namespace hd::store {
@@ -62,21 +64,9 @@ std::string safetensors_bytes(const std::vector<NamedTensor>& tensors,
 }
 
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
-  const std::string bytes = safetensors_bytes(tensors, metadata);
-  const std::string part = path + ".part";
-  {
-    std::ofstream out(part, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      std::remove(part.c_str());
-      throw RuntimeError("cannot write " + part + " (disk full?)");
-    }
-  }
-  if (std::rename(part.c_str(), path.c_str()) != 0) {
-    std::remove(part.c_str());
-    throw RuntimeError("cannot move " + part + " to " + path);
-  }
+                       const std::map<std::string, std::string>& metadata,
+                       const OutputPolicy& policy) {
+  write_output_file(path, safetensors_bytes(tensors, metadata), policy);
 }
 
 SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& what) {
@@ -149,6 +139,7 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& w
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {
+  refuse_special_file(path, "safetensors file");  // a FIFO would block the read forever
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read '" + path + "'");
   std::ostringstream ss;

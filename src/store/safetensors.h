@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/output_file.h"
+
 namespace hd::store {
 
 struct NamedTensor {
@@ -23,9 +25,10 @@ struct NamedTensor {
 std::string safetensors_bytes(const std::vector<NamedTensor>& tensors,
                               const std::map<std::string, std::string>& metadata);
 
-// Writes atomically (temporary file, then rename).
+// Writes atomically (temporary file, then rename); `policy` says what may be replaced.
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
-                       const std::map<std::string, std::string>& metadata);
+                       const std::map<std::string, std::string>& metadata,
+                       const OutputPolicy& policy = {});
 
 struct SafetensorsFile {
   std::vector<NamedTensor> tensors;  // in the order of their data offsets

@@ -64,6 +64,10 @@ void Statement::reset() {
 }
 
 int Statement::columns() const { return sqlite3_column_count(stmt_); }
+std::string Statement::name(int col) const {
+  const char* n = sqlite3_column_name(stmt_, col);
+  return n ? n : "";
+}
 int Statement::type(int col) const { return sqlite3_column_type(stmt_, col); }
 int64_t Statement::integer(int col) const { return sqlite3_column_int64(stmt_, col); }
 double Statement::real(int col) const { return sqlite3_column_double(stmt_, col); }

@@ -27,6 +27,7 @@ class Statement {
   void reset();
 
   int columns() const;
+  std::string name(int col) const;  // the column's name
   int type(int col) const;  // SQLITE_INTEGER, SQLITE_FLOAT, SQLITE_TEXT, SQLITE_BLOB, SQLITE_NULL
   int64_t integer(int col) const;
   double real(int col) const;

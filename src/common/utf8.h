@@ -1,0 +1,15 @@
+// Strict UTF-8 (RFC 3629): what heterodyne accepts as text, in files and on its command line.
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace hd {
+
+// The offset of the first byte that does not begin a well-formed UTF-8 sequence, or nullopt
+// when all of `s` is well formed. Refused: stray continuation bytes, truncated sequences,
+// overlong encodings (C0, C1, E0 80..9F, F0 80..8F), UTF-16 surrogates (ED A0..BF) and code
+// points above U+10FFFF (F4 90.., F5..FF).
+std::optional<size_t> first_invalid_utf8(std::string_view s);
+
+}  // namespace hd

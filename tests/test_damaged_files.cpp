@@ -1,0 +1,168 @@
+// Every reader bounds-checks what it reads (issue 15, class 3): an experiment whose rows were
+// edited to values no run writes — steps and positions out of range, NULL and non-finite
+// numbers, malformed top-5 lists, shapes that do not match their data, foreign JSON — is
+// either shown (when the edit is harmless) or refused with one line and exit 2. Never a
+// crash, never exit 1 "internal error". Each edit is applied to a fresh copy of one real
+// experiment with floor, transplants, components and saved residuals, then read by show (every
+// view), show --json, export and report.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using hd::test::CliResult;
+using hd::test::run_cli;
+using hd::test::shared_path;
+
+namespace {
+
+std::string dir() {
+  static const std::string d = hd::test::temp_dir("damaged");
+  return d;
+}
+
+const std::string& original() {
+  static const std::string p = [] {
+    const std::string out = dir() + "/original.hdy";
+    const CliResult r = run_cli({"diff", "--a", shared_path("models/stories260K.gguf"),
+                                 "--b-quant", "Q8_0", "-f",
+                                 shared_path("corpora/tom-sawyer.txt"), "--chunk", "32",
+                                 "--max-chunks", "2", "--components", "--save-residuals", "-o",
+                                 out});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return out;
+  }();
+  return p;
+}
+
+bool exec_sql(const std::string& path, const std::string& sql, std::string& error) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) return false;
+  char* msg = nullptr;
+  const bool ok = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg) == SQLITE_OK;
+  if (msg) error = msg;
+  sqlite3_free(msg);
+  sqlite3_close(db);
+  return ok;
+}
+
+// The edits: each one value no run writes (or rows no run leaves out).
+const std::vector<std::string> kEdits = {
+    // transplants
+    "UPDATE transplants SET step = 0 WHERE rowid IN (SELECT rowid FROM transplants LIMIT 1)",
+    "UPDATE transplants SET step = -1 WHERE chunk = 0 AND pos = 20",
+    "UPDATE transplants SET step = 2147483647 WHERE chunk = 1 AND pos = 20 AND direction = 'noise'",
+    "UPDATE transplants SET step = 99999999999 WHERE chunk = 0 AND step = 2",
+    "UPDATE transplants SET step = NULL WHERE chunk = 0 AND step = 1",
+    "UPDATE transplants SET pos = -1 WHERE chunk = 0 AND step = 3",
+    "UPDATE transplants SET pos = 100000 WHERE chunk = 1 AND step = 1",
+    "UPDATE transplants SET kl = NULL WHERE chunk = 0 AND step = 2",
+    "UPDATE transplants SET kl = 'abc' WHERE chunk = 0 AND step = 2",
+    "UPDATE transplants SET kl = 9e999 WHERE chunk = 1 AND step = 4",
+    "UPDATE transplants SET direction = 'sideways' WHERE chunk = 0 AND step = 1",
+    "UPDATE transplants SET point = '' WHERE chunk = 0 AND step = 1",
+    "UPDATE transplants SET point = 'l_out-99' WHERE chunk = 1 AND step = 2",
+    "DELETE FROM transplants WHERE chunk = 1 AND step = 3",
+    "DELETE FROM transplants WHERE chunk = 1",
+    // positions
+    "UPDATE positions SET pos = -1 WHERE chunk = 0 AND pos = 20 AND comparison = 'diff'",
+    "UPDATE positions SET pos = 31 WHERE chunk = 0 AND pos = 30 AND comparison = 'diff'",
+    "UPDATE positions SET pos = 100000 WHERE chunk = 1 AND pos = 25",
+    "UPDATE positions SET kl = NULL WHERE chunk = 0 AND pos = 20",
+    "UPDATE positions SET kl = 'x' WHERE chunk = 0 AND pos = 21",
+    "UPDATE positions SET nll_b = 9e999 WHERE chunk = 1 AND pos = 22",
+    "UPDATE positions SET top5_a = 'garbage' WHERE chunk = 0 AND pos = 20",
+    "UPDATE positions SET top5_b = '[[1,0.5]]' WHERE chunk = 0 AND pos = 20",
+    "UPDATE positions SET top5_a = '[[1,2],[2,0],[3,0],[4,0],[5,0]]' WHERE chunk = 1 AND pos = 20",
+    "UPDATE positions SET target_id = -5 WHERE chunk = 0 AND pos = 20",
+    "UPDATE positions SET target_id = 1099511627776 WHERE chunk = 0 AND pos = 21",
+    "UPDATE positions SET scored = 7 WHERE chunk = 0 AND pos = 3",
+    "UPDATE positions SET top1_a = 12345 WHERE chunk = 0",
+    "DELETE FROM positions WHERE comparison = 'floor' AND chunk = 1 AND pos = 20",
+    // layers
+    "UPDATE layers SET layer = -1 WHERE chunk = 0 AND pos = 20 AND layer = 0",
+    "UPDATE layers SET layer = 1099511627776 WHERE chunk = 0 AND pos = 21 AND layer = 1",
+    "UPDATE layers SET pos = -1 WHERE chunk = 1 AND pos = 20 AND layer = 2",
+    "UPDATE layers SET pos = 1000000 WHERE chunk = 1 AND pos = 21 AND layer = 2",
+    "UPDATE layers SET rel_err = NULL WHERE chunk = 0 AND layer = 3",
+    "UPDATE layers SET cosine = 9e999 WHERE chunk = 0 AND layer = 3",
+    // tokens and chunks
+    "UPDATE tokens SET token_id = -1 WHERE chunk = 0 AND pos = 5",
+    "UPDATE tokens SET token_id = 1099511627776 WHERE chunk = 0 AND pos = 6",
+    "DELETE FROM tokens WHERE chunk = 0 AND pos = 7",
+    "DELETE FROM tokens WHERE chunk = 1 AND pos = 31",
+    "UPDATE chunks SET n_tokens = 0 WHERE chunk = 0",
+    "UPDATE chunks SET n_tokens = 1000000000 WHERE chunk = 1",
+    "UPDATE chunks SET chunk = -1 WHERE chunk = 1",
+    "UPDATE chunks SET seconds = 'slow' WHERE chunk = 0",
+    // residuals
+    "UPDATE residuals SET width = 0 WHERE chunk = 0 AND layer = 0 AND arm = 'a'",
+    "UPDATE residuals SET width = -1 WHERE chunk = 0 AND layer = 1 AND arm = 'a'",
+    "UPDATE residuals SET data = zeroblob(3) WHERE chunk = 1 AND layer = 0 AND arm = 'b'",
+    "UPDATE residuals SET n_tokens = 1000000000 WHERE chunk = 1 AND layer = 1",
+    "UPDATE residuals SET arm = 'c' WHERE chunk = 0 AND layer = 2",
+    // vocabulary
+    "UPDATE vocab SET text = NULL WHERE token_id = 1",
+    "UPDATE vocab SET token_id = -1 WHERE token_id = 2",
+    "DELETE FROM vocab",
+    // meta
+    "UPDATE meta SET value = '[]' WHERE key = 'config'",
+    "UPDATE meta SET value = '{\"chunk\": \"x\"}' WHERE key = 'config'",
+    "UPDATE meta SET value = 'not json' WHERE key = 'config'",
+    "UPDATE meta SET value = '5' WHERE key = 'provenance'",
+    "UPDATE meta SET value = '{\"arms\": 3, \"llama_cpp\": []}' WHERE key = 'provenance'",
+    "UPDATE meta SET value = 'sweep' WHERE key = 'kind'",
+    "UPDATE meta SET value = 'bogus' WHERE key = 'kind'",
+    "UPDATE meta SET value = 'x' WHERE key = 'schema_version'",
+    "DELETE FROM meta WHERE key = 'status'",
+};
+
+}  // namespace
+
+TEST(DamagedFiles, EveryReaderRefusesOrShowsWhatItReadsNeverCrashes) {
+  HD_REQUIRE_SHARED();
+  ASSERT_FALSE(original().empty());
+  int refused = 0, shown = 0;
+  for (size_t i = 0; i < kEdits.size(); ++i) {
+    const std::string& sql = kEdits[i];
+    const std::string copy = dir() + "/edit" + std::to_string(i) + ".hdy";
+    fs::copy_file(original(), copy, fs::copy_options::overwrite_existing);
+    std::string error;
+    if (!exec_sql(copy, sql, error)) {
+      // A constraint the schema itself enforces (NOT NULL, a primary key): that edit cannot be
+      // made, so no reader will meet it.
+      continue;
+    }
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"show", copy, "--transplants", "--components", "--worst", "3",
+                                   "--flips", "--position", "0:20"},
+          {"show", copy, "--json"},
+          {"export", copy, "--positions", "--format", "jsonl"},
+          {"report", copy, "-o", copy + ".html", "--force"}}) {
+      const CliResult r = run_cli(args);
+      std::string cmd;
+      for (const auto& a : args) cmd += a + " ";
+      SCOPED_TRACE(sql + "\n  " + cmd);
+      ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << "exit " << r.exit_code << "\n" << r.err;
+      if (r.exit_code == 2) {
+        ++refused;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_EQ(r.err.rfind("heterodyne: error: ", 0), 0u) << r.err;
+        EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+        EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+        EXPECT_TRUE(r.out.empty()) << "output before the error";
+      } else {
+        ++shown;
+      }
+    }
+  }
+  // Most edits are damage a reader must name; a few (a top-1 column no reader uses, a missing
+  // status) leave a file that still reads.
+  EXPECT_GT(refused, 100);
+  EXPECT_GT(shown, 0);
+}

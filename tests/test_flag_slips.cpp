@@ -1,0 +1,172 @@
+// Slips on the command line are one line and exit 2 (issue 15, class 6): numbers that are not
+// finite, empty values that would silently mean "all" or "default", comma lists with empty
+// entries, bytes that are not UTF-8, a malformed --position (refused before anything is
+// printed), and two writers of one output at once (the second is told why).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using hd::test::CliResult;
+using hd::test::read_file;
+using hd::test::run_cli;
+using hd::test::shared_path;
+
+namespace {
+
+std::string dir() {
+  static const std::string d = hd::test::temp_dir("slips");
+  return d;
+}
+std::string m() { return shared_path("models/stories260K.gguf"); }
+std::string t() { return shared_path("corpora/tom-sawyer.txt"); }
+
+void expect_refused(const std::vector<std::string>& args, const std::string& phrase) {
+  std::string cmd;
+  for (const auto& a : args) cmd += a + " ";
+  const CliResult r = run_cli(args);
+  EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << cmd << "\n" << r.err;
+  EXPECT_NE(r.err.find(phrase), std::string::npos) << cmd << "\n" << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << cmd << ": printed before the error:\n" << r.out.substr(0, 300);
+}
+
+const std::string& experiment() {
+  static const std::string p = [] {
+    const std::string out = dir() + "/real.hdy";
+    const CliResult r = run_cli({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(), "--chunk",
+                                 "64", "--max-chunks", "2", "--transplants", "-o", out});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return out;
+  }();
+  return p;
+}
+
+}  // namespace
+
+TEST(FlagSlips, CalibrateRefusesNumbersThatAreNotFiniteAndKeepsItsTolerances) {
+  HD_REQUIRE_SHARED();
+  const std::string ref = dir() + "/ref";
+  ASSERT_EQ(run_cli({"capture", "--model", m(), "-f", t(), "--max-tokens", "32", "-o", ref})
+                .exit_code,
+            0);
+  ASSERT_EQ(run_cli({"calibrate", "--reference", ref}).exit_code, 0);
+  const std::string tolerances = read_file(ref + "/tolerances.json");
+  ASSERT_FALSE(tolerances.empty());
+  for (const std::string v : {"nan", "NaN", "inf", "-inf", "-1", "0", "abc", "1e999"}) {
+    expect_refused({"calibrate", "--reference", ref, "--safety", v, "--force"},
+                   "must be a finite number > 0");
+  }
+  for (const std::string v : {"nan", "-0.1", "inf"}) {
+    expect_refused({"calibrate", "--reference", ref, "--jitter-floor", v, "--force"},
+                   "must be a finite number >= 0");
+    expect_refused({"check", "--reference", ref, "--model", m(), "--jitter-floor", v},
+                   "must be a finite number >= 0");
+  }
+  expect_refused({"calibrate", "--reference", ref}, "already exists: use --force");
+  EXPECT_EQ(read_file(ref + "/tolerances.json"), tolerances);
+  EXPECT_EQ(run_cli({"calibrate", "--reference", ref, "--force"}).exit_code, 0);
+  EXPECT_EQ(read_file(ref + "/tolerances.json"), tolerances);  // the same runs, the same numbers
+}
+
+TEST(FlagSlips, AnEmptyValueIsASlipNotAllOrTheDefault) {
+  HD_REQUIRE_SHARED();
+  const std::string out = dir() + "/empty.hdy";
+  for (const std::string flag : {"--max-chunks", "--chunk", "--b-quant", "-o", "--score-from",
+                                 "-ub", "--b-ctk", "-t"}) {
+    std::vector<std::string> args = {"diff", "--a", m(), "-f", t(), "--chunk", "64"};
+    if (flag != "--b-quant") args.insert(args.end(), {"--b-quant", "Q8_0"});
+    if (flag != "-o") args.insert(args.end(), {"-o", out});
+    args.insert(args.end(), {flag, ""});
+    expect_refused(args, "needs a value, not an empty string");
+  }
+  expect_refused({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(), "--max-chunks=", "-o", out},
+                 "--max-chunks needs a value, not an empty string");
+  expect_refused({"show", experiment(), "--worst", ""}, "needs a value, not an empty string");
+  expect_refused({"export", experiment(), "--positions", "--format", ""},
+                 "needs a value, not an empty string");
+  expect_refused({"serve", "--models", dir(), "--port", ""}, "needs a value, not an empty string");
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(FlagSlips, ListsWithEmptyEntriesAreNamed) {
+  HD_REQUIRE_SHARED();
+  for (const std::string list : {",", "127.0.0.1:1,", ",127.0.0.1:1", "a:1,,b:2"}) {
+    expect_refused({"diff", "--a", m(), "--b", m(), "--b-rpc", list, "-f", t(), "-o",
+                    dir() + "/rpc.hdy"},
+                   "has an empty entry");
+  }
+  // The list takes one argument: the flag after it is a flag, not a server.
+  expect_refused({"diff", "--a", m(), "--b", m(), "--b-rpc", "127.0.0.1:1", "127.0.0.1:2", "-f",
+                  t(), "-o", dir() + "/rpc.hdy"},
+                 "was not expected");
+}
+
+TEST(FlagSlips, BytesThatAreNotUtf8AreRefusedBeforeAnythingIsStored) {
+  HD_REQUIRE_SHARED();
+  expect_refused({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(), "-o", dir() + "/\xff.hdy"},
+                 "is not valid UTF-8");
+  expect_refused({"diff", "--a", m() + "\xc0\xaf", "--b-quant", "Q8_0", "-f", t(), "-o",
+                  dir() + "/x.hdy"},
+                 "('" + m() + "\\xc0\\xaf') is not valid UTF-8");
+  expect_refused({"show", std::string("\xed\xa0\x80.hdy")}, "is not valid UTF-8");
+  EXPECT_FALSE(fs::exists(dir() + "/\xff.hdy"));
+}
+
+TEST(FlagSlips, AMalformedPositionIsRefusedBeforeAnythingIsPrinted) {
+  HD_REQUIRE_SHARED();
+  for (const std::string p : {"abc", "3x:5", "1:2:3", "-1:5", "1:", ":4", "99999999999:1", "1:5x"}) {
+    expect_refused({"show", experiment(), "--position", p}, "--position wants CHUNK:POS");
+  }
+  // Well formed, but no transplant is stored there (the last token predicts nothing; there is no
+  // chunk 7): the summary is not printed before the error.
+  expect_refused({"show", experiment(), "--position", "0:63"}, "no stored transplants");
+  expect_refused({"show", experiment(), "--position", "7:40"}, "no stored transplants");
+}
+
+TEST(FlagSlips, TwoWritersOfOneOutputAtOnceGetTheRightCause) {
+  HD_REQUIRE_SHARED();
+  const std::string out = dir() + "/busy.hdy";
+  fs::copy_file(experiment(), out, fs::copy_options::overwrite_existing);
+  const std::string before = read_file(out);
+  // A first writer (transplants at every point: about a second a chunk), held still with
+  // SIGSTOP while the others try: the order of events is then not left to timing.
+  const int first = hd::test::spawn_cli({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(),
+                                         "--chunk", "64", "--max-chunks", "20", "--components",
+                                         "-o", out, "--force"},
+                                        "/dev/null", dir() + "/first.err");
+  for (int i = 0; i < 3000 && !fs::exists(out + ".part"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ::kill(first, SIGSTOP);
+  ASSERT_TRUE(fs::exists(out + ".part")) << read_file(dir() + "/first.err");
+  // Before the first has published: its part is locked.
+  expect_refused({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(), "--chunk", "64",
+                  "--max-chunks", "1", "-o", out, "--force"},
+                 "is being written by another heterodyne process");
+  expect_refused({"diff", "--resume", out}, "is being written by another heterodyne process");
+  EXPECT_EQ(read_file(out), before);
+  ::kill(first, SIGCONT);
+  // After it has published (its part is gone): the experiment it writes is locked.
+  for (int i = 0; i < 3000 && fs::exists(out + ".part"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_FALSE(fs::exists(out + ".part"));
+  ::kill(first, SIGSTOP);
+  expect_refused({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(), "--chunk", "64",
+                  "--max-chunks", "1", "-o", out, "--force"},
+                 "is being written by another heterodyne process");
+  ::kill(first, SIGTERM);
+  ::kill(first, SIGCONT);
+  int status = 0;
+  ::waitpid(first, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << read_file(dir() + "/first.err");
+  EXPECT_NE(read_file(out), before);
+  EXPECT_EQ(run_cli({"diff", "--resume", out}).exit_code, 0);
+}
