@@ -68,18 +68,31 @@ dirty=$(git -C "$src" diff HEAD 2>/dev/null | sha256sum | cut -c1-12 || true)
 FLAGS="-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=ON -DGGML_RPC=ON \
 -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
 -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF $EXTRA_FLAGS"
-key=$(printf '%s\n%s\n%s\n%s\n' "$commit" "$dirty" "$FLAGS" "$(c++ --version | head -1)" | sha256sum | cut -c1-16)
+# Intel AMX kernels stay out of native builds: on an Intel Xeon host that reports AMX (Firecracker
+# guest, Linux 6.18) ggml's AMX matmul dies of SIGILL at its first tileloadd, llama-perplexity
+# included, for every Q8_0/Q4 model (docs/llama-facts.md). GCC's explicit -mno-* flags win over
+# -march=native. HETERODYNE_LLAMA_AMX=on keeps them, on hosts where they work.
+CPU_FLAGS=""
+if [ "${HETERODYNE_LLAMA_AMX:-off}" != on ] && c++ -mno-amx-tile -E -x c++ /dev/null >/dev/null 2>&1; then
+  CPU_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+fi
+key=$(printf '%s\n%s\n%s\n%s\n%s\n' "$commit" "$dirty" "$FLAGS" "$CPU_FLAGS" "$(c++ --version | head -1)" | sha256sum | cut -c1-16)
 build="$CACHE/llama-build/${commit:0:12}-$key"
 
+mkdir -p "$build"
+# Two builds of one tree (CI and a shell, two worktrees) must not run ninja in one directory.
+exec 9>"$build.lock"
+flock 9
 if [ ! -f "$build/.heterodyne-built" ]; then
   say "building llama.cpp $commit into $build (once; later builds reuse it)"
-  mkdir -p "$build"
   # shellcheck disable=SC2086
-  cmake -S "$src" -B "$build" -G Ninja $FLAGS >"$build/configure.log" 2>&1 ||
+  CFLAGS="${CFLAGS:-} $CPU_FLAGS" CXXFLAGS="${CXXFLAGS:-} $CPU_FLAGS" \
+    cmake -S "$src" -B "$build" -G Ninja $FLAGS >"$build/configure.log" 2>&1 ||
     { say "configure failed, see $build/configure.log"; exit 1; }
   cmake --build "$build" -j "$JOBS" --target llama ggml ggml-rpc >"$build/build.log" 2>&1 ||
     { say "build failed, see $build/build.log"; exit 1; }
-  printf 'source=%s\ncommit=%s\nlocal_changes=%s\nflags=%s\n' "$src" "$commit" "$dirty" "$FLAGS" > "$build/heterodyne-llama.txt"
+  printf 'source=%s\ncommit=%s\nlocal_changes=%s\nflags=%s\n' "$src" "$commit" "$dirty" \
+    "$FLAGS${CPU_FLAGS:+ CFLAGS=$CPU_FLAGS}" > "$build/heterodyne-llama.txt"
   touch "$build/.heterodyne-built"
 fi
 echo "$build"
