@@ -73,3 +73,12 @@ bool stop_serve(const ServeProcess& s);
 void write_file(const std::string& path, const std::string& text);
 
 }  // namespace hd::test
+
+namespace hd::test {
+
+// The address a started serve printed, token included (http://127.0.0.1:PORT/?token=...),
+// and the token alone ("" when it printed none).
+std::string serve_url(const ServeProcess& s);
+std::string serve_token(const ServeProcess& s);
+
+}  // namespace hd::test
