@@ -346,6 +346,7 @@ TEST_F(Serve, TenThousandRequestsFromSixteenClientsDuringARun) {
   const long rss_before = rss_kib(serve_.pid);
   std::atomic<int> ok{0}, failed{0}, during_run{0};
   std::vector<std::thread> clients;
+  const auto t0 = std::chrono::steady_clock::now();
   for (int t = 0; t < 16; ++t) {
     clients.emplace_back([&, t] {
       auto cl = client();
@@ -362,6 +363,11 @@ TEST_F(Serve, TenThousandRequestsFromSixteenClientsDuringARun) {
     });
   }
   for (auto& th : clients) th.join();
+  std::cerr << "10,000 requests in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - t0)
+                   .count()
+            << " ms\n";
   const long rss_after = rss_kib(serve_.pid);
   EXPECT_EQ(ok.load(), 10000);
   EXPECT_EQ(failed.load(), 0);
@@ -578,6 +584,8 @@ TEST_F(Serve, LimitsBodySizeChunkBudgetAndQueueLength) {
   expect_refusal(post_raw("Transfer-Encoding: chunked\r\n", "2\r\n{}\r\n0\r\n\r\n"), 411,
                  "Content-Length", "chunked");
   expect_refusal(post_raw("", "{}"), 411, "Content-Length", "no length");
+  expect_refusal(post_raw("X-Padding: " + std::string(20000, 'p') + "\r\n", ""), 431, "too long",
+                 "a 20 KB head");
   {  // a real 5 MB form through a client: refused, whole
     json big = run_form(1, false);
     big["text"] = std::string(5 << 20, 'x');
