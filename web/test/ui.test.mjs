@@ -192,8 +192,8 @@ async function serveMode(page) {
   // its refusal logs nothing to the page's console); a POST that is not JSON is refused even so,
   // since a page of another origin could send text/plain without asking.
   const runsUrl = new URL("/api/runs", page.url()).href;
-  const listed = await page.request.get(runsUrl);
-  check(listed.status() === 200, "the page's cookie carries the token", `${listed.status()} ${await listed.text()}`);
+  const runs = await page.request.get(runsUrl);
+  check(runs.status() === 200, "the page's cookie carries the token", `${runs.status()} ${await runs.text()}`);
   const plain = await page.request.post(runsUrl, { headers: { "Content-Type": "text/plain" }, data: "{}" });
   check(plain.status() === 415 && /application\/json/.test(await plain.text()), "a text/plain POST is refused with 415", `${plain.status()} ${await plain.text()}`);
   check(await page.locator("#models table").isVisible(), "models table is shown", (await page.locator("#models").textContent())?.slice(0, 200));
