@@ -234,7 +234,11 @@ void RunQueue::run_one(Job& job) {
     job.state.chunk = job.state.chunks;
   } else if (code == 130) {
     job.state.state = "cancelled";
-    job.state.message = "cancelled: the experiment file keeps the finished chunks (diff --resume)";
+    std::error_code ec;
+    job.state.message =
+        std::filesystem::exists(job.request.experiment_file, ec)
+            ? "cancelled: the experiment file keeps the finished chunks (diff --resume)"
+            : "cancelled before diff wrote an experiment file";
   } else {
     job.state.state = "failed";
     const std::string prefix = "heterodyne: error: ";
