@@ -659,6 +659,30 @@ TEST_F(Serve, LimitsBodySizeChunkBudgetAndQueueLength) {
   EXPECT_EQ(wait_run(reply["id"])["state"], "done");
 }
 
+// curl asks before it sends a body over 1 KiB (Expect: 100-continue): it hears 100 Continue once,
+// sends the body, and gets the answer.
+TEST_F(Serve, ExpectContinueIsAnsweredOnce) {
+  const int fd = connect_to(port_);
+  ASSERT_GE(fd, 0);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const std::string body = R"({"a": 5})";
+  const std::string head = "POST /api/runs HTTP/1.1\r\nHost: " + host() + "\r\nCookie: " + cookie() +
+                           "\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  char buf[4096];
+  const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buf, static_cast<size_t>(n)), "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_EQ(::send(fd, body.data(), body.size(), MSG_NOSIGNAL), static_cast<ssize_t>(body.size()));
+  std::string reply;
+  ssize_t got;
+  while ((got = ::recv(fd, buf, sizeof buf, 0)) > 0) reply.append(buf, static_cast<size_t>(got));
+  ::close(fd);
+  expect_refusal(reply, 400, "a must be a string", "after 100 Continue");
+}
+
 // Reading a file whole, byte for byte.
 std::string bytes_of(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

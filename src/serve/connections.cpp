@@ -216,7 +216,7 @@ class InlineQueue final : public httplib::TaskQueue {
 // Complete requests waiting for one of a fixed number of threads; a full queue refuses.
 class Workers {
  public:
-  using Answer = std::function<void(int fd, std::string head)>;
+  using Answer = std::function<void(int fd, std::string request)>;
   Workers(int n, size_t max_queued, Answer answer)
       : max_queued_(max_queued), answer_(std::move(answer)) {
     for (int i = 0; i < n; ++i) threads_.emplace_back([this] { work(); });
@@ -233,11 +233,11 @@ class Workers {
   Workers(const Workers&) = delete;
   Workers& operator=(const Workers&) = delete;
 
-  bool offer(int fd, std::string head) {
+  bool offer(int fd, std::string request) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_ || jobs_.size() >= max_queued_) return false;
-      jobs_.emplace_back(fd, std::move(head));
+      jobs_.emplace_back(fd, std::move(request));
     }
     cv_.notify_one();
     return true;
@@ -414,8 +414,10 @@ class GuardedServer::Front {
     g->bytes.clear();
     forget(g);
     if (!workers_.offer(fd, std::move(request))) {
+      // The whole request was read, so closing at once resets nothing (and keeps this thread,
+      // which every waiting connection needs, from lingering).
       refuse(fd, 503, "Service Unavailable", "the server is busy: try again in a moment");
-      close_after_answer(fd);
+      ::close(fd);
     }
   }
 
@@ -445,8 +447,8 @@ class GuardedServer::Front {
 
 GuardedServer::GuardedServer(const ConnectionLimits& limits) : limits_(limits) {
   new_task_queue = [] { return new InlineQueue; };
-  front_ = std::make_unique<Front>(limits_, [this](int fd, std::string head) {
-    answer(fd, std::move(head));
+  front_ = std::make_unique<Front>(limits_, [this](int fd, std::string request) {
+    answer(fd, std::move(request));
   });
 }
 
@@ -474,8 +476,8 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
   return true;
 }
 
-void GuardedServer::answer(int fd, std::string head) {
-  ArrivedStream stream(fd, std::move(head), limits_);
+void GuardedServer::answer(int fd, std::string request) {
+  ArrivedStream stream(fd, std::move(request), limits_);
   bool closed = false;
   process_request(stream, /*close_connection=*/true, closed, nullptr);
   close_after_answer(fd);

@@ -50,7 +50,7 @@ class GuardedServer : public httplib::Server {
   class Front;
   // httplib calls this (on its accept thread) for every accepted socket.
   bool process_and_close_socket(socket_t sock) override;
-  void answer(int fd, std::string head);  // on a worker: one request, then close
+  void answer(int fd, std::string request);  // on a worker: one whole request, then close
 
   ConnectionLimits limits_;
   std::unique_ptr<Front> front_;
