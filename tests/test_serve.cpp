@@ -1,9 +1,12 @@
 // `heterodyne serve` at the HTTP level: the sandbox (traversal, encoding, symlinks), malformed
-// requests, a run through the API with 50 concurrent status requests, cancel.
+// requests, a run through the API with 50 concurrent status requests, cancel; and the browser
+// as an adversary (issue 15): Host, token and origin checks, limits, names that never overwrite,
+// idle connections, paths that stay relative.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,9 +14,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -42,6 +47,9 @@ class Serve : public testing::Test {
  protected:
   void SetUp() override {
     HD_REQUIRE_SHARED();
+    // A refusal may close a connection while a client still sends (httplib's client too):
+    // that is an error to see, not a signal that ends the test binary.
+    std::signal(SIGPIPE, SIG_IGN);
     dir_ = hd::test::temp_dir(
         "serve-" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
     models_ = dir_ + "/models";
@@ -53,18 +61,52 @@ class Serve : public testing::Test {
                        models_ + "/outside.gguf");
     fs::create_symlink("/etc/passwd", experiments_ + "/evil.hdy");
     hd::test::write_file(dir_ + "/secret.txt", "not yours");
+    start();
+  }
+  void start() {
     serve_ = hd::test::start_serve(models_, experiments_, dir_);
     port_ = serve_.port;
     ASSERT_GT(port_, 0) << hd::test::read_file(serve_.err_path);
+    token_ = hd::test::serve_token(serve_);
+    ASSERT_EQ(token_.size(), 32u) << hd::test::serve_url(serve_);
+  }
+  void restart() {
+    ASSERT_TRUE(hd::test::stop_serve(serve_));
+    serve_ = {};
+    fs::remove(dir_ + "/serve.err");  // else the old server's address is read back
+    start();
   }
   void TearDown() override {
     if (serve_.pid > 0) EXPECT_TRUE(hd::test::stop_serve(serve_)) << "serve did not stop cleanly";
   }
 
+  // A client as the page is one: the token in its cookie (httplib sends Host 127.0.0.1:PORT).
   httplib::Client client() const {
     httplib::Client c("127.0.0.1", port_);
     c.set_read_timeout(60, 0);
+    c.set_default_headers({{"Cookie", cookie()}});
     return c;
+  }
+  std::string cookie() const { return "heterodyne-token-" + std::to_string(port_) + "=" + token_; }
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  // Submits a form; returns {status, body}.
+  std::pair<int, json> post_run(const json& form) const {
+    auto res = client().Post("/api/runs", form.dump(), "application/json");
+    if (!res) return {0, json()};
+    return {res->status, json::parse(res->body, nullptr, false)};
+  }
+  int cancel(int id) const {
+    auto res = client().Post(("/api/runs/" + std::to_string(id) + "/cancel").c_str(), "{}",
+                             "application/json");
+    return res ? res->status : 0;
+  }
+  // The names in the experiments folder, sorted.
+  std::vector<std::string> experiment_files() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(experiments_)) out.push_back(e.path().filename());
+    std::sort(out.begin(), out.end());
+    return out;
   }
 
   // Waits for a run to leave queued/running; returns its last state.
@@ -81,6 +123,12 @@ class Serve : public testing::Test {
     return r;
   }
 
+  // The chunks a run has stored so far.
+  int chunk_of(int id) const {
+    auto res = client().Get(("/api/runs/" + std::to_string(id)).c_str());
+    return res && res->status == 200 ? json::parse(res->body)["chunk"].get<int>() : -1;
+  }
+
   json run_form(int chunks, bool transplants) const {
     return {{"a", "stories260K.gguf"}, {"b_quant", "Q8_0"},
             {"text", story(40)},       {"chunk", 64},
@@ -90,25 +138,63 @@ class Serve : public testing::Test {
   std::string dir_, models_, experiments_;
   hd::test::ServeProcess serve_;
   int port_ = 0;
+  std::string token_;
 };
 
-// Sends raw bytes and returns the status line the server answers with.
-std::string raw_request(int port, const std::string& bytes) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+// A connected loopback socket (-1 when connect fails).
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     ::close(fd);
-    return "";
+    return -1;
   }
-  (void)!::write(fd, bytes.data(), bytes.size());  // no shutdown: httplib drops half-closed peers
-  char buf[256] = {};
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  return fd;
+}
+
+// Sends raw bytes and returns the whole reply (read until the server closes, at most 10 s).
+std::string raw_exchange(int port, const std::string& bytes) {
+  const int fd = connect_to(port);
+  if (fd < 0) return "";
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  // No shutdown: httplib drops half-closed peers. No SIGPIPE when a refusal closes first.
+  (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  std::string reply;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) reply.append(buf, static_cast<size_t>(n));
   ::close(fd);
-  const std::string reply(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  return reply;
+}
+
+// The status line of the reply to raw bytes.
+std::string raw_request(int port, const std::string& bytes) {
+  const std::string reply = raw_exchange(port, bytes);
   return reply.substr(0, reply.find("\r\n"));
+}
+
+// The status code of a reply, and its body (after the blank line).
+int status_of(const std::string& reply) {
+  return reply.size() > 12 && reply.rfind("HTTP/1.1 ", 0) == 0 ? std::stoi(reply.substr(9, 3)) : 0;
+}
+std::string body_of(const std::string& reply) {
+  const size_t at = reply.find("\r\n\r\n");
+  return at == std::string::npos ? "" : reply.substr(at + 4);
+}
+
+// A refusal as the API promises it: 4xx, one line of JSON with an "error".
+void expect_refusal(const std::string& reply, int status, const std::string& says,
+                    const std::string& what) {
+  EXPECT_EQ(status_of(reply), status) << what << "\n" << reply.substr(0, 300);
+  const std::string body = body_of(reply);
+  EXPECT_EQ(body.find('\n'), std::string::npos) << what << ": " << body;
+  const json j = json::parse(body, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("error")) << what << ": " << body;
+  EXPECT_NE(j["error"].get<std::string>().find(says), std::string::npos) << what << ": " << body;
 }
 
 }  // namespace
@@ -181,7 +267,7 @@ TEST_F(Serve, MalformedRequestsGet4xx) {
     EXPECT_TRUE(json::parse(r->body).contains("error"));
   }
   EXPECT_EQ(c.Get("/api/runs/999")->status, 404);
-  EXPECT_EQ(c.Post("/api/runs/999/cancel", "", "text/plain")->status, 409);
+  EXPECT_EQ(cancel(999), 409);
   EXPECT_EQ(c.Get("/api/nothing-here")->status, 404);
   EXPECT_EQ(raw_request(port_, "GARBAGE\r\n\r\n").substr(0, 12), "HTTP/1.1 400");
   EXPECT_EQ(raw_request(port_, "GET /api/runs HTTP/9.9\r\n\r\n").substr(0, 12), "HTTP/1.1 400");
@@ -200,8 +286,7 @@ TEST_F(Serve, RunsADiffWhileFiftyClientsAskForItsStatus) {
   std::vector<std::thread> clients;
   for (int i = 0; i < 50; ++i) {
     clients.emplace_back([&] {
-      httplib::Client cl("127.0.0.1", port_);
-      cl.set_read_timeout(60, 0);
+      auto cl = client();
       auto r = cl.Get(("/api/runs/" + std::to_string(id)).c_str());
       if (r && r->status == 200 && json::parse(r->body)["id"] == id) ++ok;
     });
@@ -261,10 +346,10 @@ TEST_F(Serve, TenThousandRequestsFromSixteenClientsDuringARun) {
   const long rss_before = rss_kib(serve_.pid);
   std::atomic<int> ok{0}, failed{0}, during_run{0};
   std::vector<std::thread> clients;
+  const auto t0 = std::chrono::steady_clock::now();
   for (int t = 0; t < 16; ++t) {
     clients.emplace_back([&, t] {
-      httplib::Client cl("127.0.0.1", port_);
-      cl.set_read_timeout(60, 0);
+      auto cl = client();
       for (int i = 0; i < 625; ++i) {
         const std::string& path = paths[static_cast<size_t>(t + i) % paths.size()];
         auto r = cl.Get(path.c_str());
@@ -278,6 +363,11 @@ TEST_F(Serve, TenThousandRequestsFromSixteenClientsDuringARun) {
     });
   }
   for (auto& th : clients) th.join();
+  std::cerr << "10,000 requests in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - t0)
+                   .count()
+            << " ms\n";
   const long rss_after = rss_kib(serve_.pid);
   EXPECT_EQ(ok.load(), 10000);
   EXPECT_EQ(failed.load(), 0);
@@ -308,20 +398,14 @@ TEST_F(Serve, CancelStopsARunAfterItsChunkAndKeepsAResumableFile) {
   const json second =
       json::parse(c.Post("/api/runs", run_form(2, false).dump(), "application/json")->body);
   // The second waits its turn; cancelling it means it never starts.
-  EXPECT_EQ(c.Post(("/api/runs/" + std::to_string(second["id"].get<int>()) + "/cancel").c_str(), "",
-                   "text/plain")
-                ->status,
-            200);
+  EXPECT_EQ(cancel(second["id"].get<int>()), 200);
   for (int i = 0; i < 600; ++i) {  // wait until the first has stored a chunk
     const json r =
         json::parse(c.Get(("/api/runs/" + std::to_string(first["id"].get<int>())).c_str())->body);
     if (r["chunk"].get<int>() >= 1) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_EQ(c.Post(("/api/runs/" + std::to_string(first["id"].get<int>()) + "/cancel").c_str(), "",
-                   "text/plain")
-                ->status,
-            200);
+  EXPECT_EQ(cancel(first["id"].get<int>()), 200);
   const json a = wait_run(first["id"]);
   EXPECT_EQ(a["state"], "cancelled") << a.dump();
   EXPECT_EQ(wait_run(second["id"])["state"], "cancelled");
@@ -341,4 +425,511 @@ TEST_F(Serve, BadFoldersAndBusyPortsGetOneLine) {
   EXPECT_EQ(busy.exit_code, 2);
   EXPECT_NE(busy.err.find("cannot listen"), std::string::npos) << busy.err;
   EXPECT_EQ(std::count(busy.err.begin(), busy.err.end(), '\n'), 1) << busy.err;
+}
+
+// ---- the browser as an adversary (issue 15, section 2) ----------------------------------------
+
+// A raw GET of `path` with the given header lines (each ending in \r\n).
+std::string get_with(int port, const std::string& path, const std::string& headers) {
+  return raw_exchange(port, "GET " + path + " HTTP/1.1\r\n" + headers + "Connection: close\r\n\r\n");
+}
+
+// DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 sends its own
+// name as Host. Only this server's names, on its port, are answered.
+TEST_F(Serve, RefusesHostsThatAreNotItself) {
+  hd::test::write_file(experiments_ + "/mine.hdy", "SQLite format 3 (a stand-in)");
+  const std::string port = std::to_string(port_), token = "token=" + token_;
+  const std::string other_port = std::to_string(port_ == 65535 ? 1 : port_ + 1);
+  for (const std::string& h : std::vector<std::string>{
+           "evil.example", "evil.example:" + port, "127.0.0.1.evil.example:" + port,
+        "localhost.evil.example:" + port, "evil.example:" + port + "@127.0.0.1:" + port,
+        "127.0.0.1:" + other_port, "localhost:" + other_port, "127.0.0.1", "localhost",
+        "[::1]:" + port, "127.0.0.2:" + port, "127.0.0.1:" + port + "x", "127.0.0.1:0" + port + "0",
+        "127.0.0.1:", ":" + port, "0x7f000001:" + port, "2130706433:" + port}) {
+    for (const std::string& path : std::vector<std::string>{
+             "/?" + token, "/api/experiments?" + token, "/api/experiments/mine/download?" + token}) {
+      const std::string reply = get_with(port_, path, "Host: " + h + "\r\n");
+      expect_refusal(reply, 421, "is not this server", h + " " + path);
+      EXPECT_EQ(reply.find("SQLite"), std::string::npos) << h;
+    }
+  }
+  const std::string runs = "/api/runs?" + token;
+  expect_refusal(get_with(port_, runs, ""), 400, "Host", "no Host");
+  expect_refusal(get_with(port_, runs, "Host: " + host() + "\r\nHost: evil.example\r\n"), 400,
+                 "Host", "two Hosts");
+  expect_refusal(get_with(port_, runs, "Host: \r\n"), 400, "Host", "empty Host");
+  // Its own names are answered, in any case.
+  for (const std::string& h : {host(), "localhost:" + port, "LocalHost:" + port}) {
+    EXPECT_EQ(status_of(get_with(port_, runs, "Host: " + h + "\r\n")), 200) << h;
+  }
+  // A refused POST queues nothing.
+  const std::string body = run_form(1, false).dump();
+  expect_refusal(raw_exchange(port_, "POST /api/runs?" + token + " HTTP/1.1\r\nHost: evil.example:" +
+                                         port + "\r\nContent-Type: application/json\r\n" +
+                                         "Content-Length: " + std::to_string(body.size()) +
+                                         "\r\n\r\n" + body),
+                 421, "is not this server", "POST with a foreign Host");
+  EXPECT_TRUE(json::parse(client().Get("/api/runs")->body).empty());
+}
+
+TEST_F(Serve, RefusesRequestsWithoutItsToken) {
+  const std::string h = "Host: " + host() + "\r\n";
+  const std::string wrong(32, '0');
+  const std::string other_cookie = "heterodyne-token-" + std::to_string(port_ + 1) + "=" + token_;
+  for (const std::string path : {"/", "/api/runs", "/api/models", "/api/experiments"}) {
+    expect_refusal(get_with(port_, path, h), 403, "token", path + " without a token");
+    expect_refusal(get_with(port_, path + "?token=" + wrong, h), 403, "wrong token", path);
+    expect_refusal(get_with(port_, path + "?token=", h), 403, "token", path + " empty token");
+    expect_refusal(get_with(port_, path + "?token=" + token_.substr(0, 31), h), 403, "token",
+                   path + " short token");
+    expect_refusal(get_with(port_, path, h + "Cookie: heterodyne-token-" + std::to_string(port_) +
+                                             "=" + wrong + "\r\n"),
+                   403, "wrong token", path + " wrong cookie");
+    expect_refusal(get_with(port_, path, h + "Cookie: " + other_cookie + "\r\n"), 403, "token",
+                   path + " another port's cookie");
+    EXPECT_EQ(status_of(get_with(port_, path + "?token=" + token_, h)), 200) << path;
+    EXPECT_EQ(status_of(get_with(port_, path, h + "Cookie: a=b; " + cookie() + "; c=d\r\n")), 200)
+        << path;
+  }
+  // The page opened with the token gets it as a cookie no other site's page sends.
+  const std::string page = get_with(port_, "/?token=" + token_, h);
+  EXPECT_NE(page.find("Set-Cookie: " + cookie() + "; Path=/; HttpOnly; SameSite=Strict"),
+            std::string::npos)
+      << page.substr(0, 600);
+  EXPECT_NE(page.find("X-Frame-Options: DENY"), std::string::npos);
+  // A POST without the token changes nothing.
+  const std::string body = "{}";
+  expect_refusal(raw_exchange(port_, "POST /api/runs HTTP/1.1\r\n" + h +
+                                         "Content-Type: application/json\r\nContent-Length: 2\r\n"
+                                         "\r\n" + body),
+                 403, "token", "POST without a token");
+}
+
+// A page of another site can send a POST without asking (a form, or fetch with text/plain);
+// it cannot set Content-Type: application/json without a CORS preflight this server never
+// grants, and the browser names it in Origin and Sec-Fetch-Site.
+TEST_F(Serve, RefusesCrossOriginAndNonJsonChanges) {
+  const std::string body = run_form(1, false).dump();
+  const auto post = [&](const std::string& path, const std::string& headers,
+                        const std::string& payload) {
+    return raw_exchange(port_, "POST " + path + " HTTP/1.1\r\nHost: " + host() + "\r\nCookie: " +
+                                   cookie() + "\r\n" + headers + "Content-Length: " +
+                                   std::to_string(payload.size()) + "\r\n\r\n" + payload);
+  };
+  const std::string json_type = "Content-Type: application/json\r\n";
+  const std::string same = "http://" + host();
+  struct Case {
+    std::string headers;
+    int status;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {json_type + "Origin: http://evil.example\r\n", 403, "another origin"},
+      {json_type + "Origin: null\r\n", 403, "another origin"},
+      {json_type + "Origin: https://" + host() + "\r\n", 403, "another origin"},
+      {json_type + "Origin: http://127.0.0.1:" + std::to_string(port_ + 1) + "\r\n", 403,
+       "another origin"},
+      {json_type + "Origin: http://localhost:" + std::to_string(port_) + "\r\n", 403,
+       "another origin"},  // not the Host this request names
+      {json_type + "Sec-Fetch-Site: cross-site\r\n", 403, "another site"},
+      {json_type + "Sec-Fetch-Site: same-site\r\n", 403, "another site"},
+      {json_type + "Sec-Fetch-Site: none\r\n", 403, "another site"},
+      {json_type + "Origin: " + same + "\r\nSec-Fetch-Site: cross-site\r\n", 403, "another site"},
+      {"Content-Type: text/plain\r\n", 415, "application/json"},
+      {"Content-Type: text/plain;charset=UTF-8\r\nOrigin: " + same + "\r\n", 415,
+       "application/json"},
+      {"Content-Type: application/x-www-form-urlencoded\r\n", 415, "application/json"},
+      {"Content-Type: multipart/form-data; boundary=x\r\n", 415, "application/json"},
+      {"Content-Type: application/jsonx\r\n", 415, "application/json"},
+      {"", 415, "application/json"},
+  };
+  for (const Case& c : cases) {
+    expect_refusal(post("/api/runs", c.headers, body), c.status, c.says, c.headers);
+  }
+  EXPECT_TRUE(json::parse(client().Get("/api/runs")->body).empty()) << "nothing was queued";
+  EXPECT_EQ(experiment_files(), std::vector<std::string>{"evil.hdy"}) << "no text was written";
+
+  // The same origin, as Chromium sends it, still works; so does a client that sends neither
+  // header (curl, scripts).
+  const std::string reply = post(
+      "/api/runs",
+      "Content-Type: application/json; charset=utf-8\r\nOrigin: " + same +
+          "\r\nSec-Fetch-Site: same-origin\r\nSec-Fetch-Mode: cors\r\n",
+      body);
+  ASSERT_EQ(status_of(reply), 201) << reply;
+  const int id = json::parse(body_of(reply))["id"];
+  // Cancel is a change too.
+  for (const Case& c : cases) {
+    expect_refusal(post("/api/runs/" + std::to_string(id) + "/cancel", c.headers, "{}"), c.status,
+                   c.says, "cancel " + c.headers);
+  }
+  EXPECT_NE(wait_run(id)["state"], "cancelled") << "no refused cancel took effect";
+  EXPECT_EQ(cancel(id), 409) << "it finished";
+}
+
+TEST_F(Serve, LimitsBodySizeChunkBudgetAndQueueLength) {
+  const auto post_raw = [&](const std::string& headers, const std::string& payload) {
+    return raw_exchange(port_, "POST /api/runs HTTP/1.1\r\nHost: " + host() + "\r\nCookie: " +
+                                   cookie() + "\r\nContent-Type: application/json\r\n" + headers +
+                                   "\r\n" + payload);
+  };
+  // The body: announced too large (refused before it is read), chunked, or without a length.
+  expect_refusal(post_raw("Content-Length: 10485760\r\n", "{\"a\":"), 413, "limit is 4 MiB",
+                 "10 MB announced");
+  expect_refusal(post_raw("Content-Length: 4194305\r\n", std::string(65536, ' ')), 413,
+                 "limit is 4 MiB", "4 MiB + 1");
+  expect_refusal(post_raw("Content-Length: 99999999999999999999\r\n", ""), 400, "not a number",
+                 "20 digits");
+  expect_refusal(post_raw("Content-Length: -1\r\n", ""), 400, "not a number", "negative");
+  expect_refusal(post_raw("Transfer-Encoding: chunked\r\n", "2\r\n{}\r\n0\r\n\r\n"), 411,
+                 "Content-Length", "chunked");
+  expect_refusal(post_raw("", "{}"), 411, "Content-Length", "no length");
+  expect_refusal(post_raw("X-Padding: " + std::string(20000, 'p') + "\r\n", ""), 431, "too long",
+                 "a 20 KB head");
+  {  // a real 5 MB form through a client: refused, whole
+    json big = run_form(1, false);
+    big["text"] = std::string(5 << 20, 'x');
+    auto res = client().Post("/api/runs", big.dump(), "application/json");
+    if (res) expect_refusal("HTTP/1.1 " + std::to_string(res->status) + " x\r\n\r\n" + res->body,
+                            413, "limit", "5 MB body");
+  }
+  // The chunk budget of one run.
+  for (const auto& [chunk, chunks, says] :
+       std::vector<std::tuple<long, long, std::string>>{{128, 0, "between 1 and 1024"},
+                                                        {64, 1025, "between 1 and 1024"},
+                                                        {32768, 8, "at most 131072"},
+                                                        {1024, 129, "at most 131072"},
+                                                        {128, 100000, "between 1 and 1024"}}) {
+    json form = run_form(1, false);
+    form["chunk"] = chunk;
+    form["max_chunks"] = chunks;
+    const auto [status, reply] = post_run(form);
+    EXPECT_EQ(status, 400) << chunk << " x " << chunks;
+    EXPECT_NE(reply.value("error", "").find(says), std::string::npos) << reply.dump();
+  }
+  EXPECT_TRUE(json::parse(client().Get("/api/runs")->body).empty());
+  EXPECT_EQ(experiment_files(), std::vector<std::string>{"evil.hdy"}) << "no text was written";
+
+  // The queue: one run running, 16 waiting, the rest of 300 quick POSTs refused.
+  json slow = run_form(200, true);
+  slow["text"] = story(300);
+  const auto [first_status, first] = post_run(slow);
+  ASSERT_EQ(first_status, 201) << first.dump();
+  for (int i = 0; i < 100; ++i) {
+    if (client().Get(("/api/runs/" + std::to_string(first["id"].get<int>())).c_str())->body.find(
+            "\"running\"") != std::string::npos)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::vector<int> accepted;
+  int refused = 0;
+  const auto burst = std::chrono::steady_clock::now();
+  for (int i = 0; i < 300; ++i) {
+    const auto [status, reply] = post_run(run_form(1, false));
+    if (status == 201) {
+      accepted.push_back(reply["id"]);
+    } else {
+      EXPECT_EQ(status, 429) << reply.dump();
+      EXPECT_NE(reply.value("error", "").find("queue is full"), std::string::npos) << reply.dump();
+      ++refused;
+    }
+  }
+  std::cerr << "300 POSTs in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - burst)
+                   .count()
+            << " ms: " << accepted.size() << " queued, " << refused << " refused\n";
+  EXPECT_EQ(accepted.size(), 16u);
+  EXPECT_EQ(refused, 284);
+  size_t texts = 0;
+  for (const auto& f : experiment_files()) texts += f.size() > 4 && f.ends_with(".txt") ? 1 : 0;
+  EXPECT_EQ(texts, 17u) << "one pasted text per accepted run, none for a refused one";
+  // Cancelled before they start: their texts go. Cancelled while running: text and file stay.
+  for (int id : accepted) EXPECT_EQ(cancel(id), 200);
+  for (int i = 0; i < 600 && chunk_of(first["id"]) < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(cancel(first["id"]), 200);
+  EXPECT_EQ(wait_run(first["id"])["state"], "cancelled");
+  const std::string kept = first["experiment"];
+  EXPECT_EQ(experiment_files(),
+            (std::vector<std::string>{".cache", "evil.hdy", kept + ".hdy", kept + ".txt"}));
+  // Room again.
+  const auto [again, reply] = post_run(run_form(1, false));
+  EXPECT_EQ(again, 201) << reply.dump();
+  EXPECT_EQ(wait_run(reply["id"])["state"], "done");
+}
+
+// curl asks before it sends a body over 1 KiB (Expect: 100-continue): it hears 100 Continue once,
+// sends the body, and gets the answer.
+TEST_F(Serve, ExpectContinueIsAnsweredOnce) {
+  const int fd = connect_to(port_);
+  ASSERT_GE(fd, 0);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const std::string body = R"({"a": 5})";
+  const std::string head = "POST /api/runs HTTP/1.1\r\nHost: " + host() + "\r\nCookie: " + cookie() +
+                           "\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  char buf[4096];
+  const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buf, static_cast<size_t>(n)), "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_EQ(::send(fd, body.data(), body.size(), MSG_NOSIGNAL), static_cast<ssize_t>(body.size()));
+  std::string reply;
+  ssize_t got;
+  while ((got = ::recv(fd, buf, sizeof buf, 0)) > 0) reply.append(buf, static_cast<size_t>(got));
+  ::close(fd);
+  expect_refusal(reply, 400, "a must be a string", "after 100 Continue");
+}
+
+// Reading a file whole, byte for byte.
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A rejected POST writes nothing; a new run takes a number past every run<N>- in the folder
+// and replaces nothing that is there, whatever is there.
+TEST_F(Serve, RejectedPostsWriteNothingAndRunsOverwriteNothing) {
+  const std::string stem = "stories260K-vs-Q8_0";
+  const std::map<std::string, std::string> before = {
+      {"run1-" + stem + ".txt", "an earlier run's text"},
+      {"run1-" + stem + ".hdy", "an earlier run's experiment"},
+      {"run2-" + stem + ".hdy-journal", "a journal"},
+      {"run7-other.txt", "another text"},
+      {"run12345678901-huge.txt", "not one of ours: too many digits"},
+      {"runX-odd.hdy", "not numbered"}};
+  for (const auto& [name, text] : before) hd::test::write_file(experiments_ + "/" + name, text);
+  fs::create_symlink("/etc/hostname", experiments_ + "/run9-" + stem + ".txt");
+  const auto unchanged = [&] {
+    for (const auto& [name, text] : before)
+      EXPECT_EQ(bytes_of(experiments_ + "/" + name), text) << name;
+    EXPECT_TRUE(fs::is_symlink(experiments_ + "/run9-" + stem + ".txt"));
+  };
+  const size_t files = experiment_files().size();
+  std::vector<json> bad;
+  for (const char* key : {"chunk", "max_chunks"}) {
+    json f = run_form(1, false);
+    f[key] = "many";
+    bad.push_back(f);
+  }
+  json f = run_form(1, false);
+  f["a"] = "../secret.txt";
+  bad.push_back(f);
+  f = run_form(1, false);
+  f["b_quant"] = "Q1_0";
+  bad.push_back(f);
+  f = run_form(1, false);
+  f["max_chunks"] = 5000;
+  bad.push_back(f);
+  f = run_form(1, false);
+  f["a_settings"] = {{"fa", "sometimes"}};
+  bad.push_back(f);
+  f = run_form(1, false);
+  f["text_file"] = "stories260K.gguf";  // both a text and a text file
+  bad.push_back(f);
+  for (const json& form : bad) EXPECT_EQ(post_run(form).first, 400) << form.dump().substr(0, 200);
+  EXPECT_EQ(experiment_files().size(), files) << "a rejected POST wrote a file";
+  unchanged();
+
+  const auto [status, made] = post_run(run_form(1, false));
+  ASSERT_EQ(status, 201) << made.dump();
+  EXPECT_EQ(made["experiment"], "run10-" + stem) << "past run9-, the highest";
+  EXPECT_EQ(wait_run(made["id"])["state"], "done");
+  unchanged();
+  const auto [status2, made2] = post_run(run_form(1, false));
+  ASSERT_EQ(status2, 201);
+  EXPECT_EQ(made2["experiment"], "run11-" + stem);
+  EXPECT_EQ(wait_run(made2["id"])["state"], "done");
+  unchanged();
+  EXPECT_EQ(bytes_of(experiments_ + "/run10-" + stem + ".txt"), story(40));
+}
+
+// Run names go on where the last server left off; nothing of its runs is touched.
+TEST_F(Serve, ARestartedServerContinuesTheNumbering) {
+  const auto [s1, first] = post_run(run_form(1, false));
+  ASSERT_EQ(s1, 201) << first.dump();
+  ASSERT_EQ(wait_run(first["id"])["state"], "done");
+  const std::string a = experiments_ + "/" + first["experiment"].get<std::string>();
+  const std::string hdy = bytes_of(a + ".hdy"), txt = bytes_of(a + ".txt");
+  restart();
+  json other = run_form(1, false);
+  other["text"] = story(41);
+  const auto [s2, second] = post_run(other);
+  ASSERT_EQ(s2, 201) << second.dump();
+  EXPECT_NE(second["experiment"], first["experiment"]);
+  EXPECT_EQ(second["experiment"], "run2-stories260K-vs-Q8_0");
+  EXPECT_EQ(second["id"], 1) << "run ids are the new server's own";
+  ASSERT_EQ(wait_run(second["id"])["state"], "done");
+  EXPECT_EQ(bytes_of(a + ".hdy"), hdy) << "the earlier experiment was rewritten";
+  EXPECT_EQ(bytes_of(a + ".txt"), txt);
+  restart();
+  const auto [s3, third] = post_run(run_form(1, false));
+  ASSERT_EQ(s3, 201);
+  EXPECT_EQ(third["experiment"], "run3-stories260K-vs-Q8_0");
+  EXPECT_EQ(cancel(third["id"]), 200);
+}
+
+// Milliseconds a GET of /api/runs takes (-1 when it fails).
+long timed_get(const httplib::Client& proto, int port, const std::string& cookie) {
+  (void)proto;
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(30, 0);
+  c.set_read_timeout(30, 0);
+  c.set_default_headers({{"Cookie", cookie}});
+  const auto t0 = std::chrono::steady_clock::now();
+  auto res = c.Get("/api/runs");
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+  return res && res->status == 200 ? static_cast<long>(ms) : -1;
+}
+
+// 1,000 connections that never send a byte, then 1,000 that send half a request line and stop:
+// a new client is still answered at once, while they are held and after the kernel hands the
+// silent ones over (TCP_DEFER_ACCEPT expires after ~3 s).
+TEST_F(Serve, AnswersNewClientsWhileAThousandConnectionsIdle) {
+  rlimit lim{};
+  ::getrlimit(RLIMIT_NOFILE, &lim);
+  if (lim.rlim_cur < 4096) {
+    lim.rlim_cur = std::min<rlim_t>(lim.rlim_max, 4096);
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+  if (lim.rlim_cur < 2200) GTEST_SKIP() << "needs 2,200 descriptors, may open " << lim.rlim_cur;
+  auto c = client();
+  std::vector<int> idle, partial;
+  for (int i = 0; i < 1000; ++i) {
+    const int fd = connect_to(port_);
+    ASSERT_GE(fd, 0) << "connection " << i;
+    idle.push_back(fd);
+  }
+  const long with_idle = timed_get(c, port_, cookie());
+  for (int i = 0; i < 1000; ++i) {
+    const int fd = connect_to(port_);
+    ASSERT_GE(fd, 0) << "connection " << i;
+    const std::string half = "GET /api/runs HTTP/1.1\r\nHost: " + host() + "\r\n";
+    (void)!::send(fd, half.data(), half.size(), MSG_NOSIGNAL);
+    partial.push_back(fd);
+  }
+  const long with_partial = timed_get(c, port_, cookie());
+  std::this_thread::sleep_for(std::chrono::milliseconds(4500));  // past the deferred accept
+  long after_defer = 0;
+  for (int i = 0; i < 5; ++i) after_defer = std::max(after_defer, timed_get(c, port_, cookie()));
+  std::cerr << "GET /api/runs: " << with_idle << " ms with 1,000 idle connections, "
+            << with_partial << " ms with 1,000 more half-sent, " << after_defer
+            << " ms (slowest of 5) once the kernel handed the idle ones over\n";
+  EXPECT_GE(with_idle, 0);
+  EXPECT_GE(with_partial, 0);
+  EXPECT_GE(after_defer, 0);
+  EXPECT_LT(with_idle, 1000);
+  EXPECT_LT(with_partial, 1000);
+  EXPECT_LT(after_defer, 1000);
+  for (int fd : idle) ::close(fd);
+  for (int fd : partial) ::close(fd);
+  EXPECT_GE(timed_get(c, port_, cookie()), 0);
+}
+
+// Clients that send their request a byte every 200 ms (the head whole, the body dribbled) hold
+// no worker: the request waits outside the workers until it is complete, at most 10 s, then
+// the connection is dropped. Meanwhile others are answered at once.
+TEST_F(Serve, DribblingClientsHoldNoWorker) {
+  std::atomic<bool> stop{false};
+  std::atomic<long> longest_ms{0};
+  std::vector<std::thread> dribblers;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 24; ++i) {
+    dribblers.emplace_back([&] {
+      const int fd = connect_to(port_);
+      const std::string req = "POST /api/runs HTTP/1.1\r\nHost: " + host() + "\r\nCookie: " +
+                              cookie() +
+                              "\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n";
+      (void)!::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+      for (int k = 0; k < 4000 && !stop; ++k) {
+        if (::send(fd, "x", 1, MSG_NOSIGNAL) != 1) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+      const long ms = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::steady_clock::now() - t0)
+                                            .count());
+      longest_ms = std::max(longest_ms.load(), ms);
+      ::close(fd);
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  auto c = client();
+  long worst = 0;
+  for (int i = 0; i < 5; ++i) {
+    worst = std::max(worst, timed_get(c, port_, cookie()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  for (auto& t : dribblers) t.join();  // they end when the server drops them
+  stop = true;
+  std::cerr << "GET /api/runs with 24 dribbling clients: " << worst
+            << " ms at worst; the dribblers were dropped after " << longest_ms << " ms\n";
+  EXPECT_GE(worst, 0);
+  EXPECT_LT(worst, 1000);
+  EXPECT_LT(longest_ms.load(), 14000) << "the 10 s arrival deadline did not end them";
+  EXPECT_TRUE(json::parse(c.Get("/api/runs")->body).empty());
+}
+
+// The JSON API shows paths relative to its folders: /api/experiments, the result document (its
+// config, provenance and command line), the JSON download, run messages and errors. What diff
+// caches for B = A quantized stays inside the experiments folder, not in the user's cache.
+TEST_F(Serve, ShowsNoAbsolutePathsAndCachesInsideTheExperimentsFolder) {
+  const std::string user_cache = dir_ + "/user-cache";
+  hd::test::ScopedCacheDir cache(user_cache);
+  restart();  // the new server inherits HETERODYNE_CACHE
+  hd::test::write_file(models_ + "/empty.txt", "");
+  hd::test::write_file(experiments_ + "/broken.hdy", "not an experiment at all");
+  const auto [status, made] = post_run(run_form(2, true));
+  ASSERT_EQ(status, 201) << made.dump();
+  ASSERT_EQ(wait_run(made["id"])["state"], "done");
+  json failing = run_form(1, false);
+  failing.erase("text");
+  failing["text_file"] = "empty.txt";
+  const auto [fstatus, failed] = post_run(failing);
+  ASSERT_EQ(fstatus, 201) << failed.dump();
+  const json failed_run = wait_run(failed["id"]);
+  EXPECT_EQ(failed_run["state"], "failed") << failed_run.dump();
+
+  const std::string name = made["experiment"];
+  auto c = client();
+  const json list = json::parse(c.Get("/api/experiments")->body);
+  ASSERT_EQ(list.size(), 1u) << list.dump();
+  EXPECT_EQ(list[0]["a"], "stories260K.gguf");
+  EXPECT_EQ(list[0]["b"], "Q8_0");
+  const json result = json::parse(c.Get(("/api/experiments/" + name + "/result").c_str())->body);
+  EXPECT_EQ(result["summary"]["file"], name + ".hdy");
+  EXPECT_NE(result["summary"]["provenance"].dump().find("stories260K.gguf"), std::string::npos);
+
+  std::vector<std::string> secret = {fs::canonical(dir_).string(), fs::absolute(dir_).string(),
+                                     fs::path(HD_BINARY).parent_path().string(), user_cache};
+  if (const char* home = std::getenv("HOME"); home && std::strlen(home) > 3) secret.push_back(home);
+  for (const std::string& path : std::vector<std::string>{
+           "/api/experiments", "/api/experiments/" + name + "/result",
+        "/api/experiments/" + name + "/download?format=json",
+        "/api/experiments/" + name + "/download?format=csv", std::string("/api/runs"),
+        "/api/runs/" + std::to_string(failed["id"].get<int>()),
+        std::string("/api/experiments/broken/result"), std::string("/api/models"),
+        std::string("/api/texts")}) {
+    auto res = c.Get(path.c_str());
+    ASSERT_TRUE(res) << path;
+    EXPECT_TRUE(res->status == 200 || res->status == 422) << path << " " << res->status;
+    for (const std::string& s : secret) {
+      EXPECT_EQ(res->body.find(s), std::string::npos) << path << " shows " << s << ":\n"
+                                                      << res->body.substr(0, 2000);
+    }
+  }
+  // B = A quantized was made inside the experiments folder, and nothing in the user's cache.
+  size_t quantized = 0;
+  for (const auto& e : fs::directory_iterator(experiments_ + "/.cache/quantized"))
+    quantized += e.path().extension() == ".gguf" ? 1 : 0;
+  EXPECT_EQ(quantized, 1u);
+  EXPECT_TRUE(fs::is_directory(experiments_ + "/.cache/tails")) << "transplants cut models there";
+  EXPECT_FALSE(fs::exists(user_cache)) << "serve's runs wrote into the user's cache";
+  // The listing skips the cache folder, and an experiment name cannot reach into it.
+  EXPECT_EQ(c.Get("/api/experiments/.cache/result")->status, 404);
 }

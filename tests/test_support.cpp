@@ -169,3 +169,20 @@ void expect_steps_telescope(const analysis::TransplantSummary& s) {
 }
 
 }  // namespace hd::test
+
+namespace hd::test {
+
+std::string serve_url(const ServeProcess& s) {
+  std::smatch m;
+  const std::string text = read_file(s.err_path);
+  static const std::regex url(R"(serving on (http://\S+))");
+  return std::regex_search(text, m, url) ? m[1].str() : "";
+}
+
+std::string serve_token(const ServeProcess& s) {
+  const std::string url = serve_url(s);
+  const size_t at = url.find("?token=");
+  return at == std::string::npos ? "" : url.substr(at + 7);
+}
+
+}  // namespace hd::test

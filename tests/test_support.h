@@ -82,3 +82,12 @@ void rewrite_gguf(const std::string& in, const std::string& out,
                   const std::function<void(gguf_context*, ggml_context*)>& edit);
 
 }  // namespace hd::test
+
+namespace hd::test {
+
+// The address a started serve printed, token included (http://127.0.0.1:PORT/?token=...),
+// and the token alone ("" when it printed none).
+std::string serve_url(const ServeProcess& s);
+std::string serve_token(const ServeProcess& s);
+
+}  // namespace hd::test

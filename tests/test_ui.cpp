@@ -69,8 +69,8 @@ TEST(WebUi, ServeRunsADiffThroughTheFormAndShowsIt) {
   const auto serve =
       hd::test::start_serve(hd::test::shared_path("models"), dir + "/experiments", dir);
   ASSERT_GT(serve.port, 0) << hd::test::read_file(serve.err_path);
-  const int rc = browser("serve http://127.0.0.1:" + std::to_string(serve.port) + "/ " +
-                         artifacts("serve") + " stories260K.gguf Q8_0");
+  const int rc =
+      browser("serve '" + hd::test::serve_url(serve) + "' " + artifacts("serve") + " stories260K.gguf Q8_0");
   hd::test::stop_serve(serve);
   EXPECT_EQ(rc, 0) << hd::test::read_file(serve.err_path);
 }

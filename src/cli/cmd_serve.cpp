@@ -17,7 +17,10 @@ void add_serve(CLI::App& app, Context& ctx) {
       ->required();
   cmd->add_option("--experiments", o->experiments,
                   "folder for experiment files (default: ~/.local/share/heterodyne)");
-  cmd->add_option("--host", o->host, "address to listen on")->capture_default_str();
+  cmd->add_option("--host", o->host,
+                  "address to listen on; requests must name it, localhost or the address they "
+                  "reach as Host")
+      ->capture_default_str();
   cmd->add_option("--port", o->port, "port (0: any free one)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
@@ -39,6 +42,7 @@ void add_serve(CLI::App& app, Context& ctx) {
     std::error_code ec;
     o->exe = fs::read_symlink("/proc/self/exe", ec).string();
     if (ec) throw RuntimeError("cannot find this program's own path: " + ec.message());
+    // The address carries the token every request needs (docs/serve.md): print it whole.
     serve::serve_until_stopped(*o, [](const std::string& url) {
       progress_line("serving on " + url + "  (Ctrl-C stops)");
     });

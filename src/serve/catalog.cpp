@@ -73,7 +73,7 @@ nlohmann::json list_texts(const Sandbox& models) {
   return out;
 }
 
-nlohmann::json list_experiments(const Sandbox& experiments) {
+nlohmann::json list_experiments(const Sandbox& experiments, const PublicPaths& paths) {
   nlohmann::json out = nlohmann::json::array();
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(experiments.root(), ec)) {
@@ -84,6 +84,10 @@ nlohmann::json list_experiments(const Sandbox& experiments) {
       const report::Loaded l = report::load_experiment(real->string());
       const auto& s = l.summary;
       const auto& arms = l.provenance.contains("arms") ? l.provenance["arms"] : nlohmann::json();
+      const auto model = [&](const char* arm) {
+        return arms.is_object() && arms.contains(arm) ? paths.path(arms[arm].value("model", ""))
+                                                      : std::string();
+      };
       std::error_code tec;
       const auto mtime =
           std::chrono::file_clock::to_sys(fs::last_write_time(*real, tec)).time_since_epoch();
@@ -97,10 +101,8 @@ nlohmann::json list_experiments(const Sandbox& experiments) {
            {"ppl_b", s.diff.ppl_b},
            {"floor_kl_mean", s.has_floor ? s.floor.kl.mean : NAN},
            {"n_chunks", s.n_chunks},
-           {"a", arms.is_object() ? arms["a"].value("model", "") : ""},
-           {"b", l.config.value("b_quant", "").empty()
-                     ? (arms.is_object() ? arms["b"].value("model", "") : "")
-                     : l.config.value("b_quant", "")},
+           {"a", model("a")},
+           {"b", l.config.value("b_quant", "").empty() ? model("b") : l.config.value("b_quant", "")},
            {"modified", std::chrono::duration_cast<std::chrono::seconds>(mtime).count()}});
     } catch (const std::exception&) {
       // a file being created, or not an experiment: skip

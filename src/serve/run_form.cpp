@@ -1,11 +1,11 @@
 #include "serve/run_form.h"
 
 #include <algorithm>
-#include <fstream>
 
 #include "engine/arm.h"
 #include "errors.h"
 #include "serve/catalog.h"
+#include "serve/limits.h"
 
 namespace hd::serve {
 namespace {
@@ -83,8 +83,7 @@ void arm_settings(const nlohmann::json& form, const char* key, const std::string
 
 }  // namespace
 
-RunPlan plan_run(const nlohmann::json& form, const Sandbox& models, const Sandbox& experiments,
-                 int id) {
+RunPlan plan_run(const nlohmann::json& form, const Sandbox& models) {
   if (!form.is_object()) throw InputError("the request body must be a JSON object");
   RunPlan plan;
   plan.args = {"diff", "--a", model(form, "a", models)};
@@ -106,35 +105,41 @@ RunPlan plan_run(const nlohmann::json& form, const Sandbox& models, const Sandbo
   arm_settings(form, "a_settings", "a-", plan.args);
   arm_settings(form, "b_settings", "b-", plan.args);
 
-  std::string stem = std::filesystem::path(str(form, "a")).stem().string() + "-vs-" + b_label;
-  for (char& c : stem) {
+  plan.stem = std::filesystem::path(str(form, "a")).stem().string() + "-vs-" + b_label;
+  for (char& c : plan.stem) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   }
-  plan.experiment = "run" + std::to_string(id) + "-" + stem;
 
   const std::string text = str(form, "text"), text_file = str(form, "text_file");
   if (text.empty() == text_file.empty()) throw InputError("give either a text or a text file");
-  std::string text_path;
   if (!text_file.empty()) {
     const auto real = models.resolve(text_file);
     if (!real)
       throw InputError("text_file: '" + text_file + "' is not a file in the models folder");
-    text_path = real->string();
+    plan.text_file = real->string();
   } else {
-    text_path = (experiments.root() / (plan.experiment + ".txt")).string();
-    std::ofstream out(text_path, std::ios::binary);
-    out << text;
-    if (!out.flush()) throw InputError("cannot write the pasted text into the experiments folder");
+    plan.pasted_text = text;
   }
-  plan.args.insert(plan.args.end(), {"--text-file", text_path});
+  const long chunk = integer(form, "chunk", 128, 2, 32768);
+  const long chunks = integer(form, "max_chunks", 4, 1, limits::kMaxChunksPerRun);
+  if (chunk * chunks > limits::kMaxTokensPerRun) {
+    throw InputError("chunk x max_chunks is " + std::to_string(chunk * chunks) +
+                     " tokens; a run from the page scores at most " +
+                     std::to_string(limits::kMaxTokensPerRun) +
+                     " (heterodyne diff in a terminal has no such limit)");
+  }
   plan.args.insert(plan.args.end(),
-                   {"--chunk", std::to_string(integer(form, "chunk", 128, 2, 32768)),
-                    "--max-chunks", std::to_string(integer(form, "max_chunks", 4, 0, 100000))});
+                   {"--chunk", std::to_string(chunk), "--max-chunks", std::to_string(chunks)});
   if (flag(form, "transplants")) plan.args.push_back("--transplants");
   if (flag(form, "components")) plan.args.push_back("--components");
-  plan.args.insert(plan.args.end(),
-                   {"-o", (experiments.root() / (plan.experiment + ".hdy")).string(), "--force"});
   return plan;
+}
+
+std::vector<std::string> diff_args(const RunPlan& plan, const std::string& text_path,
+                                   const std::string& output) {
+  std::vector<std::string> args = plan.args;
+  args.insert(args.end(), {"--text-file", text_path, "-o", output});
+  return args;
 }
 
 }  // namespace hd::serve

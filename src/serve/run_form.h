@@ -1,6 +1,7 @@
 // A run asked for through the page's form (POST /api/runs), checked and turned into the
 // arguments of `heterodyne diff`. Every path is resolved inside its root; every field is
-// checked here so that a bad form gets its message at once, not a failed run later.
+// checked here so that a bad form gets its message at once, not a failed run later. Checking
+// writes nothing: the server names the run and writes a pasted text only once it is accepted.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -11,13 +12,18 @@
 namespace hd::serve {
 
 struct RunPlan {
-  std::vector<std::string> args;  // after the binary's name: {"diff", ...}
-  std::string experiment;         // name (file stem) under the experiments folder
+  std::vector<std::string> args;  // after the binary's name: {"diff", ...}, without text and -o
+  std::string stem;               // "<A>-vs-<B>": the run's name after "run<N>-"
+  std::string text_file;          // a text under --models (absolute), or empty
+  std::string pasted_text;        // the text itself when none of those
 };
 
-// Throws InputError with a one-line message naming the field. `id` makes the names unique.
-// Pasted text is written next to the experiment (<name>.txt) so the run has a file to read.
-RunPlan plan_run(const nlohmann::json& form, const Sandbox& models, const Sandbox& experiments,
-                 int id);
+// Throws InputError with a one-line message naming the field.
+RunPlan plan_run(const nlohmann::json& form, const Sandbox& models);
+
+// The whole argument list, once the text has a file and the run a name. No --force: diff
+// refuses an output that exists, so a run never replaces an experiment.
+std::vector<std::string> diff_args(const RunPlan& plan, const std::string& text_path,
+                                   const std::string& output);
 
 }  // namespace hd::serve

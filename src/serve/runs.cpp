@@ -7,33 +7,83 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <regex>
+
+#include "serve/limits.h"
 
 extern char** environ;
 
 namespace hd::serve {
+namespace {
 
-RunQueue::RunQueue(std::string exe) : exe_(std::move(exe)), worker_([this] { work(); }) {}
+void remove_file(const std::string& path) {
+  std::error_code ec;
+  if (!path.empty()) std::filesystem::remove(path, ec);
+}
+
+bool finished(const RunState& s) { return s.state != "queued" && s.state != "running"; }
+
+}  // namespace
+
+RunQueue::RunQueue(std::string exe, std::string cache_dir) : exe_(std::move(exe)) {
+  const std::string cache_var = "HETERODYNE_CACHE=";
+  for (char** e = environ; *e; ++e) {
+    if (std::string(*e).rfind(cache_var, 0) != 0) env_.emplace_back(*e);
+  }
+  env_.push_back(cache_var + cache_dir);
+  worker_ = std::thread([this] { work(); });
+}
 
 RunQueue::~RunQueue() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     if (running_pid_ > 0) ::kill(running_pid_, SIGTERM);
+    // Runs still waiting are lost with the server: so is the text written for them.
+    for (Job& j : jobs_) {
+      if (j.state.state == "queued") remove_file(j.request.owned_text);
+    }
   }
   cv_.notify_all();
   worker_.join();
 }
 
-int RunQueue::submit(std::vector<std::string> args, const std::string& experiment) {
+size_t RunQueue::queued() const {
+  size_t n = 0;
+  for (const Job& j : jobs_) n += j.state.state == "queued" ? 1 : 0;
+  return n;
+}
+
+bool RunQueue::has_room() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queued() < limits::kMaxQueuedRuns;
+}
+
+int RunQueue::submit(RunRequest request) {
   std::lock_guard<std::mutex> lock(mu_);
   Job job;
   job.state.id = next_id_++;
-  job.state.experiment = experiment;
-  job.args = std::move(args);
+  job.state.experiment = request.experiment;
+  job.request = std::move(request);
   jobs_.push_back(std::move(job));
   cv_.notify_all();
   return jobs_.back().state.id;
+}
+
+void RunQueue::finish(Job& job) {
+  std::error_code ec;
+  if (!std::filesystem::exists(job.request.experiment_file, ec)) {
+    remove_file(job.request.owned_text);
+  }
+  // Only from the front: the running job is referenced from outside the lock, and erasing at
+  // the ends of a deque leaves references to the other elements valid.
+  size_t done = 0;
+  for (const Job& j : jobs_) done += finished(j.state) ? 1 : 0;
+  while (done > limits::kMaxFinishedRunsListed && finished(jobs_.front().state)) {
+    jobs_.pop_front();
+    --done;
+  }
 }
 
 std::vector<RunState> RunQueue::list() const {
@@ -58,6 +108,7 @@ bool RunQueue::cancel(int id) {
     if (j.state.state == "queued") {
       j.state.state = "cancelled";
       j.state.message = "cancelled before it started";
+      finish(j);
       return true;
     }
     if (j.state.state == "running" && running_id_ == id && running_pid_ > 0) {
@@ -117,26 +168,45 @@ void RunQueue::run_one(Job& job) {
     std::lock_guard<std::mutex> lock(mu_);
     job.state.state = "failed";
     job.state.message = "cannot create a pipe";
+    finish(job);
     return;
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_fd[1], STDERR_FILENO);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  // Nothing else of the server's (client sockets above all) stays open in the child.
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   std::vector<std::string> argv_s = {exe_};
-  argv_s.insert(argv_s.end(), job.args.begin(), job.args.end());
+  argv_s.insert(argv_s.end(), job.request.args.begin(), job.request.args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (auto& e : env_) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
+  bool stopped = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return;
-    if (posix_spawn(&pid, exe_.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid = -1;
-    running_pid_ = pid;
-    running_id_ = id;
+    stopped = stopping_;
+    if (!stopped) {
+      if (posix_spawn(&pid, exe_.c_str(), &actions, nullptr, argv.data(), envp.data()) != 0)
+        pid = -1;
+      running_pid_ = pid;
+      running_id_ = id;
+    }
   }
   posix_spawn_file_actions_destroy(&actions);
+  if (stopped) {
+    ::close(pipe_fd[0]);
+    ::close(pipe_fd[1]);
+    std::lock_guard<std::mutex> lock(mu_);
+    job.state.state = "cancelled";
+    job.state.message = "the server stopped before the run started";
+    finish(job);
+    return;
+  }
   ::close(pipe_fd[1]);
   std::string last, buffer;
   if (pid > 0) {
@@ -164,7 +234,11 @@ void RunQueue::run_one(Job& job) {
     job.state.chunk = job.state.chunks;
   } else if (code == 130) {
     job.state.state = "cancelled";
-    job.state.message = "cancelled: the experiment file keeps the finished chunks (diff --resume)";
+    std::error_code ec;
+    job.state.message =
+        std::filesystem::exists(job.request.experiment_file, ec)
+            ? "cancelled: the experiment file keeps the finished chunks (diff --resume)"
+            : "cancelled before diff wrote an experiment file";
   } else {
     job.state.state = "failed";
     const std::string prefix = "heterodyne: error: ";
@@ -174,6 +248,7 @@ void RunQueue::run_one(Job& job) {
                             : "the run ended with status " + std::to_string(code) +
                                   (last.empty() ? "" : ": " + last);
   }
+  finish(job);
 }
 
 }  // namespace hd::serve

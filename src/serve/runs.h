@@ -23,15 +23,28 @@ struct RunState {
   std::string experiment;        // its name under the experiments folder
 };
 
+struct RunRequest {
+  std::vector<std::string> args;  // after the binary's name: {"diff", "--a", ...}
+  std::string experiment;         // the name
+  std::string experiment_file;    // its .hdy, which diff creates
+  // A pasted text serve wrote for this run, or empty. It is removed when the run ends without
+  // an experiment file that reads it (cancelled before it started, failed at once, or still
+  // queued when the server stops); a run cancelled while running keeps both, to be resumed.
+  std::string owned_text;
+};
+
 class RunQueue {
  public:
-  explicit RunQueue(std::string exe);
+  // Children get HETERODYNE_CACHE=`cache_dir`: what diff caches (B quantized from A, file
+  // hashes) stays inside the experiments folder instead of the user's cache.
+  RunQueue(std::string exe, std::string cache_dir);
   ~RunQueue();  // cancels what runs, waits for it
   RunQueue(const RunQueue&) = delete;
   RunQueue& operator=(const RunQueue&) = delete;
 
-  // `args` follow the binary's name: {"diff", "--a", ...}.
-  int submit(std::vector<std::string> args, const std::string& experiment);
+  // False when limits::kMaxQueuedRuns runs already wait.
+  bool has_room() const;
+  int submit(RunRequest request);
   std::vector<RunState> list() const;
   std::optional<RunState> get(int id) const;
   bool cancel(int id);  // false: no such run, or already finished
@@ -39,16 +52,19 @@ class RunQueue {
  private:
   struct Job {
     RunState state;
-    std::vector<std::string> args;
+    RunRequest request;
   };
   void work();
   void run_one(Job& job);
   void update(int id, const std::string& line);
+  void finish(Job& job);  // under mu_: the text's fate, and the history's length
+  size_t queued() const;  // under mu_
 
   std::string exe_;
+  std::vector<std::string> env_;  // the children's environment
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job> jobs_;  // every run ever submitted, in order
+  std::deque<Job> jobs_;  // in order of submission; the oldest finished ones are dropped
   int next_id_ = 1;
   pid_t running_pid_ = -1;
   int running_id_ = 0;

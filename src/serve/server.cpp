@@ -14,7 +14,12 @@
 #include "report/result.h"
 #include "run/diff.h"
 #include "serve/catalog.h"
+#include "serve/connections.h"
+#include "serve/limits.h"
+#include "serve/public_paths.h"
+#include "serve/request_guard.h"
 #include "serve/run_form.h"
+#include "serve/run_names.h"
 #include "serve/runs.h"
 #include "serve/sandbox.h"
 
@@ -43,12 +48,36 @@ std::optional<std::filesystem::path> experiment_path(const Sandbox& box, const s
   return box.resolve(name + ".hdy");
 }
 
+// The API's one-line explanations for what httplib refuses before a route runs.
+std::string status_message(int status) {
+  switch (status) {
+    case 400: return "malformed request";
+    case 404: return "no such page or API route";
+    case 413: return "the request body is too large";
+    case 414: return "the URL is too long";
+    default: return "HTTP " + std::to_string(status);
+  }
+}
+
 class Api {
  public:
-  Api(const ServeOptions& o) : models_(o.models), experiments_(o.experiments), runs_(o.exe) {}
+  Api(const ServeOptions& o, const std::string& token)
+      : models_(o.models),
+        experiments_(o.experiments),
+        paths_(models_.root(), experiments_.root()),
+        guard_(o.host, token, limits::kMaxBodyBytes),
+        runs_(o.exe, (experiments_.root() / ".cache").string()) {}
 
   void install(httplib::Server& s) {
-    s.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      const auto refusal = guard_.check(req);
+      if (!refusal) return httplib::Server::HandlerResponse::Unhandled;
+      error(res, refusal->status, refusal->message);
+      return httplib::Server::HandlerResponse::Handled;
+    });
+    s.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
+      // Opened with ?token=: from now on the page's own requests carry it in a cookie.
+      if (req.has_param("token")) res.set_header("Set-Cookie", guard_.token_cookie(req.local_port));
       res.set_content(report::serve_html(), "text/html; charset=utf-8");
     });
     s.Get("/api/models", [this](const httplib::Request&, httplib::Response& res) {
@@ -61,7 +90,7 @@ class Api {
       res.set_content(dump(form_quant_types()), kJson);
     });
     s.Get("/api/experiments", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(dump(list_experiments(experiments_)), kJson);
+      res.set_content(dump(list_experiments(experiments_, paths_)), kJson);
     });
     s.Get(R"(/api/experiments/([^/]+)/result)",
           [this](const httplib::Request& req, httplib::Response& res) { result(req, res); });
@@ -87,6 +116,8 @@ class Api {
            [this](const httplib::Request& req, httplib::Response& res) { submit(req, res); });
   }
 
+  std::string public_text(const std::string& text) const { return paths_.text(text); }
+
  private:
   static int run_id(const httplib::Request& req) {
     try {
@@ -96,9 +127,13 @@ class Api {
     }
   }
 
-  static nlohmann::json run_json(const RunState& r) {
-    return {{"id", r.id},         {"state", r.state},     {"chunk", r.chunk},
-            {"chunks", r.chunks}, {"message", r.message}, {"experiment", r.experiment}};
+  nlohmann::json run_json(const RunState& r) const {
+    return {{"id", r.id},
+            {"state", r.state},
+            {"chunk", r.chunk},
+            {"chunks", r.chunks},
+            {"message", paths_.text(r.message)},
+            {"experiment", r.experiment}};
   }
 
   void submit(const httplib::Request& req, httplib::Response& res) {
@@ -109,24 +144,69 @@ class Api {
       return error(res, 400, "the request body is not JSON");
     }
     try {
+      const RunPlan plan = plan_run(form, models_);
       std::lock_guard<std::mutex> lock(submit_mu_);
-      const RunPlan plan = plan_run(form, models_, experiments_, ++submitted_);
-      const int id = runs_.submit(plan.args, plan.experiment);
+      if (!runs_.has_room()) {
+        return error(res, 429,
+                     "the run queue is full (" + std::to_string(limits::kMaxQueuedRuns) +
+                         " runs waiting): wait for one to finish, or cancel one");
+      }
+      RunRequest run = claim_name(plan);
+      const std::string name = run.experiment;
+      const int id = runs_.submit(std::move(run));
       res.status = 201;
-      res.set_content(dump({{"id", id}, {"experiment", plan.experiment}}), kJson);
+      res.set_content(dump({{"id", id}, {"experiment", name}}), kJson);
     } catch (const InputError& e) {
-      error(res, 400, e.what());
+      error(res, 400, paths_.text(e.what()));
+    } catch (const RuntimeError& e) {
+      error(res, 500, paths_.text(e.what()));
     }
+  }
+
+  // The next run<N>- name that no file in the experiments folder has, with the pasted text
+  // (if any) created under it exclusively: neither an earlier run's text nor its experiment is
+  // ever written over, by this server or one started before it on the same folder.
+  RunRequest claim_name(const RunPlan& plan) {
+    const auto& root = experiments_.root();
+    long n = std::max(next_number_, highest_run_number(root) + 1);
+    for (int tries = 0; tries < 1000; ++tries, ++n) {
+      RunRequest run;
+      run.experiment = "run" + std::to_string(n) + "-" + plan.stem;
+      run.experiment_file = (root / (run.experiment + ".hdy")).string();
+      std::error_code ec;
+      if (std::filesystem::symlink_status(run.experiment_file, ec).type() !=
+          std::filesystem::file_type::not_found)
+        continue;
+      std::string text_path = plan.text_file;
+      if (text_path.empty()) {
+        text_path = (root / (run.experiment + ".txt")).string();
+        if (!write_new_file(text_path, plan.pasted_text)) continue;
+        run.owned_text = text_path;
+      }
+      run.args = diff_args(plan, text_path, run.experiment_file);
+      next_number_ = n + 1;
+      return run;
+    }
+    throw RuntimeError("cannot find a free run name in the experiments folder");
   }
 
   void result(const httplib::Request& req, httplib::Response& res) {
     const auto path = experiment_path(experiments_, req.matches[1]);
     if (!path) return error(res, 404, "no such experiment");
     try {
-      res.set_content(dump(report::result_json(report::load_experiment(path->string()))), kJson);
+      res.set_content(dump(public_result(path->string())), kJson);
     } catch (const std::exception& e) {
-      error(res, 422, e.what());
+      error(res, 422, paths_.text(e.what()));
     }
+  }
+
+  // The result document with every path in it relative (public_paths.h).
+  nlohmann::json public_result(const std::string& file) const {
+    nlohmann::json doc = report::result_json(report::load_experiment(file));
+    for (const char* key : {"file", "config", "provenance"}) {
+      if (doc["summary"].contains(key)) paths_.scrub(doc["summary"][key]);
+    }
+    return doc;
   }
 
   void download(const httplib::Request& req, httplib::Response& res) {
@@ -141,7 +221,7 @@ class Api {
         ss << in.rdbuf();
         res.set_content(ss.str(), "application/vnd.sqlite3");
       } else if (format == "json") {
-        res.set_content(dump(report::result_json(report::load_experiment(path->string()))), kJson);
+        res.set_content(dump(public_result(path->string())), kJson);
       } else if (format == "csv") {
         std::ostringstream ss;
         report::export_positions(ss, report::load_experiment(path->string()), "csv");
@@ -150,25 +230,41 @@ class Api {
         return error(res, 400, "format must be hdy, json or csv");
       }
     } catch (const std::exception& e) {
-      return error(res, 422, e.what());
+      return error(res, 422, paths_.text(e.what()));
     }
     res.set_header("Content-Disposition", "attachment; filename=\"" + name + "." + format + "\"");
   }
 
   Sandbox models_, experiments_;
+  PublicPaths paths_;
+  RequestGuard guard_;
   RunQueue runs_;
   std::mutex submit_mu_;
-  int submitted_ = 0;
+  long next_number_ = 1;
 };
+
+std::string url_host(const std::string& host) {
+  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
+}
 
 }  // namespace
 
 void serve_until_stopped(const ServeOptions& o,
                          const std::function<void(const std::string&)>& on_listen) {
-  Api api(o);
-  httplib::Server server;
+  const std::string token = o.token.empty() ? new_token() : o.token;
+  // The API outlives the server: the server's workers call into it until they are joined.
+  Api api(o, token);
+  GuardedServer server;
   api.install(server);
-  server.set_payload_max_length(size_t{64} << 20);  // a pasted text, not a model
+  server.set_payload_max_length(limits::kMaxBodyBytes);
+  server.set_default_headers({
+      {"Cache-Control", "no-store"},
+      {"X-Content-Type-Options", "nosniff"},
+      // No other site may frame the page (clickjacking) or learn its address with the token.
+      {"X-Frame-Options", "DENY"},
+      {"Content-Security-Policy", "frame-ancestors 'none'"},
+      {"Referrer-Policy", "no-referrer"},
+  });
   // httplib's default adds SO_REUSEPORT, which lets a second server bind the same port and take
   // half the requests. SO_REUSEADDR alone allows a quick restart and refuses a busy port.
   server.set_socket_options([](socket_t sock) {
@@ -176,17 +272,15 @@ void serve_until_stopped(const ServeOptions& o,
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
   server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.body.empty()) {
-      res.set_content(dump({{"error", "HTTP " + std::to_string(res.status)}}), kJson);
-    }
+    if (res.body.empty()) res.set_content(dump({{"error", status_message(res.status)}}), kJson);
   });
   server.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      [&api](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
         std::string what = "internal error";
         try {
           std::rethrow_exception(ep);
         } catch (const std::exception& e) {
-          what = e.what();
+          what = api.public_text(e.what());
         } catch (...) {
         }
         error(res, 500, what);
@@ -196,13 +290,14 @@ void serve_until_stopped(const ServeOptions& o,
     throw InputError("cannot listen on " + o.host + ":" + std::to_string(o.port) +
                      " (in use, or not an address of this machine?)");
   }
+  server.harden_listener();
   std::atomic<bool> done{false};
   std::thread watcher([&] {
     while (!done && !run::stop_requested())
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     server.stop();
   });
-  on_listen("http://" + o.host + ":" + std::to_string(port) + "/");
+  on_listen("http://" + url_host(o.host) + ":" + std::to_string(port) + "/?token=" + token);
   server.listen_after_bind();
   done = true;
   watcher.join();

@@ -13,9 +13,11 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port
   std::string exe;  // the heterodyne binary that runs diffs (this one)
+  std::string token;  // what every request must carry (request_guard.h); empty: a random one
 };
 
-// Serves until stop_requested() (SIGINT/SIGTERM). `on_listen` gets the URL once bound.
+// Serves until stop_requested() (SIGINT/SIGTERM). `on_listen` gets the URL once bound, with
+// the token in it (http://HOST:PORT/?token=...).
 // Throws InputError for a folder that does not exist or a port that cannot be bound.
 void serve_until_stopped(const ServeOptions& options,
                          const std::function<void(const std::string&)>& on_listen);

@@ -5,12 +5,15 @@ import type { ExperimentInfo, ModelInfo, Result, RunInfo, RunRequest, TextInfo }
 export class ApiError extends Error {}
 
 async function request<T>(method: "GET" | "POST", url: string, body?: unknown): Promise<T> {
+  // The server takes only JSON POSTs (a page of another origin cannot send those without a
+  // CORS preflight), so even a POST with nothing to say sends an empty JSON object.
+  const payload = method === "POST" ? JSON.stringify(body ?? {}) : undefined;
   let r: Response;
   try {
     r = await fetch(url, {
       method,
-      headers: body === undefined ? undefined : { "Content-Type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      headers: payload === undefined ? undefined : { "Content-Type": "application/json" },
+      body: payload,
       cache: "no-store",
     });
   } catch {

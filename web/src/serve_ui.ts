@@ -13,7 +13,17 @@ let disposeCurrent: () => void = () => {};
 /** Bumped on every navigation so a late answer for an old page is dropped. */
 let generation = 0;
 
+/** The server printed its address with ?token=; the first answer set a cookie that carries it
+ *  from then on. The token leaves the address bar so it is not bookmarked, copied or shared. */
+function hideToken(): void {
+  const url = new URL(location.href);
+  if (!url.searchParams.has("token")) return;
+  url.searchParams.delete("token");
+  history.replaceState(history.state, "", url.pathname + url.search + url.hash);
+}
+
 export function startServeUI(app: HTMLElement): void {
+  hideToken();
   const main = h("main", { class: "page" });
   app.append(h("header", { class: "top" }, h("a", { href: "#/", class: "brand" }, "heterodyne"), h("span", { class: "muted" }, "compare two llama.cpp configurations")), main);
   const route = () => {

@@ -2,7 +2,8 @@
 // one line per check, exit 0 when all pass, 1 when any fails, 2 on bad usage.
 //
 //   node web/test/ui.test.mjs report FILE.html SCREENSHOT_DIR
-//   node web/test/ui.test.mjs serve BASE_URL SCREENSHOT_DIR MODEL_A_PATH QUANT_TYPE
+//   node web/test/ui.test.mjs serve URL SCREENSHOT_DIR MODEL_A_PATH QUANT_TYPE
+// (URL as heterodyne serve prints it, with its ?token=)
 import { chromium } from "playwright-core";
 import { mkdirSync, readFileSync } from "node:fs";
 import { resolve, join } from "node:path";
@@ -10,7 +11,7 @@ import { pathToFileURL } from "node:url";
 
 const [mode, target, shotDir, modelA, quantType] = process.argv.slice(2);
 if (!((mode === "report" && target && shotDir) || (mode === "serve" && target && shotDir && modelA && quantType))) {
-  console.error("usage:\n  node ui.test.mjs report FILE.html SCREENSHOT_DIR\n  node ui.test.mjs serve BASE_URL SCREENSHOT_DIR MODEL_A_PATH QUANT_TYPE");
+  console.error("usage:\n  node ui.test.mjs report FILE.html SCREENSHOT_DIR\n  node ui.test.mjs serve URL SCREENSHOT_DIR MODEL_A_PATH QUANT_TYPE");
   process.exit(2);
 }
 mkdirSync(shotDir, { recursive: true });
@@ -184,9 +185,17 @@ async function reportMode(context, page) {
 }
 
 async function serveMode(page) {
-  const base = target.replace(/\/+$/, "");
-  await page.goto(base + "/");
+  await page.goto(target);
   await page.waitForSelector("#models table, #models .error, #models .empty", { timeout: 30000 });
+  check(!new URL(page.url()).searchParams.has("token"), "the token leaves the address bar", page.url());
+  // The cookie the page got carries the token (page.request shares the browser's cookies, and
+  // its refusal logs nothing to the page's console); a POST that is not JSON is refused even so,
+  // since a page of another origin could send text/plain without asking.
+  const runsUrl = new URL("/api/runs", page.url()).href;
+  const runs = await page.request.get(runsUrl);
+  check(runs.status() === 200, "the page's cookie carries the token", `${runs.status()} ${await runs.text()}`);
+  const plain = await page.request.post(runsUrl, { headers: { "Content-Type": "text/plain" }, data: "{}" });
+  check(plain.status() === 415 && /application\/json/.test(await plain.text()), "a text/plain POST is refused with 415", `${plain.status()} ${await plain.text()}`);
   check(await page.locator("#models table").isVisible(), "models table is shown", (await page.locator("#models").textContent())?.slice(0, 200));
   const hasA = await page.locator(`#arm-a option[value="${modelA.replace(/"/g, '\\"')}"]`).count();
   if (!check(hasA === 1, "#arm-a offers MODEL_A_PATH", modelA)) return;
