@@ -87,7 +87,7 @@ demo: bin
 	@$(HD) show $(DEMO)/demo-vs-Q4_K_M.hdy --worst 5 --transplants --components
 	@$(HD) report $(DEMO)/demo-vs-Q4_K_M.hdy -o $(DEMO)/demo-vs-Q4_K_M.html --force
 	@echo; echo "experiment files: $(DEMO)/demo-vs-{Q8_0,Q4_K_M,Q2_K}.hdy; report: $(DEMO)/demo-vs-Q4_K_M.html"
-	@echo "open the UI on these results: $(HD) serve --models $(DEMO) --experiments $(DEMO)   (then http://127.0.0.1:8080/)"
+	@echo "open the UI on these results: $(HD) serve --models $(DEMO) --experiments $(DEMO)   (then open the address it prints: it carries the session token)"
 
 # llama.cpp's own RPC server from the same pinned tree, for --a-rpc / --b-rpc (docs/arms.md).
 # Run it on each machine that should hold layers: build/ggml-rpc-server -H 0.0.0.0 -p 50052

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,11 +74,12 @@ class Serve : public testing::Test {
   void restart() {
     ASSERT_TRUE(hd::test::stop_serve(serve_));
     serve_ = {};
-    fs::remove(dir_ + "/serve.err");  // else the old server's address is read back
     start();
   }
   void TearDown() override {
-    if (serve_.pid > 0) EXPECT_TRUE(hd::test::stop_serve(serve_)) << "serve did not stop cleanly";
+    if (serve_.pid > 0) {
+      EXPECT_TRUE(hd::test::stop_serve(serve_)) << "serve did not stop cleanly";
+    }
   }
 
   // A client as the page is one: the token in its cookie (httplib sends Host 127.0.0.1:PORT).
@@ -932,4 +934,26 @@ TEST_F(Serve, ShowsNoAbsolutePathsAndCachesInsideTheExperimentsFolder) {
   EXPECT_FALSE(fs::exists(user_cache)) << "serve's runs wrote into the user's cache";
   // The listing skips the cache folder, and an experiment name cannot reach into it.
   EXPECT_EQ(c.Get("/api/experiments/.cache/result")->status, 404);
+}
+
+// A FIFO named like an experiment (or a model) would block whoever opens it until a writer
+// comes: serve lists around it and answers at once, every worker still free.
+TEST_F(Serve, AFifoInItsFoldersBlocksNoWorker) {
+  ASSERT_EQ(::mkfifo((experiments_ + "/fifo.hdy").c_str(), 0644), 0);
+  ASSERT_EQ(::mkfifo((models_ + "/fifo.gguf").c_str(), 0644), 0);
+  auto c = client();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) {  // more requests than workers
+    auto list = c.Get("/api/experiments");
+    ASSERT_TRUE(list);
+    EXPECT_EQ(list->status, 200);
+    EXPECT_EQ(list->body.find("fifo"), std::string::npos) << list->body;
+    auto models = c.Get("/api/models");
+    ASSERT_TRUE(models);
+    EXPECT_EQ(models->body.find("fifo"), std::string::npos) << models->body;
+    auto result = c.Get("/api/experiments/fifo/result");
+    ASSERT_TRUE(result);
+    EXPECT_GE(result->status, 400);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }

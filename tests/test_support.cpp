@@ -121,6 +121,8 @@ ServeProcess start_serve(const std::string& models, const std::string& experimen
                          const std::string& dir) {
   ServeProcess s;
   s.err_path = dir + "/serve.err";
+  // The child truncates it only once it runs: a previous server's address must not be read back.
+  std::filesystem::remove(s.err_path);
   s.pid = spawn_cli({"serve", "--models", models, "--experiments", experiments, "--port", "0"},
                     dir + "/serve.out", s.err_path);
   const std::regex listening(R"(serving on http://127\.0\.0\.1:(\d+)/)");

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -21,6 +22,14 @@ struct Slot {
 
 Slot g_temporaries[kSlots];
 Slot g_mapped[kSlots];
+// Several threads can fault at once (every compute thread reads the cut file): the first one
+// writes the line and exits, the others wait for the exit.
+std::atomic_flag g_exiting = ATOMIC_FLAG_INIT;
+
+[[noreturn]] void wait_for_the_exit() {
+  for (;;) ::pause();
+}
+
 char g_activity[kPathMax + 64];
 char g_hint[kPathMax + 256];
 std::mutex g_mu;  // writers only; the exit reads without it (it never returns)
@@ -41,6 +50,14 @@ void put(const char* s) {
   }
 }
 
+// Appends `s` to the string of length `at` in `buf` (capacity `cap`), cut to fit; returns the
+// new length. (strcat without its overflow.)
+size_t append(char* buf, size_t cap, size_t at, const char* s) {
+  while (*s != '\0' && at + 1 < cap) buf[at++] = *s++;
+  buf[at] = '\0';
+  return at;
+}
+
 // Decimal digits of v into buf (async-signal-safe: no printf).
 const char* decimal(long long v, char (&buf)[24]) {
   char* p = buf + sizeof buf - 1;
@@ -56,7 +73,28 @@ const char* decimal(long long v, char (&buf)[24]) {
   return p;
 }
 
+// The line, the temporaries removed, _exit(1): by the one thread that got there first.
+[[noreturn]] void write_and_exit(const char* what) {
+  put("heterodyne: error: ");
+  put(what);
+  if (g_activity[0] != '\0') {
+    put(" (while ");
+    put(g_activity);
+    put(")");
+  }
+  if (g_hint[0] != '\0') {
+    put("; ");
+    put(g_hint);
+  }
+  put("\n");
+  for (Slot& s : g_temporaries) {
+    if (s.used) ::unlink(s.path);
+  }
+  ::_exit(1);
+}
+
 void on_sigbus(int) {
+  if (g_exiting.test_and_set()) wait_for_the_exit();
   // The mapping that faulted is one of the model files: the one now shorter than when it was
   // mapped is the one that was cut.
   for (const Slot& m : g_mapped) {
@@ -65,17 +103,17 @@ void on_sigbus(int) {
     if (::stat(m.path, &st) == 0 && st.st_size < m.size) {
       static char line[kPathMax + 256];
       char now[24], was[24];
-      line[0] = '\0';
-      std::strcat(line, "'");
-      std::strncat(line, m.path, kPathMax);
-      std::strcat(line, "' was cut short while it was in use (SIGBUS): it has ");
-      std::strcat(line, decimal(static_cast<long long>(st.st_size), now));
-      std::strcat(line, " bytes, it had ");
-      std::strcat(line, decimal(m.size, was));
-      exit_with(line);
+      size_t at = 0;
+      for (const char* part : {"'", static_cast<const char*>(m.path),
+                               "' was cut short while it was in use (SIGBUS): it has ",
+                               decimal(static_cast<long long>(st.st_size), now), " bytes, it had ",
+                               decimal(m.size, was)}) {
+        at = append(line, sizeof line, at, part);
+      }
+      write_and_exit(line);
     }
   }
-  exit_with("a file mapped in memory was cut short or removed while it was in use (SIGBUS)");
+  write_and_exit("a file mapped in memory was cut short or removed while it was in use (SIGBUS)");
 }
 
 }  // namespace
@@ -129,29 +167,16 @@ void add_mapped_file(const std::string& path) {
 }
 
 void exit_with(const char* what) {
-  put("heterodyne: error: ");
-  put(what);
-  if (g_activity[0] != '\0') {
-    put(" (while ");
-    put(g_activity);
-    put(")");
-  }
-  if (g_hint[0] != '\0') {
-    put("; ");
-    put(g_hint);
-  }
-  put("\n");
-  for (Slot& s : g_temporaries) {
-    if (s.used) ::unlink(s.path);
-  }
-  ::_exit(1);
+  if (g_exiting.test_and_set()) wait_for_the_exit();
+  write_and_exit(what);
 }
+
 
 void install_sigbus_handler() {
   struct sigaction sa {};
   sa.sa_handler = on_sigbus;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_NODEFER;
+  sa.sa_flags = 0;  // SIGBUS stays blocked in the handler's thread while it writes
   ::sigaction(SIGBUS, &sa, nullptr);
 }
 
