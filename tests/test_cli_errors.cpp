@@ -147,6 +147,10 @@ testing::AssertionResult NothingWritten(const std::string& path) {
     return testing::AssertionFailure() << "a failed run left '" << path << "' behind";
   if (fs::exists(path + "-journal", ec))
     return testing::AssertionFailure() << "a failed run left '" << path << "-journal'";
+  for (const char* leftover : {".part", ".part-journal"}) {
+    if (fs::exists(path + leftover, ec))
+      return testing::AssertionFailure() << "a failed run left '" << path << leftover << "'";
+  }
   const fs::path p(path);
   const std::string part = p.filename().string() + ".part-";
   if (fs::is_directory(p.parent_path(), ec)) {
@@ -502,8 +506,9 @@ TEST_F(CliErrors, DiffCorruptedTensorData) {
   hd::test::write_file(path("nan.gguf"), b);
   const std::string out = path("nan.hdy");
   const Invocation run = cli(diff(s260k(), path("nan.gguf"), tom(), out));
-  EXPECT_TRUE(FailsAfterProgress(run, 1, {"non-finite logit", "nan.gguf"}));
+  EXPECT_TRUE(FailsAfterProgress(run, 1, {"non-finite logit", "nan.gguf", "nothing was stored"}));
   EXPECT_EQ(run.r.out.find("nan"), std::string::npos);
+  EXPECT_TRUE(NothingWritten(out));  // the first chunk failed: the file never appeared
 }
 
 TEST_F(CliErrors, DiffTokenizerSettingsDiffer) {
@@ -1153,7 +1158,7 @@ TEST_F(CliErrors, MakeModelUnknownPreset) {
 }
 
 TEST_F(CliErrors, MakeModelUnknownType) {
-  const std::string out = path("type.gguf");
+  const std::string out = path("unknown-type.gguf");
   for (const std::string t : {"q4_0", "f8"}) {
     EXPECT_TRUE(
         Fails(cli({"make-model", "--preset", "tiny-llama", "--seed", "1", "--type", t, "-o", out}),

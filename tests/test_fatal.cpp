@@ -73,6 +73,22 @@ TEST(FatalExits, AFailedGgmlAssertIsOneLineAndTheOutputIsKept) {
   EXPECT_FALSE(fs::exists(out + ".part"));
 }
 
+// The same assertion inside llama.cpp's quantizer, which writes into this command's temporary
+// output: the abort callback removes it.
+TEST(FatalExits, AnAbortWhileQuantizingRemovesTheTemporaryOutput) {
+  const std::string dir = hd::test::temp_dir("fatal-quantize");
+  const std::string model = with_u32(dir, "llama.expert_used_count", 2);
+  const std::string out = dir + "/q.gguf";
+  const CliResult r = run_cli({"quantize", model, out, "Q8_0"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
+  EXPECT_NE(r.err.find("GGML_ASSERT"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("while quantizing '" + model + "'"), std::string::npos) << r.err;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    EXPECT_EQ(e.path().string().find("q.gguf"), std::string::npos) << "left: " << e.path();
+  }
+}
+
 // Checks llama.cpp would otherwise stop on are made first: one line, exit 2.
 TEST(FatalExits, MalformedMetadataIsRefusedBeforeLlamaCppReadsIt) {
   const std::string dir = hd::test::temp_dir("fatal-validate");

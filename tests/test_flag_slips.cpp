@@ -15,6 +15,7 @@
 
 namespace fs = std::filesystem;
 using hd::test::CliResult;
+using hd::test::expect_refused;
 using hd::test::read_file;
 using hd::test::run_cli;
 using hd::test::shared_path;
@@ -28,25 +29,8 @@ std::string dir() {
 std::string m() { return shared_path("models/stories260K.gguf"); }
 std::string t() { return shared_path("corpora/tom-sawyer.txt"); }
 
-void expect_refused(const std::vector<std::string>& args, const std::string& phrase) {
-  std::string cmd;
-  for (const auto& a : args) cmd += a + " ";
-  const CliResult r = run_cli(args);
-  EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << cmd << "\n" << r.err;
-  EXPECT_NE(r.err.find(phrase), std::string::npos) << cmd << "\n" << r.err;
-  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
-  EXPECT_TRUE(r.out.empty()) << cmd << ": printed before the error:\n" << r.out.substr(0, 300);
-}
-
 const std::string& experiment() {
-  static const std::string p = [] {
-    const std::string out = dir() + "/real.hdy";
-    const CliResult r = run_cli({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(), "--chunk",
-                                 "64", "--max-chunks", "2", "--transplants", "-o", out});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return out;
-  }();
+  static const std::string p = hd::test::make_experiment(dir() + "/real.hdy", {"--transplants"});
   return p;
 }
 

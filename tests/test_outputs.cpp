@@ -23,6 +23,7 @@
 
 namespace fs = std::filesystem;
 using hd::test::CliResult;
+using hd::test::expect_refused;
 using hd::test::read_file;
 using hd::test::run_cli;
 using hd::test::shared_path;
@@ -40,13 +41,7 @@ std::string text() { return shared_path("corpora/tom-sawyer.txt"); }
 
 // A complete experiment, made once.
 const std::string& experiment() {
-  static const std::string p = [] {
-    const std::string out = at("real.hdy");
-    const CliResult r = run_cli({"diff", "--a", model(), "--b-quant", "Q8_0", "-f", text(),
-                                 "--chunk", "64", "--max-chunks", "2", "--no-floor", "-o", out});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return out;
-  }();
+  static const std::string p = hd::test::make_experiment(at("real.hdy"), {"--no-floor"});
   return p;
 }
 
@@ -71,17 +66,6 @@ Snapshot snap(const std::string& p) {
   s.rdev = st.st_rdev;
   if (S_ISREG(st.st_mode)) s.bytes = read_file(p);
   return s;
-}
-
-// One failing invocation: exit 2, one line, empty stdout, the line naming `phrase`.
-void expect_refused(const std::vector<std::string>& args, const std::string& phrase) {
-  std::string cmd = "heterodyne";
-  for (const auto& a : args) cmd += " " + a;
-  const CliResult r = run_cli(args);
-  EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << cmd << "\n" << r.err;
-  EXPECT_NE(r.err.find(phrase), std::string::npos) << cmd << "\n" << r.err;
-  EXPECT_TRUE(r.out.empty()) << cmd;
 }
 
 // Every writer, with OUT standing for the output path under test.
@@ -216,11 +200,12 @@ TEST(OutputPaths, AFailedOrStoppedForcedRerunKeepsTheOldExperiment) {
                   "64", "-o", out, "--force"},
                  "fewer than one chunk");
   EXPECT_TRUE(snap(out) == before);
-  // A full disk while the first chunk is stored (a file-size limit the size of the header):
-  // exit 1, and the old experiment is whole.
+  // A full disk while the first chunk is stored (a file-size limit above the header, below a
+  // chunk with its residuals): exit 1, "nothing was stored", and the old experiment is whole.
+  const std::string full_err = at("full.err");
   const pid_t pid = ::fork();
   if (pid == 0) {
-    const rlimit lim{16384, 16384};
+    const rlimit lim{65536, 65536};
     ::setrlimit(RLIMIT_FSIZE, &lim);
     ::signal(SIGXFSZ, SIG_IGN);
     std::string bin = HD_BINARY;
@@ -230,35 +215,53 @@ TEST(OutputPaths, AFailedOrStoppedForcedRerunKeepsTheOldExperiment) {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    std::freopen("/dev/null", "w", stderr);
+    std::freopen(full_err.c_str(), "w", stderr);
     ::execv(bin.c_str(), argv.data());
     _exit(127);
   }
   int status = 0;
   ::waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+  EXPECT_NE(read_file(full_err).find("nothing was stored ('" + out + "' is as it was)"),
+            std::string::npos)
+      << read_file(full_err);
   EXPECT_TRUE(snap(out) == before) << "a full disk on the rerun changed the old experiment";
   EXPECT_FALSE(fs::exists(out + ".part"));
-  // SIGINT before the first chunk is stored: exit 130, "nothing written", the old file whole.
+  // SIGINT before the first chunk is stored — while B is being quantized into a private cache,
+  // seconds for a 32000-token model, seen by its temporary file appearing: exit 130,
+  // "nothing written", the old file whole.
+  const std::string slow = at("tiny-llama.gguf");
+  ASSERT_EQ(run_cli({"make-model", "--preset", "tiny-llama", "--type", "f16", "-o", slow, "--force"})
+                .exit_code,
+            0);
+  const std::string cache = hd::test::temp_dir("outputs-cache");
+  hd::test::ScopedCacheDir private_cache(cache);
   const std::string err = at("sigint.err");
-  const int child = hd::test::spawn_cli({"diff", "--a", model(), "--b-quant", "Q8_0", "-f",
-                                         text(), "--chunk", "64", "--max-chunks", "4",
-                                         "--transplants", "-o", out, "--force"},
+  const int child = hd::test::spawn_cli({"diff", "--a", slow, "--b-quant", "Q4_K_M", "-f", text(),
+                                         "--chunk", "64", "--max-chunks", "2", "-o", out,
+                                         "--force"},
                                         "/dev/null", err);
-  // The first progress line comes before the first chunk is computed.
-  for (int i = 0; i < 200 && read_file(err).find("chunks of") == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto quantizing = [&] {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(cache + "/quantized", ec)) {
+      if (e.path().string().find(".part-") != std::string::npos) return true;
+    }
+    return false;
+  };
+  bool seen = false;
+  for (int i = 0; i < 6000 && !seen; ++i) {
+    seen = quantizing();
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(seen) << read_file(err);
   ::kill(child, SIGINT);
   ::waitpid(child, &status, 0);
   ASSERT_TRUE(WIFEXITED(status)) << status;
-  if (WEXITSTATUS(status) == 130 && read_file(err).find("nothing written") != std::string::npos) {
-    EXPECT_TRUE(snap(out) == before);
-  } else {
-    // The signal came after the first chunk: the new run replaced the old one and resumes.
-    EXPECT_EQ(WEXITSTATUS(status), 130) << read_file(err);
-    EXPECT_GE(hd::test::stored_chunks(out), 1);
-    EXPECT_EQ(run_cli({"diff", "--resume", out}).exit_code, 0);
-  }
+  EXPECT_EQ(WEXITSTATUS(status), 130) << read_file(err);
+  EXPECT_NE(read_file(err).find("nothing written"),
+            std::string::npos)
+      << read_file(err);
+  EXPECT_TRUE(snap(out) == before);
   EXPECT_FALSE(fs::exists(out + ".part"));
 }
 

@@ -954,6 +954,11 @@ TEST_F(Serve, AFifoInItsFoldersBlocksNoWorker) {
     auto result = c.Get("/api/experiments/fifo/result");
     ASSERT_TRUE(result);
     EXPECT_GE(result->status, 400);
+    for (const char* format : {"hdy", "json", "csv"}) {
+      auto download = c.Get(("/api/experiments/fifo/download?format=" + std::string(format)).c_str());
+      ASSERT_TRUE(download) << format;
+      EXPECT_GE(download->status, 400) << format;
+    }
   }
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }

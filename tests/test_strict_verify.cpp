@@ -33,14 +33,9 @@ std::string model() { return shared_path("models/stories260K.gguf"); }
 
 // One chunk with floor and transplants (each verify recomputes it), or two without (to resume).
 std::string make_experiment(const std::string& name, bool transplants) {
-  const std::string out = dir() + "/" + name;
-  std::vector<std::string> args = {"diff", "--a", model(), "--b-quant", "Q8_0", "-f",
-                                   shared_path("corpora/tom-sawyer.txt"), "--chunk", "64",
-                                   "--max-chunks", transplants ? "1" : "2", "-o", out};
-  if (transplants) args.push_back("--transplants");
-  const CliResult r = run_cli(args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return out;
+  return hd::test::make_experiment(dir() + "/" + name, transplants
+                                                           ? std::vector<std::string>{"--max-chunks", "1", "--transplants"}
+                                                           : std::vector<std::string>{});
 }
 const std::string& experiment() {
   static const std::string p = make_experiment("real.hdy", true);

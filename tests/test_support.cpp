@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -74,6 +75,35 @@ CliResult run_cli(const std::vector<std::string>& args) {
   r.out = read_file(out);
   r.err = read_file(err);
   return r;
+}
+
+std::string make_experiment(const std::string& out, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"diff", "--a", shared_path("models/stories260K.gguf"),
+                                   "--b-quant", "Q8_0", "-f", shared_path("corpora/tom-sawyer.txt")};
+  for (const char* flag : {"--chunk", "--max-chunks"}) {  // defaults unless `extra` sets them
+    if (std::find(extra.begin(), extra.end(), flag) == extra.end())
+      args.insert(args.end(), {flag, std::string(flag) == "--chunk" ? "64" : "2"});
+  }
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.end(), {"-o", out});
+  const CliResult r = run_cli(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return out;
+}
+
+void expect_refusal(const CliResult& r, int code, const std::string& phrase,
+                    const std::string& what) {
+  EXPECT_EQ(r.exit_code, code) << what << "\n" << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << what << "\n" << r.err;
+  EXPECT_NE(r.err.find(phrase), std::string::npos) << what << "\n" << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << what << "\n" << r.err;
+  EXPECT_TRUE(r.out.empty()) << what << ": printed before the error:\n" << r.out.substr(0, 300);
+}
+
+void expect_refused(const std::vector<std::string>& args, const std::string& phrase) {
+  std::string what = "heterodyne";
+  for (const auto& a : args) what += " " + a;
+  expect_refusal(run_cli(args), 2, phrase, what);
 }
 
 void rewrite_gguf(const std::string& in, const std::string& out,

@@ -76,6 +76,17 @@ bool stop_serve(const ServeProcess& s);
 // Writes `text` to `path`.
 void write_file(const std::string& path, const std::string& text);
 
+// A diff of stories260K against its Q8_0 on Tom Sawyer, 2 chunks of 64 tokens, into `out`
+// (`extra` adds flags or overrides those), checked to succeed. Returns `out`.
+std::string make_experiment(const std::string& out, const std::vector<std::string>& extra = {});
+
+// The CLI contract for a refusal: exit `code`, exactly one line on stderr naming `phrase`,
+// nothing on stdout. `what` names the invocation in failure messages.
+void expect_refusal(const CliResult& r, int code, const std::string& phrase,
+                    const std::string& what);
+// Runs `args` and expects a refusal with exit 2.
+void expect_refused(const std::vector<std::string>& args, const std::string& phrase);
+
 // A copy of the GGUF `in` at `out`, with `edit` applied to its metadata (gguf's API) and its
 // tensors (loaded into the ggml context, so their data may be changed in place).
 void rewrite_gguf(const std::string& in, const std::string& out,

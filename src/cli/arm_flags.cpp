@@ -13,6 +13,7 @@
 namespace hd::cli {
 
 void add_arm_flags(CLI::App& cmd, ArmFlags& f, const std::string& p) {
+  f.prefix = p;
   const std::string who = p.empty() ? "both arms" : "arm " + p.substr(0, 1).append(" only");
   cmd.add_option("--" + p + "ctk,--" + p + "cache-type-k", f.cache_type_k,
                  "K cache type for " + who + " (f16)");
@@ -69,6 +70,7 @@ engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared
   pick(s.n_gpu_layers, shared.n_gpu_layers, own.n_gpu_layers);
   std::optional<std::string> rpc;
   pick(rpc, shared.rpc, own.rpc);
+  const std::string rpc_flag = own.rpc ? "--" + own.prefix + "rpc" : "--rpc";
   if (rpc) {
     // Split here, not by CLI11: an empty entry ("a:1,,b:2", ",") is a slip, named as such.
     size_t start = 0;
@@ -76,7 +78,7 @@ engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared
       const size_t comma = rpc->find(',', start);
       const std::string server = rpc->substr(start, comma - start);
       if (server.empty()) {
-        throw InputError("--rpc list '" + *rpc +
+        throw InputError(rpc_flag + " list '" + *rpc +
                          "' has an empty entry: give host:port[,host:port…]");
       }
       s.rpc.push_back(server);

@@ -15,6 +15,7 @@ struct ArmFlags {
   std::optional<std::string> device, llama_build;
   std::optional<int> n_gpu_layers;
   std::optional<std::string> rpc;  // host:port[,host:port…], split by resolve_arm
+  std::string prefix;              // "", "a-" or "b-": how the flags are spelled, for messages
 };
 
 // Registers the shared flags (prefix "") or one arm's overrides (prefix "a-" / "b-").

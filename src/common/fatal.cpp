@@ -123,6 +123,7 @@ void add_temporary(const std::string& path) {
   for (Slot& s : g_temporaries) {
     if (!s.used) {
       copy_into(s.path, kPathMax, path);
+      std::atomic_signal_fence(std::memory_order_release);  // the path before the flag
       s.used = 1;
       return;
     }
@@ -160,6 +161,7 @@ void add_mapped_file(const std::string& path) {
     if (!s.used) {
       copy_into(s.path, kPathMax, path);
       s.size = static_cast<long long>(st.st_size);
+      std::atomic_signal_fence(std::memory_order_release);  // the path before the flag
       s.used = 1;
       return;
     }

@@ -100,9 +100,14 @@ void move_into_place(const std::string& temporary, const std::string& target,
       }
       return;
     }
-    // A new path: never replace what another process put there in the meantime.
+    // A new path: never replace what another process put there in the meantime. Filesystems
+    // without RENAME_NOREPLACE (EINVAL: NFS, some FUSE) get link(2), which fails on EEXIST too.
     if (::renameat2(AT_FDCWD, temporary.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) ==
         0) {
+      return;
+    }
+    if (errno == EINVAL && ::link(temporary.c_str(), target.c_str()) == 0) {
+      ::unlink(temporary.c_str());
       return;
     }
     if (errno != EEXIST) {
@@ -145,12 +150,20 @@ void OutputFile::write(const void* data, size_t n) {
 }
 
 void OutputFile::commit() {
+  // A file replaced keeps its permissions.
+  struct stat old {};
+  if (::stat(target_.c_str(), &old) == 0 && S_ISREG(old.st_mode)) {
+    ::fchmod(::fileno(file_), old.st_mode & 07777);
+  }
+  errno = 0;
   const bool flushed = std::fflush(file_) == 0 && ::fsync(::fileno(file_)) == 0;
-  const int why = errno;
+  int why = errno;
   const bool closed = std::fclose(file_) == 0;
+  if (flushed && !closed) why = errno;
   file_ = nullptr;
   if (!flushed || !closed) {
-    throw RuntimeError("writing '" + target_ + "' failed: " + std::strerror(why) +
+    throw RuntimeError("writing '" + target_ + "' failed: " +
+                       (why != 0 ? std::strerror(why) : "the write did not complete") +
                        " (is the disk full?)");
   }
   move_into_place(temporary_, target_, policy_, input_ids_);

@@ -64,7 +64,6 @@ class OutputFile {
 
   // Where writers that take a file name (llama.cpp's quantizer) write.
   const std::string& temporary() const { return temporary_; }
-  const std::string& target() const { return target_; }
   void write(const void* data, size_t n);  // RuntimeError on a short write (a full disk)
   void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
   size_t written() const { return written_; }

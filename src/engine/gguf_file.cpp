@@ -6,6 +6,7 @@
 #include <fstream>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -22,7 +23,36 @@ namespace fs = std::filesystem;
 
 // What llama.cpp would stop on with a failed GGML_ASSERT (aborting the process) if it read
 // it: checked here first so the file gets one clear line. "" when nothing is found.
+// llama.cpp's LLAMA_MAX_LAYERS (src/llama-hparams.h): it asserts block_count is 1 to this.
+constexpr int64_t kMaxLayers = 512;
+
+// An integer key of any width as int64 (a u64 above INT64_MAX reads as -1); nullopt when absent
+// or not an integer scalar.
+static std::optional<int64_t> integer_value(const gguf_context* g, const std::string& key) {
+  const int64_t k = gguf_find_key(g, key.c_str());
+  if (k < 0) return std::nullopt;
+  switch (gguf_get_kv_type(g, k)) {
+    case GGUF_TYPE_UINT8: return gguf_get_val_u8(g, k);
+    case GGUF_TYPE_INT8: return gguf_get_val_i8(g, k);
+    case GGUF_TYPE_UINT16: return gguf_get_val_u16(g, k);
+    case GGUF_TYPE_INT16: return gguf_get_val_i16(g, k);
+    case GGUF_TYPE_UINT32: return gguf_get_val_u32(g, k);
+    case GGUF_TYPE_INT32: return gguf_get_val_i32(g, k);
+    case GGUF_TYPE_UINT64: {
+      const uint64_t v = gguf_get_val_u64(g, k);
+      return v > static_cast<uint64_t>(INT64_MAX) ? -1 : static_cast<int64_t>(v);
+    }
+    case GGUF_TYPE_INT64: return gguf_get_val_i64(g, k);
+    default: return std::nullopt;
+  }
+}
+
 static std::string metadata_problem(const gguf_context* g, const std::string& arch_prefix) {
+  if (const auto layers = integer_value(g, arch_prefix + "block_count");
+      layers && (*layers < 1 || *layers > kMaxLayers)) {
+    return arch_prefix + "block_count is " + std::to_string(*layers) + " (llama.cpp reads 1 to " +
+           std::to_string(kMaxLayers) + " layers)";
+  }
   // Norm epsilons: ggml asserts eps >= 0 when the graph runs.
   for (const char* key : {"attention.layer_norm_rms_epsilon", "attention.layer_norm_epsilon"}) {
     const int64_t k = gguf_find_key(g, (arch_prefix + key).c_str());

@@ -14,7 +14,7 @@
 #include "engine/points.h"
 #include "engine/system.h"
 #include "errors.h"
-#include "run/session.h"
+#include "run/text.h"
 #include "store/safetensors.h"
 
 namespace hd::run {
@@ -167,13 +167,18 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
   // The directory is this command's own output (--force was checked above); its files may not
   // be what the capture reads.
   const OutputPolicy own(true, {c.arm.model, c.text_file});
-  // Tolerances calibrated for the reference being replaced would not fit the new one.
+  // Both files are written whole before either replaces the old one; the manifest goes last (a
+  // reference is a reference once its manifest is there).
+  OutputFile activations((out / "activations.safetensors").string(), own);
+  activations.write(store::safetensors_bytes(
+      tensors, {{"format", "heterodyne-reference"},
+                {"schema_version", std::to_string(kReferenceSchema)}}));
+  OutputFile manifest_file((out / "manifest.json").string(), own);
+  manifest_file.write(manifest.dump(2) + "\n");
+  activations.commit();
+  manifest_file.commit();
+  // Tolerances calibrated for the reference just replaced do not fit the new one.
   fs::remove(out / "tolerances.json", ec);
-  store::write_safetensors((out / "activations.safetensors").string(), tensors,
-                           {{"format", "heterodyne-reference"},
-                            {"schema_version", std::to_string(kReferenceSchema)}},
-                           own);
-  write_output_file((out / "manifest.json").string(), manifest.dump(2) + "\n", own);
   return manifest;
 }
 

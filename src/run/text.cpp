@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "common/input_file.h"
 #include "common/utf8.h"
@@ -85,12 +86,18 @@ static std::vector<int32_t> tokenize_whole(const engine::Model& m, const std::st
   return m.tokenize(text, true);
 }
 
-// The end of a prefix of about `bytes`: just after the next line break (the whole text when
-// there is none).
+// The end of a prefix of about `bytes`: just after the next line break within 64 KiB, else
+// the next space, else the next character boundary (a text may have no line breaks at all).
 static size_t cut_after(const std::string& text, size_t bytes) {
   if (bytes >= text.size()) return text.size();
-  const size_t nl = text.find('\n', bytes);
-  return nl == std::string::npos ? text.size() : nl + 1;
+  constexpr size_t kLook = size_t{1} << 16;
+  const std::string_view window = std::string_view(text).substr(bytes, kLook);
+  for (const char c : {'\n', ' '}) {
+    if (const size_t at = window.find(c); at != std::string_view::npos) return bytes + at + 1;
+  }
+  size_t at = bytes;
+  while (at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;
+  return at;
 }
 
 std::vector<int32_t> tokenize_text(const engine::Model& m, const std::string& text,

@@ -197,7 +197,7 @@ size_t announced_body(const std::vector<HeaderLine>& lines, size_t max) {
   for (const auto& h : lines) {
     if (h.name != "content-length") continue;
     if (h.value.empty() || h.value.size() > 18 ||
-        !std::all_of(h.value.begin(), h.value.end(), [](char c) { return std::isdigit(c); }))
+        !std::all_of(h.value.begin(), h.value.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       return 0;
     const size_t n = std::stoull(h.value);
     return n <= max ? n : 0;

@@ -61,7 +61,7 @@ std::optional<HostPort> parse_host(const std::string& value) {
   if (!rest.empty()) {
     const std::string digits = rest.substr(1);
     if (rest[0] != ':' || digits.empty() || digits.size() > 5 ||
-        !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(c); }))
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       return std::nullopt;
     hp.port = std::stoi(digits);
   }

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/input_file.h"
 #include "errors.h"
 #include "report/export.h"
 #include "report/html.h"
@@ -216,6 +217,7 @@ class Api {
     const std::string name = path->stem().string();
     try {
       if (format == "hdy") {
+        require_regular_file(path->string(), "experiment file");  // a FIFO would block forever
         std::ifstream in(*path, std::ios::binary);
         std::ostringstream ss;
         ss << in.rdbuf();

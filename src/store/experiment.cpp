@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -139,6 +140,20 @@ static void write_header(Database& db) {
   t.commit();
 }
 
+// A hot journal beside the file being replaced (its last writer died mid-transaction) is
+// rolled back into it by SQLite's first read, so that the old file stays whole whatever
+// happens to the new one; then no journal is left for the new file to be mistaken for.
+// A file that is not a database (a --force over something else) is left as it is.
+static void roll_back_a_crashed_transaction(const std::string& path) {
+  struct stat st {};
+  if (::stat((path + "-journal").c_str(), &st) != 0) return;
+  try {
+    Database old(path, true, false);
+    Statement(old.handle(), "SELECT count(*) FROM sqlite_master").step();
+  } catch (const std::exception&) {
+  }
+}
+
 Experiment Experiment::create(const std::string& path, bool replace,
                               const std::vector<std::string>& inputs) {
   const std::string target = check_output_path(path, experiment_policy(replace, inputs));
@@ -146,10 +161,17 @@ Experiment Experiment::create(const std::string& path, bool replace,
   // second is told another process writes it (a stale part of a killed run is reused).
   const std::string part = target + ".part";
   struct stat st {};
-  if (::lstat(part.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    throw InputError("'" + part + "' is in the way (not a regular file): remove it");
+  if (::lstat(part.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode))
+      throw InputError("'" + part + "' is in the way (not a regular file): remove it");
+    // A part another writer holds is refused; an unlocked one was left by a killed run, and
+    // is removed (never written into: it may be linked elsewhere).
+    if (locked_by_another(part)) throw InputError(busy(path));
+    ::unlink(part.c_str());
+    ::unlink((part + "-journal").c_str());
   }
-  const int fd = ::open(part.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+  const int fd = ::open(part.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+  if (fd < 0 && errno == EEXIST) throw InputError(busy(path));  // another writer came first
   if (fd < 0) throw InputError("cannot write '" + part + "': " + std::strerror(errno));
   if (!try_lock(fd)) {
     ::close(fd);
@@ -161,10 +183,15 @@ Experiment Experiment::create(const std::string& path, bool replace,
   e.inputs_ = inputs;
   fatal::add_temporary(part);
   fatal::add_temporary(part + "-journal");
-  if (::ftruncate(fd, 0) != 0)
-    throw RuntimeError("cannot write '" + part + "': " + std::strerror(errno));
-  ::unlink((part + "-journal").c_str());
-  if (::lstat(target.c_str(), &st) == 0) e.replaced_lock_fd_ = take_lock(target);
+  if (::lstat(target.c_str(), &st) == 0) {
+    // It appeared after the check: only --force replaces it.
+    if (!replace) {
+      throw InputError("'" + path +
+                       "' already exists: use --resume to finish it, or --force to replace it");
+    }
+    e.replaced_lock_fd_ = take_lock(target);
+    roll_back_a_crashed_transaction(target);
+  }
   e.db_ = std::make_unique<Database>(part, true, true);
   e.db_->exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL;");
   write_header(*e.db_);
@@ -176,8 +203,8 @@ void Experiment::publish() {
   const std::string& target = publish_to_;
   db_.reset();  // between transactions: closing leaves no journal behind
   if (replaced_lock_fd_ >= 0) {
-    // The file being replaced is locked by us, so nobody is inside it: a journal it left would
-    // otherwise be taken for this file's and rolled back into it.
+    // The file being replaced is locked by us and its crashed transaction, if any, was rolled
+    // back at create(): still, a journal at its name would be taken for this file's.
     struct stat held {}, now {};
     if (::fstat(replaced_lock_fd_, &held) != 0 || ::lstat(target.c_str(), &now) != 0 ||
         held.st_dev != now.st_dev || held.st_ino != now.st_ino) {
@@ -193,15 +220,22 @@ void Experiment::publish() {
   part_.clear();
   if (replaced_lock_fd_ >= 0) ::close(replaced_lock_fd_);
   replaced_lock_fd_ = -1;
-  db_ = std::make_unique<Database>(target, true, false);
-  db_->exec("PRAGMA synchronous=FULL;");
+  try {
+    db_ = std::make_unique<Database>(target, true, false);
+    db_->exec("PRAGMA synchronous=FULL;");
+  } catch (const std::exception& e) {
+    throw RuntimeError("'" + path_ + "' is in place but cannot be opened again: " + e.what());
+  }
 }
 
 Experiment Experiment::open(const std::string& path, bool writable) {
   require_regular_file(path, "experiment file");
   std::unique_ptr<Database> db;
   int fd = -1;
-  if (writable) fd = take_lock(path);
+  // Through a symbolic link, the file it leads to is the one locked and written.
+  std::error_code ec;
+  const std::string real = fs::canonical(path, ec).string();
+  if (writable) fd = take_lock(ec ? path : real);
   try {
     db = std::make_unique<Database>(path, writable, false);
     Statement q(db->handle(), "SELECT value FROM meta WHERE key = 'format'");
@@ -353,6 +387,7 @@ void Experiment::put_chunk(const ChunkResult& c, const std::map<int32_t, std::st
 }
 
 std::vector<int> Experiment::finished_chunks() const {
+  if (!db_) throw RuntimeError("'" + path_ + "' is not open");  // a failed publish() closed it
   std::vector<int> out;
   Statement q(db_->handle(), "SELECT chunk FROM chunks ORDER BY chunk");
   while (q.step()) out.push_back(static_cast<int>(q.integer(0)));
@@ -363,6 +398,7 @@ std::vector<int> Experiment::finished_chunks() const {
 // layers): a stored step beyond it is damage, not a model.
 constexpr int64_t kMaxSteps = int64_t{1} << 16;
 constexpr int64_t kMaxLayers = int64_t{1} << 15;
+constexpr int64_t kMaxWidth = int64_t{1} << 20;  // a residual row: n_embd
 
 // Every value read back is checked against what a run can write: a tampered or damaged file
 // gets one line naming what is wrong, never an out-of-range index further on.
@@ -502,8 +538,9 @@ ChunkResult Experiment::read_chunk(int chunk) const {
     r.arm = res.text(0);
     const int64_t layer = res.integer(1), width = res.integer(2), rows = res.integer(4);
     auto b = res.blob(3);
+    // Both factors bounded first: their product cannot overflow.
     if ((r.arm != "a" && r.arm != "b") || layer < 0 || layer >= kMaxLayers || width < 1 ||
-        rows < 1 || rows > n_tokens ||
+        width > kMaxWidth || rows < 1 || rows > n_tokens ||
         static_cast<uint64_t>(b.size()) != static_cast<uint64_t>(rows * width) * sizeof(float)) {
       throw damaged(path_, chunk, "has a saved residual whose shape does not match its data");
     }
@@ -623,19 +660,19 @@ static std::vector<Row> chunk_rows(Database& db, const Experiment& e, int chunk,
                                    bool with_seconds) {
   struct Part {
     const char* table;
-    const char* key;  // the columns that name a row in messages
-    const char* order;
+    std::vector<std::string> key;  // the columns that name a row in messages, and order them
   };
   static const Part kParts[] = {
-      {"chunks", "chunk", "chunk"},
-      {"tokens", "pos", "pos"},
-      {"positions", "comparison, pos", "comparison, pos"},
-      {"layers", "comparison, layer, pos", "comparison, layer, pos"},
-      {"transplants", "direction, step, pos", "direction, step, pos"},
-      {"residuals", "arm, layer", "arm, layer"},
+      {"chunks", {"chunk"}},
+      {"tokens", {"pos"}},
+      {"positions", {"comparison", "pos"}},
+      {"layers", {"comparison", "layer", "pos"}},
+      {"transplants", {"direction", "step", "pos"}},
+      {"residuals", {"arm", "layer"}},
   };
   std::vector<Row> rows;
-  const auto collect = [&](const std::string& table, const std::string& key, Statement& q) {
+  const auto collect = [&](const std::string& table, const std::vector<std::string>& key,
+                           Statement& q) {
     while (q.step()) {
       Row r;
       std::string key_values;
@@ -645,7 +682,7 @@ static std::vector<Row> chunk_rows(Database& db, const Experiment& e, int chunk,
         r.names.push_back(name);
         r.bytes.push_back(canonical_value(q, col));
         r.shown.push_back(shown_value(q, col));
-        if (key.find(name) != std::string::npos) {
+        if (std::find(key.begin(), key.end(), name) != key.end()) {
           key_values += (key_values.empty() ? "" : ", ") + r.shown.back();
         }
       }
@@ -654,8 +691,10 @@ static std::vector<Row> chunk_rows(Database& db, const Experiment& e, int chunk,
     }
   };
   for (const Part& p : kParts) {
-    Statement q(db.handle(), fmt::format("SELECT * FROM {} WHERE chunk = ? ORDER BY {}", p.table,
-                                         p.order));
+    std::string order;
+    for (const auto& k : p.key) order += (order.empty() ? "" : ", ") + k;
+    Statement q(db.handle(),
+                fmt::format("SELECT * FROM {} WHERE chunk = ? ORDER BY {}", p.table, order));
     q.bind(1, int64_t{chunk});
     collect(p.table, p.key, q);
   }
@@ -672,7 +711,7 @@ static std::vector<Row> chunk_rows(Database& db, const Experiment& e, int chunk,
   Statement voc(db.handle(), "SELECT * FROM vocab WHERE token_id = ?");
   for (int32_t id : ids) {
     voc.bind(1, int64_t{id});
-    collect("vocab", "token_id", voc);
+    collect("vocab", {"token_id"}, voc);
     voc.reset();
   }
   return rows;
