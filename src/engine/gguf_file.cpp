@@ -133,32 +133,31 @@ GgufSummary gguf_check(const std::string& path) {
   };
   s.architecture = get_str("general.architecture");
   s.name = get_str("general.name");
-  // An unsigned or signed integer of any width, or the first element of an integer array.
+  // An unsigned or signed integer of any width, or the first element of an integer array; 0
+  // when absent, of another type (gguf asserts on reading a string as data) or out of range.
   auto get_int = [&](const std::string& key) -> int {
+    std::optional<int64_t> v = integer_value(g, key);
     const int64_t k = gguf_find_key(g, key.c_str());
-    if (k < 0) return 0;
-    gguf_type t = gguf_get_kv_type(g, k);
-    const void* data = nullptr;
-    if (t == GGUF_TYPE_ARRAY) {
-      if (gguf_get_arr_n(g, k) == 0) return 0;
-      t = gguf_get_arr_type(g, k);
-      data = gguf_get_arr_data(g, k);
-    } else {
-      data = gguf_get_val_data(g, k);
+    if (!v && k >= 0 && gguf_get_kv_type(g, k) == GGUF_TYPE_ARRAY && gguf_get_arr_n(g, k) > 0) {
+      const gguf_type t = gguf_get_arr_type(g, k);
+      // gguf_get_arr_data asserts the array holds no strings: only integer arrays are read.
+      const void* data = t == GGUF_TYPE_STRING || t == GGUF_TYPE_ARRAY || t == GGUF_TYPE_FLOAT32 ||
+                                 t == GGUF_TYPE_FLOAT64 || t == GGUF_TYPE_BOOL
+                             ? nullptr
+                             : gguf_get_arr_data(g, k);
+      switch (data ? t : GGUF_TYPE_COUNT) {
+        case GGUF_TYPE_UINT8: v = *static_cast<const uint8_t*>(data); break;
+        case GGUF_TYPE_INT8: v = *static_cast<const int8_t*>(data); break;
+        case GGUF_TYPE_UINT16: v = *static_cast<const uint16_t*>(data); break;
+        case GGUF_TYPE_INT16: v = *static_cast<const int16_t*>(data); break;
+        case GGUF_TYPE_UINT32: v = *static_cast<const uint32_t*>(data); break;
+        case GGUF_TYPE_INT32: v = *static_cast<const int32_t*>(data); break;
+        case GGUF_TYPE_UINT64: v = static_cast<int64_t>(*static_cast<const uint64_t*>(data)); break;
+        case GGUF_TYPE_INT64: v = *static_cast<const int64_t*>(data); break;
+        default: return 0;
+      }
     }
-    int64_t v = 0;
-    switch (t) {
-      case GGUF_TYPE_UINT8: v = *static_cast<const uint8_t*>(data); break;
-      case GGUF_TYPE_INT8: v = *static_cast<const int8_t*>(data); break;
-      case GGUF_TYPE_UINT16: v = *static_cast<const uint16_t*>(data); break;
-      case GGUF_TYPE_INT16: v = *static_cast<const int16_t*>(data); break;
-      case GGUF_TYPE_UINT32: v = *static_cast<const uint32_t*>(data); break;
-      case GGUF_TYPE_INT32: v = *static_cast<const int32_t*>(data); break;
-      case GGUF_TYPE_UINT64: v = static_cast<int64_t>(*static_cast<const uint64_t*>(data)); break;
-      case GGUF_TYPE_INT64: v = *static_cast<const int64_t*>(data); break;
-      default: return 0;
-    }
-    return v < 0 || v > (int64_t{1} << 30) ? 0 : static_cast<int>(v);
+    return !v || *v < 0 || *v > (int64_t{1} << 30) ? 0 : static_cast<int>(*v);
   };
   const std::string a = s.architecture + ".";
   s.n_layer = get_int(a + "block_count");
