@@ -36,7 +36,9 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
   cp.cb_eval = &LocalArm::eval_callback;
   cp.cb_eval_user_data = this;
   cp.no_perf = true;
+  fatal::set_activity("preparing a context for '" + settings_.model + "'");
   ctx_ = llama_init_from_model(weights_->handle(), cp);
+  fatal::set_activity("");
   if (ctx_ == nullptr) {
     const std::string why = last_llama_error();
     throw InputError("llama.cpp refused the settings for '" + settings_.model + "'" +
