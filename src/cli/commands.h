@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "common/progress.h"
+
 namespace hd::cli {
 
 struct Context {
@@ -26,7 +28,8 @@ void add_length_curve(CLI::App& app, Context& ctx);
 void add_sweep(CLI::App& app, Context& ctx);
 void add_floor(CLI::App& app, Context& ctx);
 
-// Progress lines go to stderr, so stdout stays clean for tables and JSON.
-void progress_line(const std::string& line);
+// Progress lines go to stderr, so stdout stays clean for tables and JSON; with
+// HETERODYNE_PROGRESS=json each is one JSON object (common/progress.h).
+void progress_line(const Progress& p);
 
 }  // namespace hd::cli

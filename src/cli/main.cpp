@@ -1,6 +1,7 @@
 // heterodyne: where and why two llama.cpp configurations of a model disagree.
 // The one place where errors become a line on stderr and an exit code.
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -77,7 +78,13 @@ std::string option_with_empty_value(CLI::App& app, const std::vector<std::string
 }  // namespace
 
 namespace hd::cli {
-void progress_line(const std::string& line) {
+// HETERODYNE_PROGRESS=json: every line as JSON (what serve reads from its children).
+void progress_line(const Progress& p) {
+  static const bool json = [] {
+    const char* v = std::getenv("HETERODYNE_PROGRESS");
+    return v != nullptr && std::string(v) == "json";
+  }();
+  const std::string line = json ? progress_json(p) : p.text;
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
 }

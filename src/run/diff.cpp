@@ -135,8 +135,15 @@ static int run_chunks(store::Experiment& e, Session& s,
       last = now;
       const double chunk_s = std::chrono::duration<double>(now - t0).count() / pass * passes;
       const double left = chunk_s * (passes - pass) / passes + chunk_s * (to_run - ran - 1);
-      progress(fmt::format("chunk {}/{}: patched pass {}/{}, about {:.0f} s left", finished + 1,
-                           total, pass, passes, left));
+      Progress p(fmt::format("chunk {}/{}: patched pass {}/{}, about {:.0f} s left",
+                             finished + 1, total, pass, passes, left));
+      p.event = Progress::Event::kPass;
+      p.done = finished;
+      p.total = total;
+      p.pass = pass;
+      p.passes = passes;
+      p.seconds_left = left;
+      progress(p);
     });
     analysis::ChunkResult r = s.compute(c, chunks[static_cast<size_t>(c)]);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -163,8 +170,13 @@ static int run_chunks(store::Experiment& e, Session& s,
     for (const auto& p : r.diff.positions) {
       if (p.scored) kl += p.score.kl, ++n;
     }
-    progress(fmt::format("chunk {}/{}  mean KL {:.6f}  {:.2f} s", finished, total,
-                         n ? kl / static_cast<double>(n) : 0.0, r.seconds));
+    const double mean_kl = n ? kl / static_cast<double>(n) : 0.0;
+    Progress p = Progress::chunk(
+        finished, total,
+        fmt::format("chunk {}/{}  mean KL {:.6f}  {:.2f} s", finished, total, mean_kl, r.seconds));
+    p.mean_kl = mean_kl;
+    p.seconds = r.seconds;
+    progress(p);
   }
   const int missing = total - finished;
   if (missing == 0) {

@@ -6,12 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "common/progress.h"
 #include "run/config.h"
 
 namespace hd::run {
 
-// One line of progress per chunk (the CLI prints it to stderr).
-using ProgressFn = std::function<void(const std::string&)>;
 
 // Set from a signal handler: the run stops cleanly after the chunk in flight.
 void request_stop();

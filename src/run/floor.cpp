@@ -175,7 +175,10 @@ nlohmann::json explore(const FloorConfig& c, const std::shared_ptr<engine::Model
                         {"kl_mean", kl_sum / static_cast<double>(positions)},
                         {"kl_max", kl_max},
                         {"top1_change_rate", static_cast<double>(flips) / static_cast<double>(positions)}});
-        if (++done % 16 == 0 || done == total) progress(fmt::format("{}/{} runs", done, total));
+        if (++done % 16 == 0 || done == total) {
+          progress(Progress::chunk(static_cast<int>(done), static_cast<int>(total),
+                                   fmt::format("{}/{} runs", done, total)));
+        }
       }
       patterns.push_back({{"n_threads", group_s.n_threads},
                           {"flash_attn", fa},
@@ -228,7 +231,7 @@ void floor_verify(const std::string& path, bool force, const ProgressFn& progres
   check_config(c);
   auto model = engine::model_load(c.model);
   const auto chunks = chunk_text(*model, read_text_file(c.text_file), c.chunk, c.max_chunks);
-  if (explore(c, model, chunks, [](const std::string&) {}).dump() != e.required_meta("floor")) {
+  if (explore(c, model, chunks, [](const Progress&) {}).dump() != e.required_meta("floor")) {
     throw RuntimeError("verify failed: the floor exploration does not reproduce");
   }
   progress("verify: every run of the floor exploration reproduces bitwise");

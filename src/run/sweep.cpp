@@ -349,7 +349,8 @@ void sweep_run(const DiffConfig& config, int max_arms, const std::string& out, b
     }
     rows.push_back(s.compute(static_cast<int>(c), chunks[c]));
     e.set_meta(chunk_key(static_cast<int>(c)), rows.back().dump());
-    progress(fmt::format("chunk {}/{}", c + 1, chunks.size()));
+    progress(Progress::chunk(static_cast<int>(c + 1), static_cast<int>(chunks.size()),
+                             fmt::format("chunk {}/{}", c + 1, chunks.size())));
   }
   e.set_meta("sweep", sweep_summary(cfg, rows, combos).dump());
   prov["finished_at"] = now_utc();

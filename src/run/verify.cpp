@@ -71,7 +71,8 @@ int verify(const std::string& path, const VerifyOptions& options, const Progress
     }
     again_stored.put_chunk(again, s.pieces_of(again));
     if (auto d = e.first_difference(c, again_stored)) throw RuntimeError("verify failed: " + *d);
-    progress(fmt::format("chunk {}/{}: identical", c + 1, chunks.size()));
+    progress(Progress::chunk(c + 1, static_cast<int>(chunks.size()),
+                             fmt::format("chunk {}/{}: identical", c + 1, chunks.size())));
   }
   progress(fmt::format("verify: all {} chunks reproduce bitwise", chunks.size()));
   return 0;

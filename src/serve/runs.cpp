@@ -8,7 +8,9 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <regex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <tuple>
 
 #include "serve/limits.h"
 
@@ -27,11 +29,13 @@ bool finished(const RunState& s) { return s.state != "queued" && s.state != "run
 }  // namespace
 
 RunQueue::RunQueue(std::string exe, std::string cache_dir) : exe_(std::move(exe)) {
-  const std::string cache_var = "HETERODYNE_CACHE=";
+  const std::string cache_var = "HETERODYNE_CACHE=", progress_var = "HETERODYNE_PROGRESS=";
   for (char** e = environ; *e; ++e) {
-    if (std::string(*e).rfind(cache_var, 0) != 0) env_.emplace_back(*e);
+    const std::string var(*e);
+    if (var.rfind(cache_var, 0) != 0 && var.rfind(progress_var, 0) != 0) env_.push_back(var);
   }
   env_.push_back(cache_var + cache_dir);
+  env_.push_back(progress_var + "json");  // read by update(), never parsed from the text
   worker_ = std::thread([this] { work(); });
 }
 
@@ -146,18 +150,31 @@ void RunQueue::work() {
   }
 }
 
-// "chunk 3/8 ..." gives the progress; any line is the message.
+// The child reports progress as JSON lines (common/progress.h): chunk events give the counts,
+// every event's text is the message. Other lines (an error) are the message as they are.
+struct ChildLine {
+  std::string message;
+  std::optional<std::pair<int, int>> counts;  // chunks done, of
+};
+static ChildLine read_child_line(const std::string& line) {
+  ChildLine out{line, std::nullopt};
+  const auto j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object() || !j.contains("event") || !j.contains("text") || !j["text"].is_string())
+    return out;
+  out.message = j["text"].get<std::string>();
+  if (j.contains("done") && j.contains("total") && j["done"].is_number_integer() &&
+      j["total"].is_number_integer())
+    out.counts = {j["done"].get<int>(), j["total"].get<int>()};
+  return out;
+}
+
 void RunQueue::update(int id, const std::string& line) {
-  static const std::regex kChunk(R"(^chunk (\d+)/(\d+))");
-  std::smatch m;
+  const ChildLine l = read_child_line(line);
   std::lock_guard<std::mutex> lock(mu_);
   for (Job& j : jobs_) {
     if (j.state.id != id) continue;
-    if (std::regex_search(line, m, kChunk)) {
-      j.state.chunk = std::stoi(m[1]);
-      j.state.chunks = std::stoi(m[2]);
-    }
-    if (j.state.message.rfind("cancelling", 0) != 0) j.state.message = line;
+    if (l.counts) std::tie(j.state.chunk, j.state.chunks) = *l.counts;
+    if (j.state.message.rfind("cancelling", 0) != 0) j.state.message = l.message;
   }
 }
 
@@ -216,9 +233,11 @@ void RunQueue::run_one(Job& job) {
       buffer.append(chunk, static_cast<size_t>(n));
       size_t nl;
       while ((nl = buffer.find('\n')) != std::string::npos) {
-        last = buffer.substr(0, nl);
+        const std::string line = buffer.substr(0, nl);
         buffer.erase(0, nl + 1);
-        if (!last.empty()) update(id, last);
+        if (line.empty()) continue;
+        update(id, line);
+        last = read_child_line(line).message;
       }
     }
   }
