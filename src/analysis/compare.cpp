@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
+#include <variant>
 
 namespace hd::analysis {
 
@@ -63,6 +65,36 @@ static std::optional<std::string> compare(const char* name, int chunk, const Com
   return std::nullopt;
 }
 
+// Plug-in rows: the same analyses, row for row, every value bitwise (a double by its bits).
+static std::optional<std::string> analyses_mismatch(const ChunkResult& s, const ChunkResult& r) {
+  for (const auto& [name, rows] : s.analyses) {
+    const auto it = r.analyses.find(name);
+    if (it == r.analyses.end())
+      return fmt::format("chunk {}: analysis {} was not recomputed", s.chunk, name);
+    if (it->second.size() != rows.size())
+      return fmt::format("chunk {} analysis {}: row counts differ", s.chunk, name);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto& a = rows[i];
+      const auto& b = it->second[i];
+      bool same = a.size() == b.size();
+      for (size_t k = 0; same && k < a.size(); ++k) {
+        same = a[k].index() == b[k].index();
+        if (same && std::holds_alternative<double>(a[k])) {
+          const double x = std::get<double>(a[k]), y = std::get<double>(b[k]);
+          // NaN is stored as NULL and read back as one NaN, whatever its bits were.
+          same = (std::isnan(x) && std::isnan(y)) || std::memcmp(&x, &y, sizeof x) == 0;
+        } else if (same) {
+          same = a[k] == b[k];
+        }
+      }
+      if (!same) return fmt::format("chunk {} analysis {} row {}: values differ", s.chunk, name, i);
+    }
+  }
+  if (r.analyses.size() != s.analyses.size())
+    return fmt::format("chunk {}: the recomputed chunk has other analyses", s.chunk);
+  return std::nullopt;
+}
+
 std::optional<std::string> first_mismatch(const ChunkResult& s, const ChunkResult& r) {
   if (s.tokens != r.tokens) return fmt::format("chunk {}: tokens differ", s.chunk);
   if (auto m = compare("diff", s.chunk, s.diff, r.diff)) return m;
@@ -102,7 +134,7 @@ std::optional<std::string> first_mismatch(const ChunkResult& s, const ChunkResul
                          a.layer);
     }
   }
-  return std::nullopt;
+  return analyses_mismatch(s, r);
 }
 
 }  // namespace hd::analysis

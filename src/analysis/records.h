@@ -2,8 +2,10 @@
 // summarizes. Plain data, no behaviour.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "analysis/kl.h"
@@ -54,6 +56,10 @@ struct Transplants {
   std::vector<TransplantRow> denoise, noise;
 };
 
+// One value of a plug-in analysis' row (analysis/plugin.h): INTEGER, REAL or TEXT.
+using Cell = std::variant<int64_t, double, std::string>;
+using CellRow = std::vector<Cell>;
+
 struct ChunkResult {
   int chunk = 0;
   std::vector<int32_t> tokens;  // exactly what both arms evaluated (BOS already in place)
@@ -61,6 +67,7 @@ struct ChunkResult {
   std::optional<Comparison> floor;
   std::vector<ResidualTensor> residuals;
   std::optional<Transplants> transplants;
+  std::map<std::string, std::vector<CellRow>> analyses;  // plug-in name -> its rows, in order
   double seconds = 0;  // wall time; provenance only, never compared
 };
 

@@ -2,6 +2,7 @@
 // heterodyne diff --resume run.hdy
 #include <fmt/format.h>
 
+#include "cli/analysis_flags.h"
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
 #include "errors.h"
@@ -38,6 +39,7 @@ void add_diff(CLI::App& app, Context& ctx) {
       "run every patched pass from the embeddings (for comparison; the numbers are the same)");
   cmd->add_flag("--components", o->cfg.components,
                 "transplants at every ffn_inp-N too: the attention/MLP split of each layer");
+  add_analysis_flag(*cmd, o->cfg.analyses);
   cmd->add_option("-o,--output", o->out, "experiment file to write");
   cmd->add_flag("--force", o->force, "replace an existing output file");
   CLI::Option* resume = cmd->add_option("--resume", o->resume,

@@ -8,6 +8,7 @@
 
 #include "analysis/consistency.h"
 #include "errors.h"
+#include "report/analyses.h"
 #include "report/transplants.h"
 #include "store/experiment.h"
 
@@ -46,6 +47,7 @@ Loaded load_experiment(const std::string& path) {
   l.pieces = e.pieces();
   l.summary = analysis::summarize(l.chunks);
   l.transplants = analysis::summarize_transplants(l.chunks);
+  l.analyses = summarize_analyses(e);
   return l;
 }
 
@@ -135,6 +137,7 @@ void print_summary(std::ostream& os, const Loaded& l) {
     os << fmt::format("  {:>5}  {:<26} {:>10.6f} {:>12.5g} {:>14.3g}\n", r.layer, ci(r.rel_err),
                       r.cosine_mean, r.max_abs, r.floor_rel_err_mean);
   }
+  for (const auto& [name, table] : l.analyses) print_summary_table(os, table);
 }
 
 // What distinguishes B in a ladder row: the quant type it was made with, else its file name, plus
@@ -255,6 +258,10 @@ nlohmann::json summary_json(const Loaded& l, int worst) {
                            {"floor_rel_err_mean", r.floor_rel_err_mean}});
   }
   if (l.transplants) add_transplants_json(j, *l.transplants);
+  if (!l.analyses.empty()) {
+    j["analyses"] = nlohmann::json::object();
+    for (const auto& [name, table] : l.analyses) j["analyses"][name] = summary_table_json(table);
+  }
   j["config"] = l.config;
   j["provenance"] = l.provenance;
   if (worst > 0) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/plugin.h"
 #include "analysis/records.h"
 #include "analysis/summary.h"
 #include "analysis/transplant_summary.h"
@@ -25,6 +26,7 @@ struct Loaded {
   std::map<int32_t, std::string> pieces;
   analysis::Summary summary;
   std::optional<analysis::TransplantSummary> transplants;  // with --transplants
+  std::vector<std::pair<std::string, analysis::SummaryTable>> analyses;  // plug-ins, by name
 };
 
 Loaded load_experiment(const std::string& path);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "analysis/plugin.h"
 #include "errors.h"
 
 namespace hd::run {
@@ -36,7 +37,7 @@ engine::ArmSettings arm_settings_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json to_json(const DiffConfig& c) {
-  return {{"a", to_json(c.a)},
+  nlohmann::json j = {{"a", to_json(c.a)},
           {"b", to_json(c.b)},
           {"b_quant", c.b_quant},
           {"text_file", c.text_file},
@@ -49,6 +50,9 @@ nlohmann::json to_json(const DiffConfig& c) {
           {"transplants", c.transplants},
           {"components", c.components},
           {"prefix_reuse", c.prefix_reuse}};
+  // Only when asked for: the configuration of a run without plug-ins reads as before.
+  if (!c.analyses.empty()) j["analyses"] = c.analyses;
+  return j;
 }
 
 DiffConfig diff_config_from_json(const nlohmann::json& j) {
@@ -66,6 +70,7 @@ DiffConfig diff_config_from_json(const nlohmann::json& j) {
   c.transplants = j.value("transplants", false);
   c.components = j.value("components", false);
   c.prefix_reuse = j.value("prefix_reuse", true);
+  if (j.contains("analyses")) c.analyses = j.at("analyses").get<std::vector<std::string>>();
   return c;
 }
 
@@ -100,6 +105,18 @@ void validate(const DiffConfig& c) {
     }
   }
   if (c.floor_ubatch < 0) throw InputError("--floor-ub must be at least 1");
+  for (size_t i = 0; i < c.analyses.size(); ++i) {
+    if (analysis::find_chunk_analysis(c.analyses[i]) == nullptr) {
+      std::string known;
+      for (const auto& a : analysis::chunk_analyses()) known += (known.empty() ? "" : ", ") + a->name();
+      throw InputError("--analysis '" + c.analyses[i] + "' is not an analysis (there are: " +
+                       known + ")");
+    }
+    for (size_t k = 0; k < i; ++k) {
+      if (c.analyses[k] == c.analyses[i])
+        throw InputError("--analysis '" + c.analyses[i] + "' is given twice");
+    }
+  }
   if (first_scored_target(c.score_from, c.chunk) > c.chunk - 1) {
     throw InputError("--score-from " + c.score_from +
                      " leaves no position to score in a chunk of " + std::to_string(c.chunk) +

@@ -3,6 +3,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "engine/arm.h"
 
@@ -22,6 +23,7 @@ struct DiffConfig {
   bool transplants = false;  // denoise and noise at inp_embd and every l_out-N
   bool components = false;   // and at every ffn_inp-N: the attention/MLP split
   bool prefix_reuse = true;  // start patched passes at the restore point (run/prefix.h)
+  std::vector<std::string> analyses;  // plug-in analyses by name (analysis/plugin.h)
 };
 
 nlohmann::json to_json(const DiffConfig& c);

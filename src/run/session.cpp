@@ -50,6 +50,7 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
     points_ = analysis::restore_points(model_a->info().n_layer, config_.components);
   }
   arch_ = model_a->info().architecture;
+  for (const auto& name : config_.analyses) analyses_.push_back(analysis::find_chunk_analysis(name));
   if (!points_.empty() && config_.prefix_reuse) {
     const auto splits = tail_splits(model_a->info().n_layer);
     tails_a_ = std::make_unique<Tails>(config_.a, config_.chunk, splits);
@@ -91,6 +92,9 @@ Session::ArmRun Session::make_run(std::shared_ptr<engine::Model> model,
     r.hook.capture(engine::point_name(info.architecture, engine::PointKind::kLayerOut, l));
   }
   for (const auto& p : points_) r.hook.capture(graph_name(p));  // the sources of transplants
+  for (const auto* a : analyses_) {
+    for (const auto& point : a->points(info.n_layer)) r.hook.capture(point);
+  }
   return r;
 }
 
@@ -257,8 +261,37 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
     run(floor_, tokens, first_output);
     r.floor = compare(a_, floor_, tokens, first_output);
   }
+  run_analyses(r, tokens, first_output);
   if (!points_.empty()) r.transplants = transplant(tokens, first_output);
   return r;
+}
+
+// Every plug-in sees the chunk as the diff computed it (before transplants reuse buffers).
+void Session::run_analyses(ChunkResult& r, std::span<const int32_t> tokens, int first_output) {
+  if (analyses_.empty()) return;
+  analysis::ChunkInput in;
+  in.chunk = r.chunk;
+  in.tokens = tokens;
+  in.first_output = first_output;
+  in.n_vocab = a_.arm->model_info().n_vocab;
+  in.logits_a = a_.logits;
+  in.logits_b = b_.logits;
+  in.diff = &r.diff;
+  in.floor = r.floor ? &*r.floor : nullptr;
+  in.captured = [this](char arm, const std::string& point) -> std::span<const float> {
+    return (arm == 'a' ? a_ : b_).hook.captured(point);
+  };
+  for (const auto* a : analyses_) {
+    auto rows = a->compute(in);
+    const auto columns = a->columns();
+    for (const auto& row : rows) {
+      if (!analysis::row_fits(columns, row)) {
+        throw RuntimeError("analysis '" + a->name() + "' returned a row that does not fit its "
+                           "columns (a bug in the analysis)");
+      }
+    }
+    r.analyses[a->name()] = std::move(rows);
+  }
 }
 
 std::map<int32_t, std::string> Session::pieces_of(const ChunkResult& c) const {

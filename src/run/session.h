@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/plugin.h"
 #include "analysis/records.h"
 #include "analysis/restore_points.h"
 #include "engine/arm.h"
@@ -68,11 +69,13 @@ class Session {
   void patched_pass(bool denoise, const analysis::RestorePoint& point,
                     std::span<const int32_t> tokens, int first_output);
   std::string graph_name(const analysis::RestorePoint& p) const;
+  void run_analyses(analysis::ChunkResult& r, std::span<const int32_t> tokens, int first_output);
 
   DiffConfig config_;
   ArmRun a_, b_, floor_;
   int floor_ub_ = 0;
   std::vector<analysis::RestorePoint> points_;  // empty without --transplants
+  std::vector<const analysis::ChunkAnalysis*> analyses_;  // the plug-ins asked for
   std::string arch_;
   std::vector<float> patched_logits_;
   std::unique_ptr<Tails> tails_a_, tails_b_;  // prefix reuse, with --transplants

@@ -19,6 +19,7 @@
 #include "common/output_file.h"
 #include "common/sha256.h"
 #include "errors.h"
+#include "store/analysis_tables.h"
 #include "store/sqlite.h"
 
 namespace hd::store {
@@ -375,6 +376,7 @@ void Experiment::put_chunk(const ChunkResult& c, const std::map<int32_t, std::st
       }
     }
   }
+  for (const auto& [name, rows] : c.analyses) put_analysis_rows(*db_, name, c.chunk, rows);
   // The chunks row goes last: its presence is what marks the chunk finished.
   Statement(db_->handle(), "INSERT INTO chunks VALUES (?, ?, ?)")
       .bind(1, int64_t{c.chunk})
@@ -550,7 +552,14 @@ ChunkResult Experiment::read_chunk(int chunk) const {
     std::memcpy(r.data.data(), b.data(), r.data.size() * sizeof(float));
     c.residuals.push_back(std::move(r));
   }
+  c.analyses = read_analysis_rows(*db_, path_, chunk);
   return c;
+}
+
+std::vector<std::string> Experiment::analyses() const { return stored_analyses(*db_); }
+
+std::vector<analysis::StoredRow> Experiment::analysis_rows(const std::string& name) const {
+  return read_analysis(*db_, path_, name);
 }
 
 std::vector<ChunkResult> Experiment::read_all() const {
@@ -629,7 +638,12 @@ std::string Experiment::compute_integrity() const {
   // For each table in the fixed order above, its name and a newline, then every row in key
   // order; meta rows with key 'integrity_sha256' are left out: the hash cannot cover itself.
   Sha256 md;
-  for (const auto& table : kTables) {
+  // Then each plug-in analysis' table, by name (a file without them hashes as it always did).
+  std::vector<TableDef> tables(std::begin(kTables), std::end(kTables));
+  std::vector<std::string> names;
+  for (const auto& a : stored_analyses(*db_)) names.push_back(analysis_table(a));
+  for (const auto& n : names) tables.push_back({n.c_str(), "chunk, row", ""});
+  for (const auto& table : tables) {
     md.update(table.name, std::strlen(table.name));
     md.update("\n", 1);
     std::string sql = std::string("SELECT * FROM ") + table.name;
@@ -661,6 +675,7 @@ static std::vector<Row> chunk_rows(Database& db, const Experiment& e, int chunk,
   struct Part {
     const char* table;
     std::vector<std::string> key;  // the columns that name a row in messages, and order them
+    std::string own_table = {};    // a plug-in analysis' table (then `table` is null)
   };
   static const Part kParts[] = {
       {"chunks", {"chunk"}},
@@ -690,13 +705,16 @@ static std::vector<Row> chunk_rows(Database& db, const Experiment& e, int chunk,
       rows.push_back(std::move(r));
     }
   };
-  for (const Part& p : kParts) {
+  std::vector<Part> parts(std::begin(kParts), std::end(kParts));
+  for (const auto& a : stored_analyses(db)) parts.push_back({nullptr, {"row"}, analysis_table(a)});
+  for (const Part& p : parts) {
+    const std::string table = p.table ? p.table : p.own_table;
     std::string order;
     for (const auto& k : p.key) order += (order.empty() ? "" : ", ") + k;
     Statement q(db.handle(),
-                fmt::format("SELECT * FROM {} WHERE chunk = ? ORDER BY {}", p.table, order));
+                fmt::format("SELECT * FROM {} WHERE chunk = ? ORDER BY {}", table, order));
     q.bind(1, int64_t{chunk});
-    collect(p.table, p.key, q);
+    collect(table, p.key, q);
   }
   std::set<int32_t> ids;
   const analysis::ChunkResult c = e.read_chunk(chunk);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/plugin.h"
 #include "analysis/records.h"
 
 namespace hd::store {
@@ -53,6 +54,11 @@ class Experiment {
   analysis::ChunkResult read_chunk(int chunk) const;
   std::vector<analysis::ChunkResult> read_all() const;
   std::map<int32_t, std::string> pieces() const;
+
+  // The plug-in analyses (analysis/plugin.h) the file holds rows of, and every finished chunk's
+  // rows of one (store/analysis_tables.h).
+  std::vector<std::string> analyses() const;
+  std::vector<analysis::StoredRow> analysis_rows(const std::string& name) const;
 
   // SHA-256 over the canonical serialization of every stored value but the hash itself.
   std::string compute_integrity() const;

@@ -1,5 +1,6 @@
 // The result view shared by the report file and the serve UI: arms, headline cards with
 // their floor, plots, the shaded text and provenance.
+import { analysesSection } from "./analyses";
 import { h, type Child } from "./dom";
 import { baseName, fmt, fmtBytes, fmtFixed, fmtParams, fmtPct, fmtPm, isNum, DASH } from "./format";
 import { makePlot, type PlotHandle } from "./plots";
@@ -28,6 +29,7 @@ export function renderResult(root: HTMLElement, result: Result, downloads: HTMLE
       arms(s),
       cards(s),
       percentiles(s),
+      analysesSection(s),
       downloads,
       h("section", { class: "plots" }, h("h2", null, "Where the difference comes from"), ...plots.map((p) => p.el), componentTotals(s)),
       strip.el,

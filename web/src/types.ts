@@ -81,6 +81,14 @@ export interface ArmInfo {
   n_layer?: number;
 }
 
+/** A plug-in analysis' summary (src/report/analyses.h): a titled table and notes. */
+export interface AnalysisTable {
+  title: string;
+  columns: string[];
+  rows: (string | number | null)[][];
+  notes: string[];
+}
+
 export interface Summary {
   kl_mean: Num;
   kl_ci95: Num;
@@ -101,6 +109,7 @@ export interface Summary {
   layers?: LayerStat[];
   transplants?: Transplants | null;
   components?: Components | null;
+  analyses?: Record<string, AnalysisTable>;
   config?: {
     a?: ArmInfo;
     b?: ArmInfo;

@@ -1,0 +1,35 @@
+// The registry of per-chunk analyses: adding one is one line here (docs/extending.md). An
+// explicit list, not static registration objects: those are dropped by the linker from a
+// static library when nothing else refers to their file.
+#include "analysis/plugin.h"
+
+namespace hd::analysis {
+
+const std::vector<std::unique_ptr<ChunkAnalysis>>& chunk_analyses() {
+  static const auto all = [] {
+    std::vector<std::unique_ptr<ChunkAnalysis>> v;
+    return v;
+  }();
+  return all;
+}
+
+const ChunkAnalysis* find_chunk_analysis(const std::string& name) {
+  for (const auto& a : chunk_analyses()) {
+    if (a->name() == name) return a.get();
+  }
+  return nullptr;
+}
+
+bool row_fits(const std::vector<ColumnDef>& columns, const CellRow& row) {
+  if (row.size() != columns.size()) return false;
+  for (size_t i = 0; i < row.size(); ++i) {
+    const auto t = columns[i].type;
+    const bool ok = t == ColumnDef::Type::kInteger ? std::holds_alternative<int64_t>(row[i])
+                    : t == ColumnDef::Type::kReal  ? std::holds_alternative<double>(row[i])
+                                                   : std::holds_alternative<std::string>(row[i]);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace hd::analysis
