@@ -1,6 +1,7 @@
 // The registry of per-chunk analyses: adding one is one line here (docs/extending.md). An
 // explicit list, not static registration objects: those are dropped by the linker from a
 // static library when nothing else refers to their file.
+#include "analysis/confidence.h"
 #include "analysis/plugin.h"
 
 namespace hd::analysis {
@@ -8,6 +9,7 @@ namespace hd::analysis {
 const std::vector<std::unique_ptr<ChunkAnalysis>>& chunk_analyses() {
   static const auto all = [] {
     std::vector<std::unique_ptr<ChunkAnalysis>> v;
+    v.push_back(make_confidence_analysis());
     return v;
   }();
   return all;

@@ -73,6 +73,36 @@ MeanCI cluster_mean(std::span<const double> values, std::span<const int> cluster
   return r;
 }
 
+MeanCI cluster_mean_of_totals(std::span<const double> sums, std::span<const double> counts) {
+  MeanCI r;
+  double n = 0, sum = 0;
+  for (size_t g = 0; g < sums.size(); ++g) {
+    if (counts[g] <= 0) continue;
+    n += counts[g];
+    sum += sums[g];
+    ++r.clusters;
+  }
+  r.n = static_cast<size_t>(n);
+  if (r.n == 0) {
+    r.mean = r.ci95 = std::numeric_limits<double>::quiet_NaN();
+    return r;
+  }
+  r.mean = sum / n;
+  if (r.clusters < 2) {
+    r.ci95 = std::numeric_limits<double>::quiet_NaN();
+    return r;
+  }
+  double ss = 0;
+  for (size_t g = 0; g < sums.size(); ++g) {
+    if (counts[g] <= 0) continue;
+    const double e = sums[g] - counts[g] * r.mean;
+    ss += e * e;
+  }
+  const double g = static_cast<double>(r.clusters);
+  r.ci95 = t_quantile_975(g - 1) * std::sqrt(g / (g - 1) * ss / (n * n));
+  return r;
+}
+
 std::vector<Percentile> kl_percentiles(std::vector<double> v) {
   std::vector<Percentile> out = {{"max", 1.0, 0},    {"99.9%", 0.999, 0}, {"99.0%", 0.99, 0},
                                  {"95.0%", 0.95, 0}, {"90.0%", 0.90, 0},  {"median", 0.5, 0},

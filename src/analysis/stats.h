@@ -22,6 +22,10 @@ double t_quantile_975(double df);
 //   Var(mean) = G / (G - 1) * sum_g e_g^2 / N^2,   ci95 = t_{0.975, G-1} * sqrt(Var).
 MeanCI cluster_mean(std::span<const double> values, std::span<const int> cluster);
 
+// The same mean and interval from per-cluster totals: sums[g] = sum of the values of cluster
+// g, counts[g] = how many (clusters with none are not clusters): e_g = sums[g] - counts[g] * mean.
+MeanCI cluster_mean_of_totals(std::span<const double> sums, std::span<const double> counts);
+
 struct Percentile {
   const char* label;  // "max", "99.9%", ..., "min"
   double fraction;

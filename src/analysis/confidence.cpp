@@ -1,0 +1,133 @@
+#include "analysis/confidence.h"
+
+#include <array>
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "analysis/stats.h"
+
+namespace hd::analysis {
+
+namespace {
+
+constexpr std::array<double, 7> kEdges = {0, .2, .4, .6, .8, .95, 1};
+constexpr int kBuckets = static_cast<int>(kEdges.size()) - 1;
+
+std::string bucket_label(int b) {
+  const auto f = [](double x) {
+    std::string s = std::to_string(x);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+    return s;
+  };
+  return "[" + f(kEdges[static_cast<size_t>(b)]) + ", " + f(kEdges[static_cast<size_t>(b) + 1]) +
+         (b + 1 == kBuckets ? "]" : ")");
+}
+
+// Per bucket of one comparison: scored positions, their KL sum and top-1 changes.
+struct Totals {
+  std::array<int64_t, kBuckets> n{};
+  std::array<double, kBuckets> kl{};
+  std::array<int64_t, kBuckets> flips{};
+};
+
+Totals bucket_totals(const Comparison* c) {
+  Totals t;
+  if (c == nullptr) return t;
+  for (const auto& p : c->positions) {
+    if (!p.scored) continue;
+    const auto b = static_cast<size_t>(confidence_bucket(p.score.top_a.p[0]));
+    ++t.n[b];
+    t.kl[b] += p.score.kl;
+    t.flips[b] += p.score.top_a.id[0] != p.score.top_b.id[0] ? 1 : 0;
+  }
+  return t;
+}
+
+class Confidence final : public ChunkAnalysis {
+ public:
+  std::string name() const override { return "confidence"; }
+  std::string description() const override {
+    return "KL and top-1 changes by A's top-1 probability (6 buckets), with the floor";
+  }
+  std::vector<ColumnDef> columns() const override {
+    using T = ColumnDef::Type;
+    return {{"bucket", T::kInteger, "0..5: A's top-1 probability in [0,.2) [.2,.4) [.4,.6) "
+                                    "[.6,.8) [.8,.95) [.95,1]"},
+            {"positions", T::kInteger, "scored positions of the chunk in the bucket"},
+            {"kl_sum", T::kReal, "their KL(A || B), summed in position order"},
+            {"flips", T::kInteger, "of them, where A's and B's top-1 token differ"},
+            {"floor_positions", T::kInteger, "the same for the floor (A re-split); 0 without it"},
+            {"floor_kl_sum", T::kReal, "KL(A || A re-split), summed"},
+            {"floor_flips", T::kInteger, "top-1 changes of the floor"}};
+  }
+
+  std::vector<CellRow> compute(const ChunkInput& in) const override {
+    const Totals d = bucket_totals(in.diff), f = bucket_totals(in.floor);
+    std::vector<CellRow> rows;
+    for (size_t b = 0; b < kBuckets; ++b) {
+      rows.push_back({int64_t(b), d.n[b], d.kl[b], d.flips[b], f.n[b], f.kl[b], f.flips[b]});
+    }
+    return rows;
+  }
+
+  SummaryTable summarize(const std::vector<StoredRow>& rows) const override;
+};
+
+double real(const Cell& c) {
+  if (const auto* i = std::get_if<int64_t>(&c)) return static_cast<double>(*i);
+  return std::get<double>(c);
+}
+
+SummaryTable Confidence::summarize(const std::vector<StoredRow>& rows) const {
+  // Per bucket, per chunk: the totals each interval is computed from (chunks are the clusters).
+  std::array<std::vector<double>, kBuckets> n, kl, flips, fn, fkl;
+  std::set<int> chunks;
+  double all = 0;
+  for (const auto& r : rows) {
+    const auto b = static_cast<size_t>(std::get<int64_t>(r.cells.at(0)));
+    if (b >= kBuckets) continue;
+    chunks.insert(r.chunk);
+    n[b].push_back(real(r.cells.at(1)));
+    kl[b].push_back(real(r.cells.at(2)));
+    flips[b].push_back(real(r.cells.at(3)));
+    fn[b].push_back(real(r.cells.at(4)));
+    fkl[b].push_back(real(r.cells.at(5)));
+    all += real(r.cells.at(1));
+  }
+  SummaryTable t;
+  t.title = "KL by A's confidence (its top-1 probability)";
+  t.columns = {"A top-1 p", "positions", "share", "mean KL", "KL ±95%", "top-1 change",
+               "change ±95%", "floor KL"};
+  bool have_floor = false;
+  for (size_t b = 0; b < kBuckets; ++b) {
+    const MeanCI k = cluster_mean_of_totals(kl[b], n[b]);
+    const MeanCI c = cluster_mean_of_totals(flips[b], n[b]);
+    const MeanCI f = cluster_mean_of_totals(fkl[b], fn[b]);
+    have_floor = have_floor || f.n > 0;
+    t.rows.push_back({bucket_label(static_cast<int>(b)), static_cast<int64_t>(k.n),
+                      all > 0 ? static_cast<double>(k.n) / all : NAN, k.mean, k.ci95, c.mean,
+                      c.ci95, f.mean});
+  }
+  t.notes.push_back("intervals: 95 %, cluster-robust over " + std::to_string(chunks.size()) +
+                    " chunks (a bucket held by fewer than 2 chunks has none)");
+  if (chunks.size() < 5) {
+    t.notes.push_back(std::to_string(chunks.size()) + " chunks: intervals are wide");
+  }
+  if (!have_floor) t.notes.push_back("no floor: the run was made with --no-floor");
+  return t;
+}
+
+}  // namespace
+
+int confidence_bucket(double p) {
+  for (int b = 0; b + 1 < kBuckets; ++b) {
+    if (p < kEdges[static_cast<size_t>(b) + 1]) return b;
+  }
+  return kBuckets - 1;
+}
+
+std::unique_ptr<ChunkAnalysis> make_confidence_analysis() { return std::make_unique<Confidence>(); }
+
+}  // namespace hd::analysis
