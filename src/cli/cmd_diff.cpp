@@ -73,18 +73,7 @@ void add_diff(CLI::App& app, Context& ctx) {
       cfg.prefix_reuse = !o->no_prefix_reuse;
       end = run::diff_run(cfg, o->out, o->force, ctx.command_line, progress_line);
     }
-    if (!end.written) {
-      progress_line("stopped before the first chunk was stored: nothing written ('" + path +
-                    "' is as it was)");
-      ctx.exit_code = 130;
-    } else if (end.missing > 0) {
-      progress_line(fmt::format("stopped with {} chunks to go; finish with: heterodyne diff "
-                                "--resume {}",
-                                end.missing, path));
-      ctx.exit_code = 130;
-    } else {
-      progress_line("wrote " + path + "  (heterodyne show " + path + ")");
-    }
+    ctx.exit_code = report_run_end(end, "diff", path);
   });
 }
 

@@ -1,6 +1,7 @@
 // heterodyne sweep --a A.gguf [--b B.gguf] [settings, --a-… --b-…] --text-file T [--chunk N]
 //                  [--max-chunks N] [--score-from N|half] [--no-floor] [--floor-ub N]
 //                  [--max-arms 64] -o sweep.hdy [--force]
+// heterodyne sweep --resume sweep.hdy
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
 #include "errors.h"
@@ -10,7 +11,7 @@ namespace hd::cli {
 
 void add_sweep(CLI::App& app, Context& ctx) {
   struct Opts {
-    std::string a, b, text, out;
+    std::string a, b, text, out, resume;
     ArmFlags shared, own_a, own_b;
     run::DiffConfig cfg;
     int max_arms = 64;
@@ -19,28 +20,43 @@ void add_sweep(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "sweep", "every combination of the settings two arms differ in: how much each causes");
-  cmd->add_option("--a", o->a, "arm A's GGUF (the reference)")->required();
+  cmd->add_option("--a", o->a, "arm A's GGUF (the reference)");
   cmd->add_option("--b", o->b, "arm B's GGUF (default: A's, with B's settings)");
-  cmd->add_option("--text-file,-f", o->text, "the text every arm reads")->required();
+  cmd->add_option("--text-file,-f", o->text, "the text every arm reads");
   add_chunk_flags(*cmd, o->cfg.chunk, o->cfg.max_chunks, o->cfg.score_from);
   cmd->add_flag("--no-floor", o->no_floor, "skip the numerical floor");
   cmd->add_option("--floor-ub", o->cfg.floor_ubatch, "ubatch of the floor arm");
   cmd->add_option("--max-arms", o->max_arms, "refuse more combinations than this")
       ->capture_default_str();
-  cmd->add_option("-o,--output", o->out, "experiment file to write")->required();
+  cmd->add_option("-o,--output", o->out, "experiment file to write");
   cmd->add_flag("--force", o->force, "replace an existing output file");
+  CLI::Option* resume = cmd->add_option(
+      "--resume", o->resume, "finish an interrupted sweep file (its own settings; no other flag)");
   add_arm_flags(*cmd, o->shared, "");
   add_arm_flags(*cmd, o->own_a, "a-");
   add_arm_flags(*cmd, o->own_b, "b-");
+  // A resumed sweep uses its stored settings; a flag that would change them is a mistake.
+  for (CLI::Option* opt : cmd->get_options()) {
+    if (opt != resume && opt->get_name() != "--help") resume->excludes(opt);
+  }
   cmd->callback([o, &ctx] {
-    run::DiffConfig cfg = o->cfg;
-    cfg.a = resolve_arm(stored_path(o->a), o->shared, o->own_a);
-    cfg.b = resolve_arm(stored_path(o->b.empty() ? o->a : o->b), o->shared, o->own_b);
-    cfg.text_file = stored_path(o->text);
-    cfg.floor = !o->no_floor;
-    run::sweep_run(cfg, o->max_arms, o->out, o->force, ctx.command_line, progress_line);
-    progress_line("wrote " + o->out + "  (heterodyne show " + o->out + ")");
-    ctx.exit_code = 0;
+    run::RunEnd end;
+    std::string path = o->out;
+    if (!o->resume.empty()) {
+      path = o->resume;
+      end = run::sweep_resume(o->resume, ctx.command_line, progress_line);
+    } else {
+      if (o->a.empty()) throw InputError("sweep needs --a MODEL.gguf");
+      if (o->text.empty()) throw InputError("sweep needs --text-file FILE");
+      if (o->out.empty()) throw InputError("sweep needs -o FILE.hdy");
+      run::DiffConfig cfg = o->cfg;
+      cfg.a = resolve_arm(stored_path(o->a), o->shared, o->own_a);
+      cfg.b = resolve_arm(stored_path(o->b.empty() ? o->a : o->b), o->shared, o->own_b);
+      cfg.text_file = stored_path(o->text);
+      cfg.floor = !o->no_floor;
+      end = run::sweep_run(cfg, o->max_arms, o->out, o->force, ctx.command_line, progress_line);
+    }
+    ctx.exit_code = report_run_end(end, "sweep", path);
   });
 }
 

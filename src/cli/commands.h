@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/progress.h"
+#include "run/chunk_loop.h"
 
 namespace hd::cli {
 
@@ -31,5 +32,9 @@ void add_floor(CLI::App& app, Context& ctx);
 // Progress lines go to stderr, so stdout stays clean for tables and JSON; with
 // HETERODYNE_PROGRESS=json each is one JSON object (common/progress.h).
 void progress_line(const Progress& p);
+
+// The last line of a chunked run (diff, sweep): written, stopped with chunks to go (and how to
+// finish), or stopped before anything was stored. Returns the exit code (0, or 130 stopped).
+int report_run_end(const run::RunEnd& end, const std::string& command, const std::string& path);
 
 }  // namespace hd::cli

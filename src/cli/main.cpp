@@ -88,6 +88,7 @@ void progress_line(const Progress& p) {
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
 }
+
 }  // namespace hd::cli
 
 int main(int argc, char** argv) {

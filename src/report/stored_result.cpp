@@ -19,7 +19,11 @@ LoadedResult load_result(const std::string& path, const std::string& kind) {
   const auto sealed = e.meta("integrity_sha256");
   l.integrity = !sealed ? "not sealed" : *sealed == e.compute_integrity() ? "ok" : "MISMATCH";
   const auto result = e.meta(kind);
-  if (!result) throw InputError("'" + path + "' is an unfinished " + kind + " (run it again)");
+  if (!result) {
+    throw InputError("'" + path + "' is an unfinished " + kind +
+                     (kind == "sweep" ? " (finish it with heterodyne sweep --resume " + path + ")"
+                                      : " (run it again)"));
+  }
   try {
     l.result = nlohmann::json::parse(*result);
     l.provenance = nlohmann::json::parse(e.meta("provenance").value_or("{}"));

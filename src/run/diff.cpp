@@ -2,14 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <chrono>
-#include <ctime>
-#include <set>
 
 #include "build_info.h"
 #include "commit.h"
-#include "common/fatal.h"
 #include "common/sha256.h"
 #include "engine/system.h"
 #include "errors.h"
@@ -17,17 +13,6 @@
 #include "store/experiment.h"
 
 namespace hd::run {
-
-static std::atomic<bool> g_stop{false};
-void request_stop() { g_stop = true; }
-bool stop_requested() { return g_stop; }
-
-std::string now_utc() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
 
 static std::string sha256_of_tokens(const std::vector<std::vector<int32_t>>& chunks) {
   std::string bytes;
@@ -76,55 +61,35 @@ static void set_provenance(store::Experiment& e, const std::string& key,
   e.set_meta("provenance", prov.dump());
 }
 
-// Runs every chunk not yet in the file; seals it when all are there. A failure mid-run (a full
-// disk, say) loses only the chunk in flight: the message says how to finish.
-static int run_chunks(store::Experiment& e, Session& s,
-                      const std::vector<std::vector<int32_t>>& chunks, const ProgressFn& progress);
-static std::string nothing_stored(const store::Experiment& e) {
-  return "nothing was stored ('" + e.path() + "' is as it was)";
-}
-
-static std::string kept_chunks(const store::Experiment& e, size_t n) {
-  return "the " + std::to_string(n) + " chunks already stored are kept: finish with " +
-         "heterodyne diff --resume " + e.path();
-}
-
-static RunEnd run_missing(store::Experiment& e, Session& s,
-                          const std::vector<std::vector<int32_t>>& chunks,
-                          const ProgressFn& progress) {
-  fatal::set_resume_hint(e.published() ? kept_chunks(e, e.finished_chunks().size())
-                                       : nothing_stored(e));
-  try {
-    const int missing = run_chunks(e, s, chunks, progress);
-    fatal::set_resume_hint("");
-    return {missing, e.published()};
-  } catch (const RuntimeError& err) {
-    fatal::set_resume_hint("");
-    if (!e.published()) throw RuntimeError(std::string(err.what()) + "; " + nothing_stored(e));
-    std::string kept = "the chunks already stored are kept: finish with heterodyne diff --resume " +
-                       e.path();
-    try {
-      kept = kept_chunks(e, e.finished_chunks().size());
-    } catch (const std::exception&) {
+// Which tails prefix reuse verified (or fell back from) is known after the first chunk.
+static void note_prefix_reuse(store::Experiment& e, const Session& s, nlohmann::json& reported,
+                              const ProgressFn& progress) {
+  const auto reuse = s.prefix_reuse_report();
+  if (reuse == reported) return;
+  reported = reuse;
+  set_provenance(e, "prefix_reuse", reuse);
+  for (const char* arm : {"a", "b"}) {
+    if (reuse.contains(arm) && !reuse[arm]["fell_back"].empty()) {
+      progress(fmt::format("prefix reuse: arm {}'s model cut at layers {} does not reproduce its "
+                           "own full pass bitwise; those patches run full passes",
+                           arm, reuse[arm]["fell_back"].dump()));
     }
-    throw RuntimeError(std::string(err.what()) + "; " + kept);
   }
 }
 
-static int run_chunks(store::Experiment& e, Session& s,
-                       const std::vector<std::vector<int32_t>>& chunks,
-                       const ProgressFn& progress) {
-  const auto done_list = e.finished_chunks();
-  const std::set<int> done(done_list.begin(), done_list.end());
-  const int total = static_cast<int>(chunks.size());
-  int finished = static_cast<int>(done.size());
+// Runs every chunk not yet in the file through the one chunk loop (run/chunk_loop.h).
+static RunEnd run_missing(store::Experiment& e, Session& s,
+                          const std::vector<std::vector<int32_t>>& chunks,
+                          const ProgressFn& progress) {
   using clock = std::chrono::steady_clock;
-  const int to_run = total - finished;
+  ChunkLoop loop;
+  loop.command = "diff";
+  loop.total = static_cast<int>(chunks.size());
+  for (int c : e.finished_chunks()) loop.done.insert(c);
+  const int to_run = loop.total - static_cast<int>(loop.done.size());
   int ran = 0;
   nlohmann::json reported_reuse;
-  for (int c = 0; c < total; ++c) {
-    if (done.count(c)) continue;
-    if (stop_requested()) break;
+  loop.run_chunk = [&](int c, int finished) {
     const auto t0 = clock::now();
     // Transplants make a chunk long (two passes per restore point): report every few seconds,
     // with an estimate of what is left of the whole run.
@@ -136,54 +101,28 @@ static int run_chunks(store::Experiment& e, Session& s,
       const double chunk_s = std::chrono::duration<double>(now - t0).count() / pass * passes;
       const double left = chunk_s * (passes - pass) / passes + chunk_s * (to_run - ran - 1);
       Progress p(fmt::format("chunk {}/{}: patched pass {}/{}, about {:.0f} s left",
-                             finished + 1, total, pass, passes, left));
+                             finished + 1, loop.total, pass, passes, left));
       p.event = Progress::Event::kPass;
       p.done = finished;
-      p.total = total;
+      p.total = loop.total;
       p.pass = pass;
       p.passes = passes;
       p.seconds_left = left;
       progress(p);
     });
     analysis::ChunkResult r = s.compute(c, chunks[static_cast<size_t>(c)]);
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.seconds = std::chrono::duration<double>(clock::now() - t0).count();
     e.put_chunk(r, s.pieces_of(r));
-    e.publish();  // the file appears (or replaces the old one) with its first chunk
-    // Which tails prefix reuse verified (or fell back from) is known after the first chunk.
-    if (const auto reuse = s.prefix_reuse_report(); reuse != reported_reuse) {
-      reported_reuse = reuse;
-      set_provenance(e, "prefix_reuse", reuse);
-      for (const char* arm : {"a", "b"}) {
-        if (reuse.contains(arm) && !reuse[arm]["fell_back"].empty()) {
-          progress(fmt::format(
-              "prefix reuse: arm {}'s model cut at layers {} does not reproduce its own "
-              "full pass bitwise; those patches run full passes",
-              arm, reuse[arm]["fell_back"].dump()));
-        }
-      }
-    }
-    ++finished;
+    note_prefix_reuse(e, s, reported_reuse, progress);
     ++ran;
-    fatal::set_resume_hint(kept_chunks(e, static_cast<size_t>(finished)));
     double kl = 0;
     size_t n = 0;
     for (const auto& p : r.diff.positions) {
       if (p.scored) kl += p.score.kl, ++n;
     }
-    const double mean_kl = n ? kl / static_cast<double>(n) : 0.0;
-    Progress p = Progress::chunk(
-        finished, total,
-        fmt::format("chunk {}/{}  mean KL {:.6f}  {:.2f} s", finished, total, mean_kl, r.seconds));
-    p.mean_kl = mean_kl;
-    p.seconds = r.seconds;
-    progress(p);
-  }
-  const int missing = total - finished;
-  if (missing == 0) {
-    set_provenance(e, "finished_at", now_utc());
-    e.seal();
-  }
-  return missing;
+    return ChunkDone{r.seconds, n ? kl / static_cast<double>(n) : 0.0};
+  };
+  return run_chunk_loop(e, loop, progress);
 }
 
 // What a diff reads: the output may be none of them.

@@ -7,21 +7,12 @@
 #include <vector>
 
 #include "common/progress.h"
+#include "run/chunk_loop.h"
 #include "run/config.h"
 
 namespace hd::run {
 
 
-// Set from a signal handler: the run stops cleanly after the chunk in flight.
-void request_stop();
-bool stop_requested();
-
-// How a run ended: the chunks still missing (0 when complete), and whether the file holds any
-// (a run stopped before its first chunk leaves `out` as it was).
-struct RunEnd {
-  int missing = 0;
-  bool written = true;
-};
 
 // Runs a new diff into `out`.
 RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
@@ -32,7 +23,6 @@ RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
 nlohmann::json run_provenance(const std::string& text_path, const std::string& text,
                               const std::vector<std::vector<int32_t>>& chunks,
                               const std::string& command_line);
-std::string now_utc();
 
 // Finishes an interrupted diff from its own stored configuration.
 RunEnd diff_resume(const std::string& path, const std::string& command_line,

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cmath>
+#include <set>
 #include <map>
 #include <memory>
 
@@ -166,158 +168,63 @@ nlohmann::json sweep_config_json(const DiffConfig& c, int max_arms) {
 
 std::string chunk_key(int c) { return "sweep_chunk_" + std::to_string(c); }
 
-// A mean with its interval over chunks: one value per chunk, each its own cluster.
-analysis::MeanCI over_chunks(const std::vector<double>& per_chunk) {
-  std::vector<int> cluster(per_chunk.size());
-  for (size_t i = 0; i < cluster.size(); ++i) cluster[i] = static_cast<int>(i);
-  return analysis::cluster_mean(per_chunk, cluster);
-}
-
-
 }  // namespace
 
-nlohmann::json sweep_summary(const nlohmann::json& config, const std::vector<nlohmann::json>& chunks,
-                             const nlohmann::json& combinations) {
-  const engine::ArmSettings a = arm_settings_from_json(config.at("a"));
-  const engine::ArmSettings b = arm_settings_from_json(config.at("b"));
-  const std::vector<std::string> names = differing_settings(a, b);
-  const size_t k = names.size(), n_comb = size_t{1} << k, G = chunks.size();
-  if (G == 0) throw InputError("the sweep has no finished chunk");
-  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+namespace {
 
-  // v[chunk][mask]: the chunk's mean KL(A || combination); NaN where it cannot run.
-  std::vector<std::vector<double>> v(G, std::vector<double>(n_comb, kNaN));
-  nlohmann::json combos = nlohmann::json::array();
-  std::vector<double> nll_a;
-  std::vector<int> nll_a_cluster;
-  for (size_t g = 0; g < G; ++g) {
-    for (const auto& x : chunks[g]["nll_a"]) nll_a.push_back(x), nll_a_cluster.push_back(int(g));
-    v[g][0] = 0;  // A against its own logits
-  }
-  for (size_t m = 0; m < n_comb; ++m) {
-    nlohmann::json row = combinations.at(m);
-    if (m == 0) {
-      row.update({{"kl_mean", 0.0}, {"kl_ci95", 0.0}, {"top1_change_rate", 0.0}});
-    } else if (row["possible"].get<bool>()) {
-      std::vector<double> kl, nll;
-      std::vector<int> cluster;
-      size_t flips = 0;
-      for (size_t g = 0; g < G; ++g) {
-        const auto& c = chunks[g]["combos"].at(m - 1);
-        double sum = 0;
-        for (const auto& x : c["kl"]) kl.push_back(x), sum += x.get<double>(), cluster.push_back(int(g));
-        for (const auto& x : c["nll"]) nll.push_back(x);
-        flips += c["flips"].get<size_t>();
-        v[g][m] = sum / static_cast<double>(c["kl"].size());
-      }
-      const auto mk = analysis::cluster_mean(kl, cluster);
-      const auto mn = analysis::cluster_mean(nll, cluster);
-      row.update({{"kl_mean", mk.mean},
-                  {"kl_ci95", json_number(mk.ci95)},
-                  {"top1_change_rate", static_cast<double>(flips) / static_cast<double>(kl.size())},
-                  {"ppl", std::exp(mn.mean)}});
-    }
-    combos.push_back(row);
-  }
-  combos[0]["ppl"] = std::exp(analysis::cluster_mean(nll_a, nll_a_cluster).mean);
-
-  nlohmann::json floor = nullptr;
-  double floor_hi = 0;
-  if (chunks[0].contains("floor")) {
-    std::vector<double> kl;
-    std::vector<int> cluster;
-    size_t flips = 0;
-    for (size_t g = 0; g < G; ++g) {
-      for (const auto& x : chunks[g]["floor"]["kl"]) kl.push_back(x), cluster.push_back(int(g));
-      flips += chunks[g]["floor"]["flips"].get<size_t>();
-    }
-    const auto m = analysis::cluster_mean(kl, cluster);
-    floor = {{"kl_mean", m.mean},
-             {"kl_ci95", json_number(m.ci95)},
-             {"top1_change_rate", static_cast<double>(flips) / static_cast<double>(kl.size())}};
-    floor_hi = m.mean + (std::isnan(m.ci95) ? 0 : m.ci95);
-  }
-
-  // Settings that cannot move alone (a quantized V cache needs flash attention) are one player
-  // for the Shapley values, so that every combination of players ran.
-  std::vector<bool> possible(n_comb);
-  for (size_t m = 0; m < n_comb; ++m) possible[m] = combos[m]["possible"].get<bool>();
-  const std::vector<unsigned> players = analysis::coupled_players(possible);
-  std::vector<std::string> player_names;
-  for (unsigned p : players) {
-    std::string name;
-    for (size_t i = 0; i < k; ++i) {
-      if (!(p & (1u << i))) continue;
-      if (!name.empty()) name += '+';
-      name += names[i];
-    }
-    player_names.push_back(name);
-  }
-
-  // Attribution per chunk, then each quantity's mean and interval over chunks.
-  std::vector<analysis::Attribution> per(G), per_player(G);
-  for (size_t g = 0; g < G; ++g) {
-    per[g] = analysis::attribute(v[g]);
-    per_player[g] = analysis::attribute(analysis::player_values(v[g], players));
-  }
-  auto across = [&](const std::vector<analysis::Attribution>& from, auto get) {
-    std::vector<double> xs(G);
-    for (size_t g = 0; g < G; ++g) xs[g] = get(from[g]);
-    return over_chunks(xs);
-  };
-  nlohmann::json main = nlohmann::json::object(), main_ci = nlohmann::json::object(),
-                 shapley = nlohmann::json::object(), shapley_ci = nlohmann::json::object(),
-                 interactions = nlohmann::json::array(), within = nlohmann::json::array();
-  for (size_t i = 0; i < k; ++i) {
-    const auto me = across(per, [i](const analysis::Attribution& at) { return at.main[i].value; });
-    main[names[i]] = json_number(me.mean);
-    main_ci[names[i]] = json_number(me.ci95);
-    for (size_t j = i + 1; j < k; ++j) {
-      const auto in = across(
-          per, [i, j](const analysis::Attribution& at) { return at.interaction[i][j].value; });
-      interactions.push_back({{"settings", {names[i], names[j]}},
-                              {"value", json_number(in.mean)},
-                              {"ci95", json_number(in.ci95)}});
-    }
-  }
-  for (size_t p = 0; p < players.size(); ++p) {
-    const auto sh =
-        across(per_player, [p](const analysis::Attribution& at) { return at.shapley[p]; });
-    shapley[player_names[p]] = json_number(sh.mean);
-    shapley_ci[player_names[p]] = json_number(sh.ci95);
-    // Within the floor: the interval of the value reaches down to the floor's upper end.
-    if (std::fabs(sh.mean) - (std::isnan(sh.ci95) ? 0 : sh.ci95) <= floor_hi) {
-      within.push_back(player_names[p]);
-    }
-  }
-  size_t impossible = 0;
-  for (const auto& c : combos) impossible += c["possible"].get<bool>() ? 0 : 1;
-  return {{"settings", names},
-          {"a", to_json(a)},
-          {"b", to_json(b)},
-          {"chunks", G},
-          {"combinations", combos},
-          {"impossible", impossible},
-          {"floor", floor},
-          {"total", combos[n_comb - 1]["kl_mean"]},
-          {"main_effects", main},
-          {"main_effects_ci95", main_ci},
-          {"interactions", interactions},
-          {"shapley_players", player_names},
-          {"shapley", shapley},
-          {"shapley_ci95", shapley_ci},
-          {"within_floor", within}};
+// What resume checks before it adds to a sweep: each chunk's row hashed with the configuration
+// it came from, written right after the row.
+std::string row_hash_key(int c) { return "chunk_sha256/" + std::to_string(c); }
+std::string row_hash(const std::string& config, const std::string& row) {
+  return sha256_bytes(config + "\n" + row);
 }
 
-void sweep_run(const DiffConfig& config, int max_arms, const std::string& out, bool replace,
-               const std::string& command_line, const ProgressFn& progress) {
-  validate(config);
-  if (max_arms < 1) throw InputError("--max-arms must be at least 1");
-  store::Experiment::check_creatable(out, replace, {config.a.model, config.b.model, config.text_file});
-  const std::string text = read_text_file(config.text_file);
-  Sweeper s(config, max_arms);
-  const auto chunks = chunk_text(s.model_a(), text, config.chunk, config.max_chunks);
-  const nlohmann::json combos = s.combinations();
+// The chunks whose rows are stored and hash as recorded. A row without its hash (a run killed
+// between the two writes) is computed again; a row whose hash differs was edited: refused.
+std::set<int> stored_rows(const store::Experiment& e, int total) {
+  const std::string config = e.required_meta("config");
+  std::set<int> done;
+  for (int c = 0; c < total; ++c) {
+    const auto row = e.meta(chunk_key(c));
+    const auto hash = e.meta(row_hash_key(c));
+    if (!row || !hash) continue;
+    if (*hash != row_hash(config, *row)) {
+      throw InputError("'" + e.path() + "': sweep chunk " + std::to_string(c) +
+                       " was changed after it was stored; it cannot be resumed (run the sweep "
+                       "again, with --force)");
+    }
+    done.insert(c);
+  }
+  return done;
+}
+
+RunEnd run_sweep_chunks(store::Experiment& e, Sweeper& s,
+                        const std::vector<std::vector<int32_t>>& chunks,
+                        const nlohmann::json& cfg, const nlohmann::json& combos,
+                        const ProgressFn& progress) {
+  ChunkLoop loop;
+  loop.command = "sweep";
+  loop.total = static_cast<int>(chunks.size());
+  loop.done = stored_rows(e, loop.total);
+  const std::string config = cfg.dump();
+  loop.run_chunk = [&](int c, int) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string row = s.compute(c, chunks[static_cast<size_t>(c)]).dump();
+    e.set_meta(chunk_key(c), row);
+    e.set_meta(row_hash_key(c), row_hash(config, row));
+    return ChunkDone{std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+  };
+  loop.before_seal = [&] {
+    std::vector<nlohmann::json> rows;
+    for (int c = 0; c < loop.total; ++c)
+      rows.push_back(nlohmann::json::parse(e.required_meta(chunk_key(c))));
+    e.set_meta("sweep", sweep_summary(cfg, rows, combos).dump());
+  };
+  return run_chunk_loop(e, loop, progress);
+}
+
+void report_plan(const Sweeper& s, const nlohmann::json& combos, size_t n_chunks, int chunk,
+                 const ProgressFn& progress) {
   size_t impossible = 0;
   for (const auto& c : combos) impossible += c["possible"].get<bool>() ? 0 : 1;
   std::string names;
@@ -325,14 +232,28 @@ void sweep_run(const DiffConfig& config, int max_arms, const std::string& out, b
   progress(fmt::format("sweep over {} setting(s){}{}: {} combinations ({} cannot run), {} chunks "
                        "of {} tokens",
                        s.names().size(), names.empty() ? "" : ": ", names, combos.size(),
-                       impossible, chunks.size(), config.chunk));
+                       impossible, n_chunks, chunk));
   for (const auto& c : combos) {
     if (!c["possible"].get<bool>()) {
       progress("  cannot run " + c["values"].dump() + ": " + c["reason"].get<std::string>());
     }
   }
-  store::Experiment e =
-      store::Experiment::create(out, replace, {config.a.model, config.b.model, config.text_file});
+}
+
+}  // namespace
+
+RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out, bool replace,
+                 const std::string& command_line, const ProgressFn& progress) {
+  validate(config);
+  if (max_arms < 1) throw InputError("--max-arms must be at least 1");
+  const std::vector<std::string> inputs = {config.a.model, config.b.model, config.text_file};
+  store::Experiment::check_creatable(out, replace, inputs);
+  const std::string text = read_text_file(config.text_file);
+  Sweeper s(config, max_arms);
+  const auto chunks = chunk_text(s.model_a(), text, config.chunk, config.max_chunks);
+  const nlohmann::json combos = s.combinations();
+  report_plan(s, combos, chunks.size(), config.chunk, progress);
+  store::Experiment e = store::Experiment::create(out, replace, inputs);
   e.set_meta("kind", "sweep");
   const nlohmann::json cfg = sweep_config_json(config, max_arms);
   e.set_meta("config", cfg.dump());
@@ -340,23 +261,37 @@ void sweep_run(const DiffConfig& config, int max_arms, const std::string& out, b
   prov["floor_ubatch"] = s.floor_ubatch();
   e.set_meta("provenance", prov.dump());
   e.set_meta("sweep_combinations", combos.dump());
-  std::vector<nlohmann::json> rows;
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    if (stop_requested()) {
-      throw Stopped(fmt::format("stopped after {} of {} chunks; a sweep cannot be resumed yet, "
-                                "so nothing was written ('{}' is as it was): run it again",
-                                c, chunks.size(), out));
-    }
-    rows.push_back(s.compute(static_cast<int>(c), chunks[c]));
-    e.set_meta(chunk_key(static_cast<int>(c)), rows.back().dump());
-    progress(Progress::chunk(static_cast<int>(c + 1), static_cast<int>(chunks.size()),
-                             fmt::format("chunk {}/{}", c + 1, chunks.size())));
+  return run_sweep_chunks(e, s, chunks, cfg, combos, progress);
+}
+
+RunEnd sweep_resume(const std::string& path, const std::string& command_line,
+                    const ProgressFn& progress) {
+  store::Experiment e = store::Experiment::open(path, true);
+  if (e.meta("kind").value_or("") != "sweep")
+    throw InputError("'" + path + "' is not a sweep experiment");
+  if (e.meta("status").value_or("") == "complete") {
+    progress("'" + path + "' is already complete");
+    return {};
   }
-  e.set_meta("sweep", sweep_summary(cfg, rows, combos).dump());
-  prov["finished_at"] = now_utc();
+  const nlohmann::json cfg = nlohmann::json::parse(e.required_meta("config"));
+  const DiffConfig config = diff_config_from_json(cfg);
+  auto prov = nlohmann::json::parse(e.required_meta("provenance"));
+  const std::string text = read_text_file(config.text_file);
+  if (prov["text"]["sha256"] != sha256_bytes(text)) {
+    throw InputError("the text file '" + config.text_file + "' has changed since this sweep started");
+  }
+  Sweeper s(config, cfg.at("max_arms").get<int>());
+  // The combinations record every model's hash and which could run: they must be as stored.
+  const nlohmann::json combos = nlohmann::json::parse(e.required_meta("sweep_combinations"));
+  if (s.combinations() != combos) {
+    throw InputError("the models or settings are not those the sweep used: cannot resume");
+  }
+  const auto chunks = chunk_text(s.model_a(), text, config.chunk, config.max_chunks);
+  prov["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
   e.set_meta("provenance", prov.dump());
-  e.seal();
-  e.publish();  // only a whole sweep replaces what was at `out`
+  const auto done = stored_rows(e, static_cast<int>(chunks.size()));
+  progress(fmt::format("resuming: {} of {} chunks already stored", done.size(), chunks.size()));
+  return run_sweep_chunks(e, s, chunks, cfg, combos, progress);
 }
 
 void sweep_verify(const std::string& path, bool force, const ProgressFn& progress) {

@@ -7,8 +7,9 @@
 //
 // Stored in an experiment file of kind "sweep": meta "config", "provenance", one
 // "sweep_chunk_<c>" row per finished chunk (every scored position's KL, NLL and top-1 flag per
-// combination) and, at the end, "sweep" (the summary show prints). verify re-runs every chunk
-// and compares the rows byte for byte.
+// combination) with its hash "chunk_sha256/<c>" and, at the end, "sweep" (the summary show
+// prints). The file appears with its first chunk; an interrupted sweep is finished with
+// sweep --resume. verify re-runs every chunk and compares the rows byte for byte.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -32,8 +33,13 @@ engine::ArmSettings combination(const engine::ArmSettings& a, const engine::ArmS
 
 // Runs the sweep into `out` (config.b_quant, transplants and residuals are not used).
 // max_arms bounds 2^k (InputError above it).
-void sweep_run(const DiffConfig& config, int max_arms, const std::string& out, bool replace,
-               const std::string& command_line, const ProgressFn& progress);
+RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out, bool replace,
+                 const std::string& command_line, const ProgressFn& progress);
+
+// Finishes an interrupted sweep from its own stored configuration (the rows already stored
+// must hash as recorded, and the models as the combinations record them).
+RunEnd sweep_resume(const std::string& path, const std::string& command_line,
+                    const ProgressFn& progress);
 
 // Re-runs a stored sweep chunk by chunk; RuntimeError at the first row that differs.
 void sweep_verify(const std::string& path, bool force, const ProgressFn& progress);

@@ -1,0 +1,84 @@
+#include "run/chunk_loop.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "common/fatal.h"
+#include "errors.h"
+#include "store/experiment.h"
+
+namespace hd::run {
+
+static std::atomic<bool> g_stop{false};
+void request_stop() { g_stop = true; }
+bool stop_requested() { return g_stop; }
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+static std::string nothing_stored(const store::Experiment& e) {
+  return "nothing was stored ('" + e.path() + "' is as it was)";
+}
+
+static std::string kept_chunks(const store::Experiment& e, const std::string& command, size_t n) {
+  return "the " + std::to_string(n) + " chunks already stored are kept: finish with " +
+         "heterodyne " + command + " --resume " + e.path();
+}
+
+// Runs every missing chunk; returns how many are still missing (after a stop).
+static int run_missing(store::Experiment& e, const ChunkLoop& loop, const ProgressFn& progress,
+                       int& finished) {
+  for (int c = 0; c < loop.total; ++c) {
+    if (loop.done.count(c)) continue;
+    if (stop_requested()) break;
+    const ChunkDone d = loop.run_chunk(c, finished);
+    e.publish();  // the file appears (or replaces the old one) with its first chunk
+    ++finished;
+    fatal::set_resume_hint(kept_chunks(e, loop.command, static_cast<size_t>(finished)));
+    Progress p = Progress::chunk(
+        finished, loop.total,
+        std::isnan(d.mean_kl)
+            ? fmt::format("chunk {}/{}  {:.2f} s", finished, loop.total, d.seconds)
+            : fmt::format("chunk {}/{}  mean KL {:.6f}  {:.2f} s", finished, loop.total,
+                          d.mean_kl, d.seconds));
+    p.mean_kl = d.mean_kl;
+    p.seconds = d.seconds;
+    progress(p);
+  }
+  const int missing = loop.total - finished;
+  if (missing == 0) {
+    if (loop.before_seal) loop.before_seal();
+    auto prov = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
+    prov["finished_at"] = now_utc();
+    e.set_meta("provenance", prov.dump());
+    e.seal();
+    e.publish();  // a run with nothing left to compute is published here
+  }
+  return missing;
+}
+
+RunEnd run_chunk_loop(store::Experiment& e, const ChunkLoop& loop, const ProgressFn& progress) {
+  fatal::set_resume_hint(e.published() ? kept_chunks(e, loop.command, loop.done.size())
+                                       : nothing_stored(e));
+  int finished = static_cast<int>(loop.done.size());
+  try {
+    const int missing = run_missing(e, loop, progress, finished);
+    fatal::set_resume_hint("");
+    return {missing, e.published()};
+  } catch (const RuntimeError& err) {
+    fatal::set_resume_hint("");
+    if (!e.published()) throw RuntimeError(std::string(err.what()) + "; " + nothing_stored(e));
+    throw RuntimeError(std::string(err.what()) + "; " +
+                       kept_chunks(e, loop.command, static_cast<size_t>(finished)));
+  }
+}
+
+}  // namespace hd::run

@@ -1,0 +1,52 @@
+// The one chunk loop of every chunked run (diff, sweep): runs the chunks not yet stored in
+// order, stops cleanly after the chunk in flight when asked (SIGINT, SIGTERM), publishes the
+// file with its first chunk, reports structured progress, and seals the file when every chunk
+// is there. A failure mid-run loses only the chunk in flight; every message says how to finish
+// (`heterodyne <command> --resume FILE`).
+#pragma once
+#include <cmath>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "common/progress.h"
+
+namespace hd::store {
+class Experiment;
+}
+
+namespace hd::run {
+
+// Set from a signal handler: the run stops cleanly after the chunk in flight.
+void request_stop();
+bool stop_requested();
+
+// How a run ended: the chunks still missing (0 when complete), and whether the file holds any
+// (a run stopped before its first chunk leaves the output path as it was).
+struct RunEnd {
+  int missing = 0;
+  bool written = true;
+};
+
+// What one chunk reports when it is stored.
+struct ChunkDone {
+  double seconds = 0;
+  double mean_kl = NAN;  // A vs B, where the run has one number per chunk
+};
+
+struct ChunkLoop {
+  std::string command;  // "diff", "sweep": what --resume is spelled with
+  int total = 0;
+  std::set<int> done;   // chunks already stored
+  // Computes chunk c and stores it in the file (one transaction); `finished` chunks are stored.
+  std::function<ChunkDone(int c, int finished)> run_chunk;
+  // Called once every chunk is stored, before the file is sealed (a summary, say).
+  std::function<void()> before_seal;
+};
+
+RunEnd run_chunk_loop(store::Experiment& e, const ChunkLoop& loop, const ProgressFn& progress);
+
+// When a stored run was begun and finished: "2026-12-01T12:00:00Z".
+std::string now_utc();
+
+}  // namespace hd::run

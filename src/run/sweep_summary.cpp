@@ -1,0 +1,161 @@
+// The summary of a sweep (what show prints), from its configuration and stored chunk rows
+// alone: per combination the mean KL with its interval, top-1 change and PPL; main effects,
+// pairwise interactions and Shapley values per chunk, each then averaged over chunks with its
+// interval; the floor.
+#include <cmath>
+#include <limits>
+
+#include "analysis/attribution.h"
+#include "analysis/stats.h"
+#include "common/json_number.h"
+#include "errors.h"
+#include "run/sweep.h"
+
+namespace hd::run {
+
+namespace {
+
+// A mean with its interval over chunks: one value per chunk, each its own cluster.
+analysis::MeanCI over_chunks(const std::vector<double>& per_chunk) {
+  std::vector<int> cluster(per_chunk.size());
+  for (size_t i = 0; i < cluster.size(); ++i) cluster[i] = static_cast<int>(i);
+  return analysis::cluster_mean(per_chunk, cluster);
+}
+
+
+}  // namespace
+
+nlohmann::json sweep_summary(const nlohmann::json& config, const std::vector<nlohmann::json>& chunks,
+                             const nlohmann::json& combinations) {
+  const engine::ArmSettings a = arm_settings_from_json(config.at("a"));
+  const engine::ArmSettings b = arm_settings_from_json(config.at("b"));
+  const std::vector<std::string> names = differing_settings(a, b);
+  const size_t k = names.size(), n_comb = size_t{1} << k, G = chunks.size();
+  if (G == 0) throw InputError("the sweep has no finished chunk");
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+  // v[chunk][mask]: the chunk's mean KL(A || combination); NaN where it cannot run.
+  std::vector<std::vector<double>> v(G, std::vector<double>(n_comb, kNaN));
+  nlohmann::json combos = nlohmann::json::array();
+  std::vector<double> nll_a;
+  std::vector<int> nll_a_cluster;
+  for (size_t g = 0; g < G; ++g) {
+    for (const auto& x : chunks[g]["nll_a"]) nll_a.push_back(x), nll_a_cluster.push_back(int(g));
+    v[g][0] = 0;  // A against its own logits
+  }
+  for (size_t m = 0; m < n_comb; ++m) {
+    nlohmann::json row = combinations.at(m);
+    if (m == 0) {
+      row.update({{"kl_mean", 0.0}, {"kl_ci95", 0.0}, {"top1_change_rate", 0.0}});
+    } else if (row["possible"].get<bool>()) {
+      std::vector<double> kl, nll;
+      std::vector<int> cluster;
+      size_t flips = 0;
+      for (size_t g = 0; g < G; ++g) {
+        const auto& c = chunks[g]["combos"].at(m - 1);
+        double sum = 0;
+        for (const auto& x : c["kl"]) kl.push_back(x), sum += x.get<double>(), cluster.push_back(int(g));
+        for (const auto& x : c["nll"]) nll.push_back(x);
+        flips += c["flips"].get<size_t>();
+        v[g][m] = sum / static_cast<double>(c["kl"].size());
+      }
+      const auto mk = analysis::cluster_mean(kl, cluster);
+      const auto mn = analysis::cluster_mean(nll, cluster);
+      row.update({{"kl_mean", mk.mean},
+                  {"kl_ci95", json_number(mk.ci95)},
+                  {"top1_change_rate", static_cast<double>(flips) / static_cast<double>(kl.size())},
+                  {"ppl", std::exp(mn.mean)}});
+    }
+    combos.push_back(row);
+  }
+  combos[0]["ppl"] = std::exp(analysis::cluster_mean(nll_a, nll_a_cluster).mean);
+
+  nlohmann::json floor = nullptr;
+  double floor_hi = 0;
+  if (chunks[0].contains("floor")) {
+    std::vector<double> kl;
+    std::vector<int> cluster;
+    size_t flips = 0;
+    for (size_t g = 0; g < G; ++g) {
+      for (const auto& x : chunks[g]["floor"]["kl"]) kl.push_back(x), cluster.push_back(int(g));
+      flips += chunks[g]["floor"]["flips"].get<size_t>();
+    }
+    const auto m = analysis::cluster_mean(kl, cluster);
+    floor = {{"kl_mean", m.mean},
+             {"kl_ci95", json_number(m.ci95)},
+             {"top1_change_rate", static_cast<double>(flips) / static_cast<double>(kl.size())}};
+    floor_hi = m.mean + (std::isnan(m.ci95) ? 0 : m.ci95);
+  }
+
+  // Settings that cannot move alone (a quantized V cache needs flash attention) are one player
+  // for the Shapley values, so that every combination of players ran.
+  std::vector<bool> possible(n_comb);
+  for (size_t m = 0; m < n_comb; ++m) possible[m] = combos[m]["possible"].get<bool>();
+  const std::vector<unsigned> players = analysis::coupled_players(possible);
+  std::vector<std::string> player_names;
+  for (unsigned p : players) {
+    std::string name;
+    for (size_t i = 0; i < k; ++i) {
+      if (!(p & (1u << i))) continue;
+      if (!name.empty()) name += '+';
+      name += names[i];
+    }
+    player_names.push_back(name);
+  }
+
+  // Attribution per chunk, then each quantity's mean and interval over chunks.
+  std::vector<analysis::Attribution> per(G), per_player(G);
+  for (size_t g = 0; g < G; ++g) {
+    per[g] = analysis::attribute(v[g]);
+    per_player[g] = analysis::attribute(analysis::player_values(v[g], players));
+  }
+  auto across = [&](const std::vector<analysis::Attribution>& from, auto get) {
+    std::vector<double> xs(G);
+    for (size_t g = 0; g < G; ++g) xs[g] = get(from[g]);
+    return over_chunks(xs);
+  };
+  nlohmann::json main = nlohmann::json::object(), main_ci = nlohmann::json::object(),
+                 shapley = nlohmann::json::object(), shapley_ci = nlohmann::json::object(),
+                 interactions = nlohmann::json::array(), within = nlohmann::json::array();
+  for (size_t i = 0; i < k; ++i) {
+    const auto me = across(per, [i](const analysis::Attribution& at) { return at.main[i].value; });
+    main[names[i]] = json_number(me.mean);
+    main_ci[names[i]] = json_number(me.ci95);
+    for (size_t j = i + 1; j < k; ++j) {
+      const auto in = across(
+          per, [i, j](const analysis::Attribution& at) { return at.interaction[i][j].value; });
+      interactions.push_back({{"settings", {names[i], names[j]}},
+                              {"value", json_number(in.mean)},
+                              {"ci95", json_number(in.ci95)}});
+    }
+  }
+  for (size_t p = 0; p < players.size(); ++p) {
+    const auto sh =
+        across(per_player, [p](const analysis::Attribution& at) { return at.shapley[p]; });
+    shapley[player_names[p]] = json_number(sh.mean);
+    shapley_ci[player_names[p]] = json_number(sh.ci95);
+    // Within the floor: the interval of the value reaches down to the floor's upper end.
+    if (std::fabs(sh.mean) - (std::isnan(sh.ci95) ? 0 : sh.ci95) <= floor_hi) {
+      within.push_back(player_names[p]);
+    }
+  }
+  size_t impossible = 0;
+  for (const auto& c : combos) impossible += c["possible"].get<bool>() ? 0 : 1;
+  return {{"settings", names},
+          {"a", to_json(a)},
+          {"b", to_json(b)},
+          {"chunks", G},
+          {"combinations", combos},
+          {"impossible", impossible},
+          {"floor", floor},
+          {"total", combos[n_comb - 1]["kl_mean"]},
+          {"main_effects", main},
+          {"main_effects_ci95", main_ci},
+          {"interactions", interactions},
+          {"shapley_players", player_names},
+          {"shapley", shapley},
+          {"shapley_ci95", shapley_ci},
+          {"within_floor", within}};
+}
+
+}  // namespace hd::run
