@@ -74,6 +74,15 @@ std::string option_with_empty_value(CLI::App& app, const std::vector<std::string
   return "";
 }
 
+// Every registered subcommand, in the order --help lists them: read from the app, so a new
+// command is named without anyone remembering to add it here.
+std::string command_names(CLI::App& app) {
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands({}))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
 }  // namespace
 
 namespace hd::cli {
@@ -119,9 +128,8 @@ int main(int argc, char** argv) {
         first == "--help" || first == "-h" || first == "--help-all" || first == "--version";
     if (!known && !global) {
       return fail(2, std::string(first[0] == '-' ? "unknown option '" : "unknown command '") +
-                         first +
-                         "' (commands: diff, show, export, verify, make-model, quantize, demo-model, report, serve, capture, calibrate, check; see "
-                         "heterodyne --help)");
+                         first + "' (commands: " + command_names(app) +
+                         "; see heterodyne --help)");
     }
   }
   // The command line is stored as JSON text (provenance): it must be UTF-8, and a path that is
