@@ -5,7 +5,7 @@
 
 #include "errors.h"
 #include "store/safetensors.h"
-#include "test_support.h"
+#include "unit_support.h"
 
 using hd::store::NamedTensor;
 

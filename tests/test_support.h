@@ -1,38 +1,16 @@
-// Shared helpers for the tests: where things are, and running the heterodyne binary.
+// Helpers for the integration tests: running the heterodyne binary, its refusals, serve, and
+// GGUFs rewritten with gguf's API. The engine-free helpers are in unit_support.h.
 #pragma once
-#include <gtest/gtest.h>
-
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "unit_support.h"
+
 struct gguf_context;
 struct ggml_context;
 
-namespace hd::analysis {
-struct TransplantSummary;
-}
-
 namespace hd::test {
-
-// The chunks an experiment file holds so far (0 when it cannot be read): what a killed run kept.
-int stored_chunks(const std::string& path);
-
-// Components telescope: embedding + every attention and MLP step = untouched - final
-// (denoise) or final - untouched (noise), to 1e-12 relative, in both directions.
-void expect_steps_telescope(const analysis::TransplantSummary& s);
-
-// ../shared from the repository root; tests that need it skip with a message when absent.
-std::string shared_path(const std::string& rel);
-bool shared_available();
-#define HD_REQUIRE_SHARED()                                                           \
-  do {                                                                                \
-    if (!::hd::test::shared_available())                                              \
-      GTEST_SKIP() << "../shared (models and corpora) is absent: skipping this test"; \
-  } while (0)
-
-// A fresh directory under the test temp dir, removed by nothing: tests may inspect it later.
-std::string temp_dir(const std::string& name);
 
 struct CliResult {
   int exit_code = -1;
@@ -43,23 +21,6 @@ struct CliResult {
 CliResult run_cli(const std::vector<std::string>& args);
 // Starts it without waiting, its stdout and stderr going to the given files. Returns the pid.
 int spawn_cli(const std::vector<std::string>& args, const std::string& out, const std::string& err);
-
-// Points heterodyne's cache (HETERODYNE_CACHE) at a private directory for one scope, then
-// restores what was there.
-class ScopedCacheDir {
- public:
-  explicit ScopedCacheDir(const std::string& dir);
-  ~ScopedCacheDir();
-  ScopedCacheDir(const ScopedCacheDir&) = delete;
-  ScopedCacheDir& operator=(const ScopedCacheDir&) = delete;
-
- private:
-  std::string old_;
-  bool had_old_ = false;
-};
-
-// A file's whole content ("" when it cannot be read).
-std::string read_file(const std::string& path);
 
 // `heterodyne serve` on a free loopback port; its output goes to <dir>/serve.{out,err}.
 // port is 0 when it did not come up within 5 s (the error is in serve.err).
@@ -72,9 +33,10 @@ ServeProcess start_serve(const std::string& models, const std::string& experimen
                          const std::string& dir);
 // SIGTERM, then waits; true when it exited by itself (a clean stop).
 bool stop_serve(const ServeProcess& s);
-
-// Writes `text` to `path`.
-void write_file(const std::string& path, const std::string& text);
+// The address a started serve printed, token included (http://127.0.0.1:PORT/?token=...),
+// and the token alone ("" when it printed none).
+std::string serve_url(const ServeProcess& s);
+std::string serve_token(const ServeProcess& s);
 
 // A diff of stories260K against its Q8_0 on Tom Sawyer, 2 chunks of 64 tokens, into `out`
 // (`extra` adds flags or overrides those), checked to succeed. Returns `out`.
@@ -91,14 +53,5 @@ void expect_refused(const std::vector<std::string>& args, const std::string& phr
 // tensors (loaded into the ggml context, so their data may be changed in place).
 void rewrite_gguf(const std::string& in, const std::string& out,
                   const std::function<void(gguf_context*, ggml_context*)>& edit);
-
-}  // namespace hd::test
-
-namespace hd::test {
-
-// The address a started serve printed, token included (http://127.0.0.1:PORT/?token=...),
-// and the token alone ("" when it printed none).
-std::string serve_url(const ServeProcess& s);
-std::string serve_token(const ServeProcess& s);
 
 }  // namespace hd::test

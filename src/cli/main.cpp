@@ -75,6 +75,44 @@ std::string option_with_empty_value(CLI::App& app, const std::vector<std::string
   return "";
 }
 
+// Every registered subcommand, in the order --help lists them: read from the app, so a new
+// command is named without anyone remembering to add it here.
+std::string command_names(CLI::App& app) {
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands({}))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
+// What is refused before CLI11 reads the line (exit 2), or "" when nothing is.
+std::string refusal_before_parse(CLI::App& app, const std::vector<std::string>& args) {
+  // CLI11 reports a mistyped command as "a subcommand is required"; name what was typed.
+  if (args.size() > 1) {
+    const std::string& first = args[1];
+    const bool known =
+        !app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == first; }).empty();
+    const bool global =
+        first == "--help" || first == "-h" || first == "--help-all" || first == "--version";
+    if (!known && !global) {
+      return std::string(first[0] == '-' ? "unknown option '" : "unknown command '") + first +
+             "' (commands: " + command_names(app) + "; see heterodyne --help)";
+    }
+  }
+  // The command line is stored as JSON text (provenance): it must be UTF-8, and a path that is
+  // not would be stored as something other than itself.
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (const auto bad = hd::first_invalid_utf8(args[i])) {
+      return "argument " + std::to_string(i) + " ('" + printable_bytes(args[i]) +
+             "') is not valid UTF-8 (at byte " + std::to_string(*bad) +
+             "); heterodyne records paths and its command line as UTF-8 text";
+    }
+  }
+  if (const std::string opt = option_with_empty_value(app, args); !opt.empty()) {
+    return opt + " needs a value, not an empty string";
+  }
+  return "";
+}
+
 }  // namespace
 
 namespace hd::cli {
@@ -118,32 +156,7 @@ int main(int argc, char** argv) {
   hd::cli::add_sweep(app, ctx);
   hd::cli::add_floor(app, ctx);
 
-  // CLI11 reports a mistyped command as "a subcommand is required"; name what was typed.
-  if (args.size() > 1) {
-    const std::string& first = args[1];
-    const bool known =
-        !app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == first; }).empty();
-    const bool global =
-        first == "--help" || first == "-h" || first == "--help-all" || first == "--version";
-    if (!known && !global) {
-      return fail(2, std::string(first[0] == '-' ? "unknown option '" : "unknown command '") +
-                         first +
-                         "' (commands: diff, show, export, verify, make-model, quantize, demo-model, report, serve, capture, calibrate, check; see "
-                         "heterodyne --help)");
-    }
-  }
-  // The command line is stored as JSON text (provenance): it must be UTF-8, and a path that is
-  // not would be stored as something other than itself.
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (const auto bad = hd::first_invalid_utf8(args[i])) {
-      return fail(2, "argument " + std::to_string(i) + " ('" + printable_bytes(args[i]) +
-                         "') is not valid UTF-8 (at byte " + std::to_string(*bad) +
-                         "); heterodyne records paths and its command line as UTF-8 text");
-    }
-  }
-  if (const std::string opt = option_with_empty_value(app, args); !opt.empty()) {
-    return fail(2, opt + " needs a value, not an empty string");
-  }
+  if (const std::string why = refusal_before_parse(app, args); !why.empty()) return fail(2, why);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   // An abort inside llama.cpp or a model file cut short under its mapping: one line, exit 1.

@@ -74,6 +74,19 @@ std::unique_ptr<ggml_opt_dataset, DatasetFree> windows(std::span<const int32_t> 
   return ds;
 }
 
+// The optimizer writes the weights in place, so they must not be mapped from the file.
+// llama.cpp says so with load_mode since mid-2026 and with use_mmap before: all of engine/ is
+// compiled against the older trees heterodyne-worker is built for (scripts/worker.sh), this
+// file included, though the worker never trains.
+template <class Params>
+void load_unmapped(Params& mp) {
+  if constexpr (requires { mp.load_mode; }) {
+    mp.load_mode = static_cast<decltype(mp.load_mode)>(0);  // LLAMA_LOAD_MODE_NONE
+  } else {
+    mp.use_mmap = false;
+  }
+}
+
 struct GgufFree {
   void operator()(gguf_context* c) const { gguf_free(c); }
 };
@@ -139,7 +152,7 @@ void train_model(const std::string& init_path, std::span<const int32_t> tokens,
   system_init();
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
-  mp.load_mode = LLAMA_LOAD_MODE_NONE;  // the optimizer writes the weights in place
+  load_unmapped(mp);
   std::unique_ptr<llama_model, ModelFree> model(llama_model_load_from_file(init_path.c_str(), mp));
   if (!model)
     throw RuntimeError("llama.cpp could not load " + init_path + ": " + last_llama_error());
