@@ -12,7 +12,7 @@
 #include "analysis/stats.h"
 #include "errors.h"
 #include "store/experiment.h"
-#include "test_support.h"
+#include "unit_support.h"
 
 using namespace hd::analysis;
 using hd::store::Experiment;
