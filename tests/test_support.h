@@ -41,8 +41,12 @@ struct CliResult {
 };
 // Runs the built heterodyne binary with `args` (no shell interpretation of the arguments).
 CliResult run_cli(const std::vector<std::string>& args);
-// Starts it without waiting, its stdout and stderr going to the given files. Returns the pid.
-int spawn_cli(const std::vector<std::string>& args, const std::string& out, const std::string& err);
+// The same with standard input read from the file `in`.
+CliResult run_cli_with_input(const std::vector<std::string>& args, const std::string& in);
+// Starts it without waiting, its stdout and stderr going to the given files (and its stdin
+// read from `in` when that is set). Returns the pid.
+int spawn_cli(const std::vector<std::string>& args, const std::string& out, const std::string& err,
+              const std::string& in = "");
 
 // Points heterodyne's cache (HETERODYNE_CACHE) at a private directory for one scope, then
 // restores what was there.

@@ -19,19 +19,25 @@ void add_sweep(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "sweep", "every combination of the settings two arms differ in: how much each causes");
-  cmd->add_option("--a", o->a, "arm A's GGUF (the reference)")->required();
-  cmd->add_option("--b", o->b, "arm B's GGUF (default: A's, with B's settings)");
-  cmd->add_option("--text-file,-f", o->text, "the text every arm reads")->required();
-  add_chunk_flags(*cmd, o->cfg.chunk, o->cfg.max_chunks, o->cfg.score_from);
-  cmd->add_flag("--no-floor", o->no_floor, "skip the numerical floor");
-  cmd->add_option("--floor-ub", o->cfg.floor_ubatch, "ubatch of the floor arm");
-  cmd->add_option("--max-arms", o->max_arms, "refuse more combinations than this")
-      ->capture_default_str();
-  cmd->add_option("-o,--output", o->out, "experiment file to write")->required();
-  cmd->add_flag("--force", o->force, "replace an existing output file");
-  add_arm_flags(*cmd, o->shared, "");
-  add_arm_flags(*cmd, o->own_a, "a-");
-  add_arm_flags(*cmd, o->own_b, "b-");
+  in_group(*cmd, "Inputs", [&] {
+    cmd->add_option("--a", o->a, "arm A's GGUF (the reference)")->required();
+    cmd->add_option("--b", o->b, "arm B's GGUF (default: A's, with B's settings)");
+    cmd->add_option("--text-file,-f", o->text, "the text every arm reads ('-': standard input)")
+        ->required();
+    add_chunk_flags(*cmd, o->cfg.chunk, o->cfg.max_chunks, o->cfg.score_from);
+    add_skip_unencodable(*cmd, o->cfg.skip_unencodable);
+  });
+  add_two_arm_flags(*cmd, o->shared, o->own_a, o->own_b);
+  in_group(*cmd, "Analyses", [&] {
+    cmd->add_flag("--no-floor", o->no_floor, "skip the numerical floor");
+    cmd->add_option("--floor-ub", o->cfg.floor_ubatch, "ubatch of the floor arm");
+    cmd->add_option("--max-arms", o->max_arms, "refuse more combinations than this")
+        ->capture_default_str();
+  });
+  in_group(*cmd, "Output", [&] {
+    cmd->add_option("-o,--output", o->out, "experiment file to write")->required();
+    cmd->add_flag("--force", o->force, "replace an existing output file");
+  });
   cmd->callback([o, &ctx] {
     run::DiffConfig cfg = o->cfg;
     cfg.a = resolve_arm(stored_path(o->a), o->shared, o->own_a);

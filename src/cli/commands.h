@@ -1,6 +1,7 @@
 // Each subcommand registers itself on the app; its callback sets the process exit code.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <string>
 
 namespace hd::cli {
@@ -28,5 +29,17 @@ void add_floor(CLI::App& app, Context& ctx);
 
 // Progress lines go to stderr, so stdout stays clean for tables and JSON.
 void progress_line(const std::string& line);
+
+// --help lists a command's flags under headings ("Inputs", "Arms: both", "Analyses", "Output",
+// …), in the order they are first used. Every option `add` registers on `cmd` goes under
+// `heading` (add_arm_flags and add_chunk_flags register several).
+void in_group(CLI::App& cmd, const std::string& heading, const std::function<void()>& add);
+
+// The arm flags of a two-arm command under their headings: shared, then A's and B's own.
+struct ArmFlags;
+void add_two_arm_flags(CLI::App& cmd, ArmFlags& shared, ArmFlags& own_a, ArmFlags& own_b);
+
+// --skip-unencodable, as every command that reads a text spells it.
+CLI::Option* add_skip_unencodable(CLI::App& cmd, bool& skip);
 
 }  // namespace hd::cli

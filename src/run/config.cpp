@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/worker_build.h"
 #include "errors.h"
 
 namespace hd::run {
@@ -36,19 +37,21 @@ engine::ArmSettings arm_settings_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json to_json(const DiffConfig& c) {
-  return {{"a", to_json(c.a)},
-          {"b", to_json(c.b)},
-          {"b_quant", c.b_quant},
-          {"text_file", c.text_file},
-          {"chunk", c.chunk},
-          {"max_chunks", c.max_chunks},
-          {"score_from", c.score_from},
-          {"floor", c.floor},
-          {"floor_ubatch", c.floor_ubatch},
-          {"save_residuals", c.save_residuals},
-          {"transplants", c.transplants},
-          {"components", c.components},
-          {"prefix_reuse", c.prefix_reuse}};
+  nlohmann::json j = {{"a", to_json(c.a)},
+                      {"b", to_json(c.b)},
+                      {"b_quant", c.b_quant},
+                      {"text_file", c.text_file},
+                      {"chunk", c.chunk},
+                      {"max_chunks", c.max_chunks},
+                      {"score_from", c.score_from},
+                      {"floor", c.floor},
+                      {"floor_ubatch", c.floor_ubatch},
+                      {"save_residuals", c.save_residuals},
+                      {"transplants", c.transplants},
+                      {"components", c.components},
+                      {"prefix_reuse", c.prefix_reuse}};
+  if (c.skip_unencodable) j["skip_unencodable"] = true;
+  return j;
 }
 
 DiffConfig diff_config_from_json(const nlohmann::json& j) {
@@ -66,6 +69,7 @@ DiffConfig diff_config_from_json(const nlohmann::json& j) {
   c.transplants = j.value("transplants", false);
   c.components = j.value("components", false);
   c.prefix_reuse = j.value("prefix_reuse", true);
+  c.skip_unencodable = j.value("skip_unencodable", false);
   return c;
 }
 
@@ -100,6 +104,9 @@ void validate(const DiffConfig& c) {
     }
   }
   if (c.floor_ubatch < 0) throw InputError("--floor-ub must be at least 1");
+  // A malformed --llama-build is refused now, not after quantizing and loading the models.
+  engine::check_build_spec(c.a.llama_build);
+  engine::check_build_spec(c.b.llama_build);
   if (first_scored_target(c.score_from, c.chunk) > c.chunk - 1) {
     throw InputError("--score-from " + c.score_from +
                      " leaves no position to score in a chunk of " + std::to_string(c.chunk) +

@@ -15,6 +15,7 @@
 #include "engine/model.h"
 #include "errors.h"
 #include "run/session.h"
+#include "run/text.h"
 #include "store/experiment.h"
 
 namespace hd::run {
@@ -316,7 +317,10 @@ void sweep_run(const DiffConfig& config, int max_arms, const std::string& out, b
   store::Experiment::check_creatable(out, replace, {config.a.model, config.b.model, config.text_file});
   const std::string text = read_text_file(config.text_file);
   Sweeper s(config, max_arms);
-  const auto chunks = chunk_text(s.model_a(), text, config.chunk, config.max_chunks);
+  size_t dropped = 0;
+  const auto chunks = chunk_text(
+      s.model_a(), encodable_text(s.model_a(), text, config.skip_unencodable, progress, &dropped),
+      config.chunk, config.max_chunks);
   const nlohmann::json combos = s.combinations();
   size_t impossible = 0;
   for (const auto& c : combos) impossible += c["possible"].get<bool>() ? 0 : 1;
@@ -337,6 +341,7 @@ void sweep_run(const DiffConfig& config, int max_arms, const std::string& out, b
   const nlohmann::json cfg = sweep_config_json(config, max_arms);
   e.set_meta("config", cfg.dump());
   nlohmann::json prov = run_provenance(config.text_file, text, chunks, command_line);
+  if (config.skip_unencodable) prov["text"]["unencodable_lines_dropped"] = dropped;
   prov["floor_ubatch"] = s.floor_ubatch();
   e.set_meta("provenance", prov.dump());
   e.set_meta("sweep_combinations", combos.dump());
@@ -358,7 +363,8 @@ void sweep_run(const DiffConfig& config, int max_arms, const std::string& out, b
   e.publish();  // only a whole sweep replaces what was at `out`
 }
 
-void sweep_verify(const std::string& path, bool force, const ProgressFn& progress) {
+void sweep_verify(const std::string& path, bool force, const ProgressFn& progress,
+                  const std::string& text_again) {
   const store::Experiment e = store::Experiment::open(path, false);
   const nlohmann::json cfg = nlohmann::json::parse(e.required_meta("config"));
   const nlohmann::json prov = nlohmann::json::parse(e.required_meta("provenance"));
@@ -371,8 +377,11 @@ void sweep_verify(const std::string& path, bool force, const ProgressFn& progres
   if (s.combinations() != combos && !force) {
     throw InputError("the models or settings are not those the sweep used (--force to compare anyway)");
   }
-  const auto chunks = chunk_text(s.model_a(), read_text_file(config.text_file), config.chunk,
-                                 config.max_chunks);
+  const std::string text =
+      read_stored_text(config.text_file, prov, text_again, "heterodyne verify " + path);
+  const auto chunks =
+      chunk_text(s.model_a(), encodable_text(s.model_a(), text, config.skip_unencodable, progress),
+                 config.chunk, config.max_chunks);
   std::vector<nlohmann::json> rows;
   for (size_t c = 0; c < chunks.size(); ++c) {
     const std::string again = s.compute(static_cast<int>(c), chunks[c]).dump();

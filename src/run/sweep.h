@@ -36,7 +36,8 @@ void sweep_run(const DiffConfig& config, int max_arms, const std::string& out, b
                const std::string& command_line, const ProgressFn& progress);
 
 // Re-runs a stored sweep chunk by chunk; RuntimeError at the first row that differs.
-void sweep_verify(const std::string& path, bool force, const ProgressFn& progress);
+void sweep_verify(const std::string& path, bool force, const ProgressFn& progress,
+                  const std::string& text_again = "");
 
 // The summary of stored chunk rows (what `show` prints), from config and chunk rows alone.
 nlohmann::json sweep_summary(const nlohmann::json& config, const std::vector<nlohmann::json>& chunks,
