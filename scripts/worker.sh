@@ -25,7 +25,8 @@ for opt in "${parts[@]:1}"; do
 done
 case "$source_spec" in
   pinned) llama_source="" ;;
-  npm:*) llama_source="$source_spec" ;;
+  npm:node-llama-cpp@[0-9]*.[0-9]*.[0-9]*) llama_source="$source_spec" ;;
+  npm:*) say "'$source_spec' is not npm:node-llama-cpp@X.Y.Z (a release, e.g. npm:node-llama-cpp@3.21.1)"; exit 2 ;;
   *)
     [ -d "$source_spec" ] || { say "'$source_spec' is not pinned, npm:node-llama-cpp@X.Y.Z or a directory"; exit 2; }
     [ -f "$source_spec/include/llama.h" ] || { say "'$source_spec' is not a llama.cpp tree (no include/llama.h)"; exit 2; }

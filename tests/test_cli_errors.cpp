@@ -868,8 +868,11 @@ TEST_F(CliErrors, DiffResumeRefusesNewRunFlags) {
   const std::string e = experiment_copy("resume-flags.hdy");
   ASSERT_FALSE(e.empty());
   const std::string before = read_bytes(e);
-  EXPECT_TRUE(Fails(cli({"diff", "--resume", e, "--a", s260k()}), 2, {"--resume"}));
-  EXPECT_TRUE(Fails(cli({"diff", "--resume", e, "--chunk", "32"}), 2, {"--resume"}));
+  EXPECT_TRUE(Fails(cli({"diff", "--resume", e, "--a", s260k()}), 2,
+                    {"--resume", "no other flag but -f", "not --a"}));
+  EXPECT_TRUE(Fails(cli({"diff", "--resume", e, "--chunk", "32"}), 2,
+                    {"--resume", "no other flag but -f", "not --chunk"}));
+  EXPECT_TRUE(Fails(cli({"diff", "--resume", e, "--b-ctk", "q8_0"}), 2, {"not --b-ctk"}));
   EXPECT_TRUE(Unchanged(e, before));
 }
 
@@ -1117,11 +1120,14 @@ TEST_F(CliErrors, ExportOutputInReadOnlyDirectory) {
   EXPECT_TRUE(NothingWritten(out));
 }
 
-TEST_F(CliErrors, ExportWithoutPositions) {
+TEST_F(CliErrors, ExportTableSlips) {
   HD_REQUIRE_SHARED();
   const std::string e = experiment();
   ASSERT_FALSE(e.empty());
-  EXPECT_TRUE(Fails(cli({"export", e}), 2, {"--positions"}));
+  EXPECT_TRUE(Fails(cli({"export", e, "--table", "residuals"}), 2,
+                    {"--table must be", "positions, layers, transplants or flips", "'residuals'"}));
+  EXPECT_TRUE(Fails(cli({"export", e, "--positions", "--table", "layers"}), 2,
+                    {"--positions is --table positions"}));
 }
 
 // =============================================================================================

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "test_support.h"
 
@@ -110,8 +111,19 @@ TEST_F(Gate, MarkdownAndJunitReportsSayTheSame) {
   EXPECT_EQ(md.exit_code, 1);
   EXPECT_NE(md.out.find("FAILED"), std::string::npos);
   EXPECT_NE(md.out.find("First divergent tap: **`kqv_out-0`**"), std::string::npos) << md.out;
-  EXPECT_EQ(std::count(md.out.begin(), md.out.end(), '\n'), 4 + 2 + 18)
-      << md.out;  // verdict, header, 18 taps
+  const json r = check({"-ctk", "q8_0"}, 1);
+  long over = 0;
+  for (const auto& t : r["taps"]) over += t["over"].get<bool>() ? 1 : 0;
+  ASSERT_GT(over, 0);
+  ASSERT_LT(over, 18);
+  EXPECT_NE(md.out.find(std::to_string(over) + " of 18 taps over their tolerance"),
+            std::string::npos)
+      << md.out;
+  EXPECT_EQ(std::count(md.out.begin(), md.out.end(), '\n'), 4 + 2 + over)
+      << md.out;  // verdict, header, the taps over their tolerance
+  const auto md_all = hd::test::run_cli({"check", "--reference", *ref_, "-m", *model_, "-ctk",
+                                         "q8_0", "--format", "markdown", "--all-taps"});
+  EXPECT_EQ(std::count(md_all.out.begin(), md_all.out.end(), '\n'), 4 + 2 + 18) << md_all.out;
 
   const std::string xml = *dir_ + "/junit.xml";
   const auto ju = hd::test::run_cli(
@@ -203,4 +215,47 @@ TEST_F(Gate, Qwen3TapsUseKqvOutForAttention) {
   EXPECT_EQ(j["taps"][1]["name"], "kqv_out-0");
   EXPECT_EQ(j["taps"][2]["name"], "ffn_out-0");
   EXPECT_EQ(j["first_divergent_tap"], "kqv_out-0");
+}
+
+// Issue 16: the verdict comes first, then only the taps over their tolerance (--all-taps: all).
+TEST_F(Gate, TheHumanReportGivesTheVerdictFirstThenTheTapsOver) {
+  ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", *ref_}).exit_code, 0);
+  const json r = check({"-ctk", "q8_0"}, 1);
+  std::vector<std::string> over, within;
+  for (const auto& t : r["taps"]) {
+    (t["over"].get<bool>() ? over : within).push_back(t["name"].get<std::string>());
+  }
+  ASSERT_FALSE(over.empty());
+  ASSERT_FALSE(within.empty());
+  auto tap_rows = [](const std::string& out) {
+    std::vector<std::string> names;
+    std::stringstream ss(out);
+    bool table = false;
+    for (std::string line; std::getline(ss, line);) {
+      if (line.rfind("tap ", 0) == 0) {
+        table = true;
+      } else if (table && !line.empty()) {
+        names.push_back(line.substr(0, line.find(' ')));
+      } else if (table) {
+        break;
+      }
+    }
+    return names;
+  };
+  const auto human =
+      hd::test::run_cli({"check", "--reference", *ref_, "-m", *model_, "-ctk", "q8_0"});
+  EXPECT_EQ(human.exit_code, 1);
+  EXPECT_EQ(human.out.rfind("FAILED: first divergent tap kqv_out-0; " +
+                                std::to_string(over.size()) + " of " +
+                                std::to_string(r["taps"].size()) + " taps over their tolerance\n",
+                            0),
+            0u)
+      << human.out;
+  EXPECT_EQ(tap_rows(human.out), over) << human.out;
+  const auto all = hd::test::run_cli(
+      {"check", "--reference", *ref_, "-m", *model_, "-ctk", "q8_0", "--all-taps"});
+  EXPECT_EQ(tap_rows(all.out).size(), r["taps"].size()) << all.out;
+  const auto pass = hd::test::run_cli({"check", "--reference", *ref_, "-m", *model_});
+  EXPECT_EQ(pass.exit_code, 0);
+  EXPECT_EQ(pass.out, "passed: every tap within its tolerance (18 taps; --all-taps lists them)\n");
 }

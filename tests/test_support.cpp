@@ -15,8 +15,8 @@
 
 namespace hd::test {
 
-int spawn_cli(const std::vector<std::string>& args, const std::string& out,
-              const std::string& err) {
+int spawn_cli(const std::vector<std::string>& args, const std::string& out, const std::string& err,
+              const std::string& in) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     std::vector<char*> argv;
@@ -27,17 +27,20 @@ int spawn_cli(const std::vector<std::string>& args, const std::string& out,
     argv.push_back(nullptr);
     if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr))
       _exit(127);
+    if (!in.empty() && !std::freopen(in.c_str(), "r", stdin)) _exit(127);
     ::execv(bin.c_str(), argv.data());
     _exit(127);
   }
   return pid;
 }
 
-CliResult run_cli(const std::vector<std::string>& args) {
+CliResult run_cli(const std::vector<std::string>& args) { return run_cli_with_input(args, ""); }
+
+CliResult run_cli_with_input(const std::vector<std::string>& args, const std::string& in) {
   static int counter = 0;
   const std::string base = temp_dir("cli") + "/" + std::to_string(counter++);
   const std::string out = base + ".out", err = base + ".err";
-  const pid_t pid = spawn_cli(args, out, err);
+  const pid_t pid = spawn_cli(args, out, err, in);
   int status = 0;
   ::waitpid(pid, &status, 0);
   CliResult r;

@@ -19,8 +19,12 @@ struct CliResult {
 };
 // Runs the built heterodyne binary with `args` (no shell interpretation of the arguments).
 CliResult run_cli(const std::vector<std::string>& args);
-// Starts it without waiting, its stdout and stderr going to the given files. Returns the pid.
-int spawn_cli(const std::vector<std::string>& args, const std::string& out, const std::string& err);
+// The same with standard input read from the file `in`.
+CliResult run_cli_with_input(const std::vector<std::string>& args, const std::string& in);
+// Starts it without waiting, its stdout and stderr going to the given files (and its stdin
+// read from `in` when that is set). Returns the pid.
+int spawn_cli(const std::vector<std::string>& args, const std::string& out, const std::string& err,
+              const std::string& in = "");
 
 // `heterodyne serve` on a free loopback port; its output goes to <dir>/serve.{out,err}.
 // port is 0 when it did not come up within 5 s (the error is in serve.err).

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "analysis/invariance.h"
@@ -223,5 +224,45 @@ TEST_F(Sweep, ResumeFinishesWithTheRowsOfAWholeRun) {
     EXPECT_EQ(meta(cut, key), meta(whole, key)) << key;
   EXPECT_EQ(meta(cut, "status"), "complete");
   EXPECT_EQ(hd::test::run_cli({"verify", cut}).exit_code, 0);
-  hd::test::expect_refused({"sweep", "--resume", cut, "--chunk", "32"}, "excludes");
+  hd::test::expect_refused({"sweep", "--resume", cut, "--chunk", "32"},
+                           "takes no other flag but -f, not --chunk");
+}
+
+// Issue 16: `--ub 7,32,64,65,128,129` (129 runs as 128) printed "multiples of 2" where a dense
+// run shows multiples of 4. Sparse sizes fit several rules; none of them is claimed.
+TEST(Invariance, SparseSizesClaimOnlyARuleTheyTellApartFromTheOthers) {
+  using hd::analysis::invariance_pattern;
+  using hd::analysis::InvarianceRow;
+  auto tested = [](std::vector<int> sizes, const std::function<bool(int)>& truth) {
+    std::vector<InvarianceRow> rows;
+    for (int u : sizes) rows.push_back({u, truth(u)});
+    return rows;
+  };
+  auto every4 = [](int u) { return u % 4 == 0; };
+  EXPECT_EQ(invariance_pattern(tested({7, 32, 64, 65, 128}, every4), 128),
+            "bitwise identical at ubatch 32, 64, 128 only, which fits several rules alike "
+            "(multiples of 2, 4, 8, 16 or 32; sizes that divide the chunk): other sizes would "
+            "tell them apart");
+  // The same truth on sizes that do tell the periods apart: 2 and 6 rule out 2, 12 rules out 8
+  // and the divisors of the chunk, 5 rules out "from 4 up".
+  EXPECT_EQ(invariance_pattern(tested({2, 4, 5, 6, 8, 12}, every4), 128),
+            "bitwise identical exactly at multiples of 4");
+  // Without a size above 4 that differs, "from 4 up" fits as well as multiples of 4 (2 rules
+  // out multiples of 2 and the divisors of the chunk).
+  EXPECT_EQ(invariance_pattern(tested({2, 3, 4, 8}, every4), 128),
+            "bitwise identical at ubatch 4, 8 only, which fits several rules alike (multiples of "
+            "4; every size from 4 up): other sizes would tell them apart");
+  // A threshold seen across a gap: the change may lie anywhere in the untested sizes.
+  auto from32 = [](int u) { return u >= 32; };
+  EXPECT_EQ(invariance_pattern(tested({1, 7, 32, 33, 50}, from32), 64),
+            "bitwise identical from ubatch 32 up among the sizes tested, at none below (8–31 "
+            "untested: the change may lie there)");
+  EXPECT_EQ(invariance_pattern(tested({1, 30, 32, 33, 50}, from32), 64),
+            "bitwise identical from ubatch 32 up among the sizes tested, at none below (31 "
+            "untested: the change may lie there)");
+  EXPECT_EQ(invariance_pattern(tested({1, 31, 32, 33, 50}, from32), 64),
+            "bitwise identical exactly from ubatch 32 up");
+  // One identical size is no period, however many sizes it is a multiple of.
+  EXPECT_EQ(invariance_pattern(tested({3, 5, 16, 20}, [](int u) { return u == 16; }), 64),
+            "bitwise identical at ubatch 16 only");
 }

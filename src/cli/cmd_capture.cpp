@@ -17,20 +17,28 @@ void add_capture(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "capture", "store every tap of one arm on a golden text: a reference for a CI gate");
-  cmd->add_option("--model,-m", o->model, "the GGUF")->required();
-  cmd->add_option("--text-file,-f", o->cfg.text_file, "the golden text")->required();
-  cmd->add_option("--max-tokens", o->cfg.max_tokens, "cut the text to this many tokens")
-      ->capture_default_str();
-  cmd->add_option("--decode", o->cfg.decode_steps,
-                  "then this many single-token steps (greedy), taps named <tap>@token_<i>")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("-o,--output", o->out, "reference directory to write")->required();
-  cmd->add_flag("--force", o->force, "replace an existing reference");
-  add_arm_flags(*cmd, o->flags, "");
+  in_group(*cmd, "Inputs", [&] {
+    cmd->add_option("--model,-m", o->model, "the GGUF")->required();
+    cmd->add_option("--text-file,-f", o->cfg.text_file, "the golden text ('-': standard input)")
+        ->required();
+    cmd->add_option("--max-tokens", o->cfg.max_tokens, "cut the text to this many tokens")
+        ->capture_default_str();
+    cmd->add_option("--decode", o->cfg.decode_steps,
+                    "then this many single-token steps (greedy), taps named <tap>@token_<i>")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    add_skip_unencodable(*cmd, o->cfg.skip_unencodable);
+  });
+  in_group(*cmd, "Arm settings (llama.cpp's spellings)",
+           [&] { add_arm_flags(*cmd, o->flags, ""); });
+  in_group(*cmd, "Output", [&] {
+    cmd->add_option("-o,--output", o->out, "reference directory to write")->required();
+    cmd->add_flag("--force", o->force, "replace an existing reference");
+  });
   cmd->callback([o, &ctx] {
     o->cfg.arm = resolve_arm(o->model, o->flags, ArmFlags{});
-    const auto manifest = run::capture_reference(o->cfg, o->out, o->force, ctx.command_line);
+    const auto manifest =
+        run::capture_reference(o->cfg, o->out, o->force, ctx.command_line, progress_line);
     progress_line("wrote " + o->out + "/activations.safetensors (" +
                   std::to_string(manifest["taps"].size()) + " taps x " +
                   std::to_string(manifest["tokens"].size()) + " tokens, " +

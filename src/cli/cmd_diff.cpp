@@ -1,5 +1,5 @@
 // heterodyne diff --a A.gguf --b B.gguf | --b-quant TYPE --text-file T [--chunk N] ... -o run.hdy
-// heterodyne diff --resume run.hdy
+// heterodyne diff --resume run.hdy [-f TEXT|-]
 #include <fmt/format.h>
 
 #include "cli/analysis_flags.h"
@@ -20,43 +20,50 @@ void add_diff(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<Opts>();
   CLI::App* cmd =
       app.add_subcommand("diff", "run two arms on identical tokens and store every number");
-  cmd->add_option("--a", o->a, "arm A's GGUF (the reference)");
-  cmd->add_option("--b", o->b, "arm B's GGUF");
-  cmd->add_option("--b-quant", o->b_quant, "make arm B by quantizing A to this type (cached)");
-  cmd->add_option("--text-file,-f", o->text, "the text both arms read");
-  add_chunk_flags(*cmd, o->cfg.chunk, o->cfg.max_chunks, o->cfg.score_from);
-  cmd->add_flag("--no-floor", o->no_floor,
-                "skip the numerical floor (arm A re-split into other ubatches)");
-  cmd->add_option("--floor-ub", o->cfg.floor_ubatch,
-                  "ubatch of the floor arm (default: an odd split of the chunk)");
-  cmd->add_flag("--save-residuals", o->cfg.save_residuals,
-                "store every l_out-N tensor of both arms");
-  cmd->add_flag(
-      "--transplants", o->cfg.transplants,
-      "denoise (A's residual into B) and noise (B's into A) at inp_embd and every l_out-N");
-  cmd->add_flag(
-      "--no-prefix-reuse", o->no_prefix_reuse,
-      "run every patched pass from the embeddings (for comparison; the numbers are the same)");
-  cmd->add_flag("--components", o->cfg.components,
-                "transplants at every ffn_inp-N too: the attention/MLP split of each layer");
-  add_analysis_flag(*cmd, o->cfg.analyses);
-  cmd->add_option("-o,--output", o->out, "experiment file to write");
-  cmd->add_flag("--force", o->force, "replace an existing output file");
-  CLI::Option* resume = cmd->add_option("--resume", o->resume,
-                                        "finish an interrupted experiment file (its own settings)");
-  add_arm_flags(*cmd, o->shared, "");
-  add_arm_flags(*cmd, o->own_a, "a-");
-  add_arm_flags(*cmd, o->own_b, "b-");
-  // A resumed run uses its stored settings; a flag that would change them is a mistake.
-  for (CLI::Option* opt : cmd->get_options()) {
-    if (opt != resume && opt->get_name() != "--help") resume->excludes(opt);
-  }
-  cmd->callback([o, &ctx] {
+  in_group(*cmd, "Inputs", [&] {
+    cmd->add_option("--a", o->a, "arm A's GGUF (the reference)");
+    cmd->add_option("--b", o->b, "arm B's GGUF");
+    cmd->add_option("--b-quant", o->b_quant, "make arm B by quantizing A to this type (cached)");
+    cmd->add_option("--text-file,-f", o->text,
+                    "the text both arms read ('-': standard input); with --resume, the text "
+                    "again (checked against the stored sha256)");
+    add_chunk_flags(*cmd, o->cfg.chunk, o->cfg.max_chunks, o->cfg.score_from);
+    add_skip_unencodable(*cmd, o->cfg.skip_unencodable);
+  });
+  add_two_arm_flags(*cmd, o->shared, o->own_a, o->own_b);
+  in_group(*cmd, "Analyses", [&] {
+    cmd->add_flag("--no-floor", o->no_floor,
+                  "skip the numerical floor (arm A re-split into other ubatches)");
+    cmd->add_option("--floor-ub", o->cfg.floor_ubatch,
+                    "ubatch of the floor arm (default: an odd split of the chunk)");
+    cmd->add_flag("--save-residuals", o->cfg.save_residuals,
+                  "store every l_out-N tensor of both arms");
+    cmd->add_flag(
+        "--transplants", o->cfg.transplants,
+        "denoise (A's residual into B) and noise (B's into A) at inp_embd and every l_out-N");
+    cmd->add_flag("--components", o->cfg.components,
+                  "transplants at every ffn_inp-N too: the attention/MLP split of each layer");
+    cmd->add_flag(
+        "--no-prefix-reuse", o->no_prefix_reuse,
+        "run every patched pass from the embeddings (for comparison; the numbers are the same)");
+    add_analysis_flag(*cmd, o->cfg.analyses);
+  });
+  in_group(*cmd, "Output", [&] {
+    cmd->add_option("-o,--output", o->out, "experiment file to write");
+    cmd->add_flag("--force", o->force, "replace an existing output file");
+  });
+  in_group(*cmd, "Resume", [&] {
+    cmd->add_option("--resume", o->resume,
+                    "finish an interrupted experiment file with its stored settings: no other "
+                    "flag but -f (the text again, for a run that read standard input)");
+  });
+  cmd->callback([o, cmd, &ctx] {
     run::RunEnd end;
     std::string path = o->out;
     if (!o->resume.empty()) {
+      refuse_flags_besides_resume(*cmd);
       path = o->resume;
-      end = run::diff_resume(o->resume, ctx.command_line, progress_line);
+      end = run::diff_resume(o->resume, ctx.command_line, progress_line, o->text);
     } else {
       if (o->a.empty()) throw InputError("diff needs --a MODEL.gguf");
       if (o->b.empty() == o->b_quant.empty())

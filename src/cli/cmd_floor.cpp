@@ -16,22 +16,34 @@ void add_floor(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "floor", "which ubatch splits (threads, flash attention) reproduce a run bit for bit");
-  cmd->add_option("--model,-m", o->cfg.model, "the GGUF")->required();
-  cmd->add_option("--text-file,-f", o->cfg.text_file, "the text")->required();
-  cmd->add_option("--ub,--ubatch-size", o->ub, "ubatch sizes: 1..512, 1,2,7 or a mix")
-      ->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads, "thread counts, e.g. 1,2 (default: all cores)");
-  cmd->add_option("--fa,--flash-attn", o->fa, "flash attention values: on, off, auto, or a list")
-      ->capture_default_str();
-  cmd->add_option("--ref-ub", o->cfg.reference_ubatch, "the reference run's ubatch")
-      ->capture_default_str();
-  cmd->add_option("--ctk,--cache-type-k", o->cfg.cache_type_k, "K cache type")->capture_default_str();
-  cmd->add_option("--ctv,--cache-type-v", o->cfg.cache_type_v, "V cache type")->capture_default_str();
-  cmd->add_option("--chunk,-c", o->cfg.chunk, "tokens per chunk")->capture_default_str();
-  cmd->add_option("--max-chunks", o->cfg.max_chunks, "at most this many chunks (0: all)")
-      ->capture_default_str();
-  cmd->add_option("-o,--output", o->out, "experiment file to write")->required();
-  cmd->add_flag("--force", o->force, "replace an existing output file");
+  in_group(*cmd, "Inputs", [&] {
+    cmd->add_option("--model,-m", o->cfg.model, "the GGUF")->required();
+    cmd->add_option("--text-file,-f", o->cfg.text_file, "the text ('-': standard input)")
+        ->required();
+    cmd->add_option("--chunk,-c", o->cfg.chunk, "tokens per chunk")->capture_default_str();
+    cmd->add_option("--max-chunks", o->cfg.max_chunks, "at most this many chunks (0: all)")
+        ->capture_default_str();
+    add_skip_unencodable(*cmd, o->cfg.skip_unencodable);
+  });
+  in_group(*cmd, "Settings explored (each a list)", [&] {
+    cmd->add_option("--ub,--ubatch-size", o->ub, "ubatch sizes: 1..512, 1,2,7 or a mix")
+        ->capture_default_str();
+    cmd->add_option("-t,--threads", o->threads, "thread counts, e.g. 1,2 (default: all cores)");
+    cmd->add_option("--fa,--flash-attn", o->fa, "flash attention values: on, off, auto, or a list")
+        ->capture_default_str();
+  });
+  in_group(*cmd, "Fixed settings", [&] {
+    cmd->add_option("--ref-ub", o->cfg.reference_ubatch, "the reference run's ubatch")
+        ->capture_default_str();
+    cmd->add_option("--ctk,--cache-type-k", o->cfg.cache_type_k, "K cache type")
+        ->capture_default_str();
+    cmd->add_option("--ctv,--cache-type-v", o->cfg.cache_type_v, "V cache type")
+        ->capture_default_str();
+  });
+  in_group(*cmd, "Output", [&] {
+    cmd->add_option("-o,--output", o->out, "experiment file to write")->required();
+    cmd->add_flag("--force", o->force, "replace an existing output file");
+  });
   cmd->callback([o, &ctx] {
     run::FloorConfig cfg = o->cfg;
     cfg.model = stored_path(cfg.model);

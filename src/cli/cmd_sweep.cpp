@@ -1,7 +1,7 @@
 // heterodyne sweep --a A.gguf [--b B.gguf] [settings, --a-… --b-…] --text-file T [--chunk N]
 //                  [--max-chunks N] [--score-from N|half] [--no-floor] [--floor-ub N]
 //                  [--max-arms 64] -o sweep.hdy [--force]
-// heterodyne sweep --resume sweep.hdy
+// heterodyne sweep --resume sweep.hdy [-f TEXT|-]
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
 #include "errors.h"
@@ -20,31 +20,38 @@ void add_sweep(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "sweep", "every combination of the settings two arms differ in: how much each causes");
-  cmd->add_option("--a", o->a, "arm A's GGUF (the reference)");
-  cmd->add_option("--b", o->b, "arm B's GGUF (default: A's, with B's settings)");
-  cmd->add_option("--text-file,-f", o->text, "the text every arm reads");
-  add_chunk_flags(*cmd, o->cfg.chunk, o->cfg.max_chunks, o->cfg.score_from);
-  cmd->add_flag("--no-floor", o->no_floor, "skip the numerical floor");
-  cmd->add_option("--floor-ub", o->cfg.floor_ubatch, "ubatch of the floor arm");
-  cmd->add_option("--max-arms", o->max_arms, "refuse more combinations than this")
-      ->capture_default_str();
-  cmd->add_option("-o,--output", o->out, "experiment file to write");
-  cmd->add_flag("--force", o->force, "replace an existing output file");
-  CLI::Option* resume = cmd->add_option(
-      "--resume", o->resume, "finish an interrupted sweep file (its own settings; no other flag)");
-  add_arm_flags(*cmd, o->shared, "");
-  add_arm_flags(*cmd, o->own_a, "a-");
-  add_arm_flags(*cmd, o->own_b, "b-");
-  // A resumed sweep uses its stored settings; a flag that would change them is a mistake.
-  for (CLI::Option* opt : cmd->get_options()) {
-    if (opt != resume && opt->get_name() != "--help") resume->excludes(opt);
-  }
-  cmd->callback([o, &ctx] {
+  in_group(*cmd, "Inputs", [&] {
+    cmd->add_option("--a", o->a, "arm A's GGUF (the reference)");
+    cmd->add_option("--b", o->b, "arm B's GGUF (default: A's, with B's settings)");
+    cmd->add_option("--text-file,-f", o->text,
+                    "the text every arm reads ('-': standard input); with --resume, the text "
+                    "again (checked against the stored sha256)");
+    add_chunk_flags(*cmd, o->cfg.chunk, o->cfg.max_chunks, o->cfg.score_from);
+    add_skip_unencodable(*cmd, o->cfg.skip_unencodable);
+  });
+  add_two_arm_flags(*cmd, o->shared, o->own_a, o->own_b);
+  in_group(*cmd, "Analyses", [&] {
+    cmd->add_flag("--no-floor", o->no_floor, "skip the numerical floor");
+    cmd->add_option("--floor-ub", o->cfg.floor_ubatch, "ubatch of the floor arm");
+    cmd->add_option("--max-arms", o->max_arms, "refuse more combinations than this")
+        ->capture_default_str();
+  });
+  in_group(*cmd, "Output", [&] {
+    cmd->add_option("-o,--output", o->out, "experiment file to write");
+    cmd->add_flag("--force", o->force, "replace an existing output file");
+  });
+  in_group(*cmd, "Resume", [&] {
+    cmd->add_option("--resume", o->resume,
+                    "finish an interrupted sweep file with its stored settings: no other flag "
+                    "but -f (the text again, for a sweep that read standard input)");
+  });
+  cmd->callback([o, cmd, &ctx] {
     run::RunEnd end;
     std::string path = o->out;
     if (!o->resume.empty()) {
+      refuse_flags_besides_resume(*cmd);
       path = o->resume;
-      end = run::sweep_resume(o->resume, ctx.command_line, progress_line);
+      end = run::sweep_resume(o->resume, ctx.command_line, progress_line, o->text);
     } else {
       if (o->a.empty()) throw InputError("sweep needs --a MODEL.gguf");
       if (o->text.empty()) throw InputError("sweep needs --text-file FILE");

@@ -1,4 +1,4 @@
-// heterodyne verify run.hdy [--integrity-only] [--force]
+// heterodyne verify run.hdy [--integrity-only] [--force] [-f TEXT|-]
 #include "cli/commands.h"
 #include "run/verify.h"
 
@@ -16,6 +16,9 @@ void add_verify(CLI::App& app, Context& ctx) {
   cmd->add_flag("--integrity-only", o->options.integrity_only, "only recompute the integrity hash");
   cmd->add_flag("--force", o->options.force,
                 "compare even when a model hash or the llama.cpp commit differs");
+  cmd->add_option("--text-file,-f", o->options.text,
+                  "the text again, for a run that read standard input or whose text moved "
+                  "(checked against the stored sha256; '-': standard input)");
   cmd->callback([o, &ctx] { ctx.exit_code = run::verify(o->file, o->options, progress_line); });
 }
 

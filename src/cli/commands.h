@@ -1,6 +1,7 @@
 // Each subcommand registers itself on the app; its callback sets the process exit code.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <string>
 
 #include "common/progress.h"
@@ -36,5 +37,20 @@ void progress_line(const Progress& p);
 // The last line of a chunked run (diff, sweep): written, stopped with chunks to go (and how to
 // finish), or stopped before anything was stored. Returns the exit code (0, or 130 stopped).
 int report_run_end(const run::RunEnd& end, const std::string& command, const std::string& path);
+
+// --help lists a command's flags under headings ("Inputs", "Arms: both", "Analyses", "Output",
+// …), in the order they are first used. Every option `add` registers on `cmd` goes under
+// `heading` (add_arm_flags and add_chunk_flags register several).
+void in_group(CLI::App& cmd, const std::string& heading, const std::function<void()>& add);
+
+// The arm flags of a two-arm command under their headings: shared, then A's and B's own.
+struct ArmFlags;
+void add_two_arm_flags(CLI::App& cmd, ArmFlags& shared, ArmFlags& own_a, ArmFlags& own_b);
+
+// --skip-unencodable, as every command that reads a text spells it.
+CLI::Option* add_skip_unencodable(CLI::App& cmd, bool& skip);
+
+// With --resume (diff, sweep): any other flag but -f is refused in one line naming it.
+void refuse_flags_besides_resume(const CLI::App& cmd);
 
 }  // namespace hd::cli

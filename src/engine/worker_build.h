@@ -13,6 +13,11 @@
 
 namespace hd::engine {
 
+// Checks the form of `spec` before anything is built or fetched: SOURCE[,OPTION=VALUE…] with
+// SOURCE pinned, npm:node-llama-cpp@X.Y.Z or a directory holding a llama.cpp tree, or a
+// heterodyne-worker executable alone. InputError naming the expected form otherwise.
+void check_build_spec(const std::string& spec);
+
 // The worker executable for `spec` ("" : this binary's own build, for RPC arms). Builds it on
 // first use, with progress on stderr. Throws InputError for a spec that names nothing usable.
 std::string worker_executable(const std::string& spec);

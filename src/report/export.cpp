@@ -2,9 +2,21 @@
 
 #include <fmt/format.h>
 
-namespace hd::report {
+#include <cstdint>
+#include <variant>
 
-static std::string csv_field(const std::string& s) {
+#include "analysis/flips.h"
+#include "errors.h"
+
+namespace hd::report {
+namespace {
+
+// One value of a row. A float (a stored top-1 probability) is kept a float, so that CSV prints
+// the shortest text that reads back as that float.
+using Cell = std::variant<int64_t, double, float, bool, std::string>;
+using Row = std::vector<Cell>;
+
+std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) {
@@ -14,31 +26,144 @@ static std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
-void export_positions(std::ostream& os, const Loaded& l, const std::string& format) {
-  if (format == "csv") {
-    os << "chunk,pos,token_id,token_text,scored,kl,nll_a,nll_b,top1_a,p_top1_a,top1_b,p_top1_b\n";
+class Writer {
+ public:
+  Writer(std::ostream& os, std::vector<std::string> columns, bool csv)
+      : os_(os), columns_(std::move(columns)), csv_(csv) {
+    if (!csv_) return;
+    for (size_t i = 0; i < columns_.size(); ++i) os_ << (i ? "," : "") << columns_[i];
+    os_ << "\n";
   }
+  void row(const Row& cells) {
+    if (csv_) {
+      for (size_t i = 0; i < cells.size(); ++i) {
+        if (i) os_ << ",";
+        std::visit([&](const auto& v) { os_ << csv_text(v); }, cells[i]);
+      }
+      os_ << "\n";
+      return;
+    }
+    nlohmann::json j;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      std::visit([&](const auto& v) { j[columns_[i]] = v; }, cells[i]);
+    }
+    os_ << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+
+ private:
+  static std::string csv_text(const std::string& s) { return csv_field(s); }
+  static std::string csv_text(bool b) { return b ? "1" : "0"; }
+  template <typename T>
+  static std::string csv_text(T v) {
+    return fmt::format("{}", v);  // shortest text that reads back as the same double / float
+  }
+  std::ostream& os_;
+  std::vector<std::string> columns_;
+  bool csv_;
+};
+
+// A token's stored text, "" when the file has none for it.
+std::string text_of(const Loaded& l, int32_t id) {
+  const auto it = l.pieces.find(id);
+  return it == l.pieces.end() ? "" : it->second;
+}
+
+void positions(Writer& w, const Loaded& l) {
   for (const auto& c : l.chunks) {
     for (const auto& r : c.diff.positions) {
-      const auto it = l.pieces.find(r.target);
-      const std::string text = it == l.pieces.end() ? "" : it->second;
       const auto& s = r.score;
-      if (format == "csv") {
-        // {} prints the shortest text that reads back as the same double / float.
-        os << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", c.chunk, r.pos, r.target,
-                          csv_field(text), r.scored ? 1 : 0, s.kl, s.nll_a, s.nll_b, s.top_a.id[0],
-                          s.top_a.p[0], s.top_b.id[0], s.top_b.p[0]);
-      } else {
-        nlohmann::json j = {{"chunk", c.chunk},        {"pos", r.pos},
-                            {"token_id", r.target},    {"token_text", text},
-                            {"scored", r.scored},      {"kl", s.kl},
-                            {"nll_a", s.nll_a},        {"nll_b", s.nll_b},
-                            {"top1_a", s.top_a.id[0]}, {"p_top1_a", s.top_a.p[0]},
-                            {"top1_b", s.top_b.id[0]}, {"p_top1_b", s.top_b.p[0]}};
-        os << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      w.row({int64_t{c.chunk}, int64_t{r.pos}, int64_t{r.target}, text_of(l, r.target), r.scored,
+             s.kl, s.nll_a, s.nll_b, int64_t{s.top_a.id[0]}, s.top_a.p[0], int64_t{s.top_b.id[0]},
+             s.top_b.p[0]});
+    }
+  }
+}
+
+void layers(Writer& w, const Loaded& l) {
+  for (const auto& c : l.chunks) {
+    const std::pair<const char*, const analysis::Comparison*> comparisons[] = {
+        {"diff", &c.diff}, {"floor", c.floor ? &*c.floor : nullptr}};
+    for (const auto& [name, comparison] : comparisons) {
+      if (comparison == nullptr) continue;
+      for (const auto& r : comparison->layers) {
+        w.row({std::string(name), int64_t{c.chunk}, int64_t{r.layer}, int64_t{r.pos},
+               r.diff.rel_err, r.diff.cosine, r.diff.max_abs});
       }
     }
   }
+}
+
+void transplants(Writer& w, const Loaded& l) {
+  for (const auto& c : l.chunks) {
+    if (!c.transplants) continue;
+    const auto& t = *c.transplants;
+    for (const bool denoise : {true, false}) {
+      for (const auto& r : denoise ? t.denoise : t.noise) {
+        const size_t k = static_cast<size_t>(r.step - 1);  // steps are 1-based (records.h)
+        w.row({int64_t{c.chunk}, std::string(denoise ? "denoise" : "noise"), int64_t{r.step},
+               k < t.points.size() ? t.points[k] : std::string(), int64_t{r.pos}, r.kl});
+      }
+    }
+  }
+}
+
+void flips(Writer& w, const Loaded& l) {
+  for (const auto& f : analysis::flip_report(l.chunks).flips) {
+    w.row({int64_t{f.chunk}, int64_t{f.pos}, int64_t{f.target}, text_of(l, f.target),
+           int64_t{f.top_a}, text_of(l, f.top_a), f.p_top_a, f.margin_a, int64_t{f.top_b},
+           text_of(l, f.top_b), f.kl});
+  }
+}
+
+struct Table {
+  std::string name;
+  std::vector<std::string> columns;
+  void (*write)(Writer&, const Loaded&);
+};
+
+const std::vector<Table>& tables() {
+  static const std::vector<Table> t = {
+      {"positions",
+       {"chunk", "pos", "token_id", "token_text", "scored", "kl", "nll_a", "nll_b", "top1_a",
+        "p_top1_a", "top1_b", "p_top1_b"},
+       positions},
+      {"layers", {"comparison", "chunk", "layer", "pos", "rel_err", "cosine", "max_abs"}, layers},
+      {"transplants", {"chunk", "direction", "step", "point", "pos", "kl"}, transplants},
+      {"flips",
+       {"chunk", "pos", "token_id", "token_text", "top1_a", "top1_a_text", "p_top1_a", "margin_a",
+        "top1_b", "top1_b_text", "kl"},
+       flips},
+  };
+  return t;
+}
+
+}  // namespace
+
+const std::vector<std::string>& export_tables() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& t : tables()) n.push_back(t.name);
+    return n;
+  }();
+  return names;
+}
+
+void export_table(std::ostream& os, const Loaded& l, const std::string& table,
+                  const std::string& format) {
+  for (const auto& t : tables()) {
+    if (t.name != table) continue;
+    if (table == "transplants" && !l.transplants) {
+      throw InputError("'" + l.path +
+                       "' holds no transplants (the diff ran without "
+                       "--transplants)");
+    }
+    Writer w(os, t.columns, format == "csv");
+    t.write(w, l);
+    return;
+  }
+  std::string names;
+  for (const auto& n : export_tables()) names += (names.empty() ? "" : ", ") + n;
+  throw InputError("no table '" + table + "' to export: " + names);
 }
 
 }  // namespace hd::report

@@ -103,8 +103,21 @@ Captured capture_taps(std::shared_ptr<engine::Model> model, const engine::ArmSet
   return out;
 }
 
+// The manifest's "text": where it was and its hash, and, with --skip-unencodable, that lines
+// were dropped (check drops the same ones before comparing tokenizations).
+static nlohmann::json text_manifest(const CaptureConfig& c, const std::string& text,
+                                    size_t dropped) {
+  nlohmann::json t = {{"path", c.text_file}, {"sha256", sha256_bytes(text)}};
+  if (c.skip_unencodable) {
+    t["skip_unencodable"] = true;
+    t["unencodable_lines_dropped"] = dropped;
+  }
+  return t;
+}
+
 nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir, bool force,
-                                 const std::string& command_line) {
+                                 const std::string& command_line,
+                                 const std::function<void(const std::string&)>& progress) {
   const fs::path out(dir);
   std::error_code ec;
   if (fs::exists(out / "manifest.json", ec) && !force) {
@@ -115,8 +128,10 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
   const std::string text = read_text_file(c.text_file);
 
   auto model = engine::model_load(c.arm.model);
+  size_t dropped = 0;
   const std::vector<int32_t> tokens =
-      tokenize_text(*model, text, static_cast<size_t>(c.max_tokens));
+      tokenize_text(*model, encodable_text(*model, text, c.skip_unencodable, progress, &dropped),
+                    static_cast<size_t>(c.max_tokens));
   if (tokens.size() < 2) throw InputError("the text gives fewer than 2 tokens");
   const Captured captured = capture_taps(model, c.arm, tokens, c.decode_steps);
   const std::vector<store::NamedTensor>& tensors = captured.tensors;
@@ -150,7 +165,7 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
         {"flash_attn", s.flash_attn},
         {"n_ubatch", s.n_ubatch},
         {"n_threads", threads}}},
-      {"text", {{"path", c.text_file}, {"sha256", sha256_bytes(text)}}},
+      {"text", text_manifest(c, text, dropped)},
       {"tokens", tokens},
       {"decode", {{"steps", c.decode_steps}, {"tokens", captured.continuation}}},
       {"taps", tap_list},

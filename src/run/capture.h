@@ -6,6 +6,7 @@
 // `<tap>@token_<i>`. Written as <dir>/activations.safetensors (one [rows, channels] F32 tensor
 // per tap) and <dir>/manifest.json (what, how and where).
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ struct CaptureConfig {
   std::string text_file;
   int max_tokens = 256;  // the text is cut to this many tokens (one batch)
   int decode_steps = 0;  // single-token steps after the prompt (greedy continuation)
+  bool skip_unencodable = false;  // as DiffConfig's; the manifest's "text" records it
 };
 
 struct Tap {
@@ -54,8 +56,11 @@ Captured capture_taps(std::shared_ptr<engine::Model> model, const engine::ArmSet
                       const std::vector<int32_t>& feed = {});
 
 // Runs the capture and writes the reference directory (created if missing; an existing
-// reference is replaced only with `force`). Returns the manifest.
-nlohmann::json capture_reference(const CaptureConfig& config, const std::string& dir, bool force,
-                                 const std::string& command_line);
+// reference is replaced only with `force`). Returns the manifest. `progress` hears of lines
+// --skip-unencodable dropped.
+nlohmann::json capture_reference(
+    const CaptureConfig& config, const std::string& dir, bool force,
+    const std::string& command_line,
+    const std::function<void(const std::string&)>& progress = [](const std::string&) {});
 
 }  // namespace hd::run

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "analysis/plugin.h"
+#include "engine/worker_build.h"
 #include "errors.h"
 
 namespace hd::run {
@@ -52,6 +53,7 @@ nlohmann::json to_json(const DiffConfig& c) {
           {"prefix_reuse", c.prefix_reuse}};
   // Only when asked for: the configuration of a run without plug-ins reads as before.
   if (!c.analyses.empty()) j["analyses"] = c.analyses;
+  if (c.skip_unencodable) j["skip_unencodable"] = true;
   return j;
 }
 
@@ -70,6 +72,7 @@ DiffConfig diff_config_from_json(const nlohmann::json& j) {
   c.transplants = j.value("transplants", false);
   c.components = j.value("components", false);
   c.prefix_reuse = j.value("prefix_reuse", true);
+  c.skip_unencodable = j.value("skip_unencodable", false);
   if (j.contains("analyses")) c.analyses = j.at("analyses").get<std::vector<std::string>>();
   return c;
 }
@@ -105,6 +108,9 @@ void validate(const DiffConfig& c) {
     }
   }
   if (c.floor_ubatch < 0) throw InputError("--floor-ub must be at least 1");
+  // A malformed --llama-build is refused now, not after quantizing and loading the models.
+  engine::check_build_spec(c.a.llama_build);
+  engine::check_build_spec(c.b.llama_build);
   for (size_t i = 0; i < c.analyses.size(); ++i) {
     if (analysis::find_chunk_analysis(c.analyses[i]) == nullptr) {
       std::string known;

@@ -24,6 +24,9 @@ struct DiffConfig {
   bool components = false;   // and at every ffn_inp-N: the attention/MLP split
   bool prefix_reuse = true;  // start patched passes at the restore point (run/prefix.h)
   std::vector<std::string> analyses;  // plug-in analyses by name (analysis/plugin.h)
+  // Drop the lines of the text the vocabulary cannot encode (run/text.h encodable_text).
+  // Stored only when set, so files of runs without it keep their config byte for byte.
+  bool skip_unencodable = false;
 };
 
 nlohmann::json to_json(const DiffConfig& c);

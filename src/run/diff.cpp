@@ -10,6 +10,7 @@
 #include "engine/system.h"
 #include "errors.h"
 #include "run/session.h"
+#include "run/text.h"
 #include "store/experiment.h"
 
 namespace hd::run {
@@ -46,8 +47,9 @@ nlohmann::json run_provenance(const std::string& text_path, const std::string& t
 
 static nlohmann::json provenance(const Session& s, const std::string& text,
                                  const std::vector<std::vector<int32_t>>& chunks,
-                                 const std::string& command_line) {
+                                 const std::string& command_line, size_t dropped_lines) {
   nlohmann::json p = run_provenance(s.config().text_file, text, chunks, command_line);
+  if (s.config().skip_unencodable) p["text"]["unencodable_lines_dropped"] = dropped_lines;
   p["arms"] = s.arms_provenance();
   p["floor_ubatch"] = s.floor_ubatch();
   return p;
@@ -137,28 +139,20 @@ RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
   store::Experiment::check_creatable(out, replace, inputs_of(config));
   const std::string text = read_text_file(config.text_file);
   Session s(config);
-  const auto chunks = s.chunks_of(text);
+  size_t dropped = 0;
+  const auto chunks = s.chunks_of(
+      encodable_text(s.arm_a().model(), text, config.skip_unencodable, progress, &dropped));
   progress(fmt::format("{} chunks of {} tokens; A: {}  B: {}", chunks.size(), config.chunk,
                        s.arm_a().model_info().description, s.arm_b().model_info().description));
   store::Experiment e = store::Experiment::create(out, replace, inputs_of(s.config()));
   e.set_meta("kind", "diff");
   e.set_meta("config", to_json(s.config()).dump());
-  e.set_meta("provenance", provenance(s, text, chunks, command_line).dump());
+  e.set_meta("provenance", provenance(s, text, chunks, command_line, dropped).dump());
   return run_missing(e, s, chunks, progress);
 }
 
-// The models and text a stored run used must be the ones on disk now.
-static void check_same_inputs(const nlohmann::json& prov, const Session& s,
-                              const std::string& text) {
-  if (auto change = s.model_change(prov["arms"])) throw InputError(*change + ": cannot resume");
-  if (prov["text"]["sha256"] != sha256_bytes(text)) {
-    throw InputError("the text file '" + s.config().text_file +
-                     "' has changed since this run started");
-  }
-}
-
 RunEnd diff_resume(const std::string& path, const std::string& command_line,
-                   const ProgressFn& progress) {
+                   const ProgressFn& progress, const std::string& text_again) {
   store::Experiment e = store::Experiment::open(path, true);
   if (!e.meta("config")) {
     throw InputError("'" + path +
@@ -182,10 +176,14 @@ RunEnd diff_resume(const std::string& path, const std::string& command_line,
   }
   const auto config = diff_config_from_json(nlohmann::json::parse(e.required_meta("config")));
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
-  const std::string text = read_text_file(config.text_file);
+  // The text the run read (checked by its sha256), before minutes of loading the models.
+  const std::string text =
+      read_stored_text(config.text_file, prov, text_again, "heterodyne diff --resume " + path);
   Session s(config);
-  check_same_inputs(prov, s, text);
-  const auto chunks = s.chunks_of(text);
+  // The models a stored run used must be the ones on disk now.
+  if (auto change = s.model_change(prov["arms"])) throw InputError(*change + ": cannot resume");
+  const auto chunks =
+      s.chunks_of(encodable_text(s.arm_a().model(), text, config.skip_unencodable, progress));
   prov["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
   e.set_meta("provenance", prov.dump());
   progress(fmt::format("resuming: {} of {} chunks already stored", e.finished_chunks().size(),

@@ -24,8 +24,10 @@ nlohmann::json run_provenance(const std::string& text_path, const std::string& t
                               const std::vector<std::vector<int32_t>>& chunks,
                               const std::string& command_line);
 
-// Finishes an interrupted diff from its own stored configuration.
+// Finishes an interrupted diff from its own stored configuration. `text_again` ("" or a path,
+// "-" for standard input) gives the text anew, for a run that read standard input (or whose
+// file moved): it must hash as the stored one.
 RunEnd diff_resume(const std::string& path, const std::string& command_line,
-                const ProgressFn& progress);
+                   const ProgressFn& progress, const std::string& text_again = "");
 
 }  // namespace hd::run

@@ -27,6 +27,7 @@ struct FloorConfig {
   int chunk = 128;
   int max_chunks = 4;
   std::string score_from = "1";
+  bool skip_unencodable = false;  // as DiffConfig's; stored only when set
 };
 
 // "1..512" (every integer), "1,2,7", or a mix ("1..8,16,32"). InputError for anything else.
@@ -38,6 +39,7 @@ FloorConfig floor_config_from_json(const nlohmann::json& j);
 void floor_run(const FloorConfig& config, const std::string& out, bool replace,
                const std::string& command_line, const ProgressFn& progress);
 
-void floor_verify(const std::string& path, bool force, const ProgressFn& progress);
+void floor_verify(const std::string& path, bool force, const ProgressFn& progress,
+                  const std::string& text_again = "");
 
 }  // namespace hd::run

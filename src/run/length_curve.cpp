@@ -58,7 +58,8 @@ nlohmann::json length_curve(const LengthCurveConfig& c,
   }
   const int longest = c.lengths.back();
   const std::vector<int32_t> tokens =
-      tokenize_text(*model_a, text, static_cast<size_t>(longest));
+      tokenize_text(*model_a, encodable_text(*model_a, text, c.skip_unencodable, progress),
+                    static_cast<size_t>(longest));
   if (tokens.size() < static_cast<size_t>(longest)) {
     throw InputError("the text gives " + std::to_string(tokens.size()) + " tokens, fewer than " +
                      std::to_string(longest));

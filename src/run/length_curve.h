@@ -17,6 +17,7 @@ struct LengthCurveConfig {
   engine::ArmSettings a, b;
   std::string text_file;
   std::vector<int> lengths;  // strictly increasing, each at least 1
+  bool skip_unencodable = false;  // drop the lines the vocabulary cannot encode (run/text.h)
 };
 
 // {a, b, tokens, rows: [{length, rel_err, max_abs, mean_kl, max_kl, top1_flips}]}. rel_err is

@@ -17,6 +17,7 @@
 #include "engine/model.h"
 #include "errors.h"
 #include "run/session.h"
+#include "run/text.h"
 #include "store/experiment.h"
 
 namespace hd::run {
@@ -250,7 +251,10 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
   store::Experiment::check_creatable(out, replace, inputs);
   const std::string text = read_text_file(config.text_file);
   Sweeper s(config, max_arms);
-  const auto chunks = chunk_text(s.model_a(), text, config.chunk, config.max_chunks);
+  size_t dropped = 0;
+  const auto chunks = chunk_text(
+      s.model_a(), encodable_text(s.model_a(), text, config.skip_unencodable, progress, &dropped),
+      config.chunk, config.max_chunks);
   const nlohmann::json combos = s.combinations();
   report_plan(s, combos, chunks.size(), config.chunk, progress);
   store::Experiment e = store::Experiment::create(out, replace, inputs);
@@ -258,6 +262,7 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
   const nlohmann::json cfg = sweep_config_json(config, max_arms);
   e.set_meta("config", cfg.dump());
   nlohmann::json prov = run_provenance(config.text_file, text, chunks, command_line);
+  if (config.skip_unencodable) prov["text"]["unencodable_lines_dropped"] = dropped;
   prov["floor_ubatch"] = s.floor_ubatch();
   e.set_meta("provenance", prov.dump());
   e.set_meta("sweep_combinations", combos.dump());
@@ -265,7 +270,7 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
 }
 
 RunEnd sweep_resume(const std::string& path, const std::string& command_line,
-                    const ProgressFn& progress) {
+                    const ProgressFn& progress, const std::string& text_again) {
   store::Experiment e = store::Experiment::open(path, true);
   if (e.meta("kind").value_or("") != "sweep")
     throw InputError("'" + path + "' is not a sweep experiment");
@@ -276,17 +281,17 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
   const nlohmann::json cfg = nlohmann::json::parse(e.required_meta("config"));
   const DiffConfig config = diff_config_from_json(cfg);
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
-  const std::string text = read_text_file(config.text_file);
-  if (prov["text"]["sha256"] != sha256_bytes(text)) {
-    throw InputError("the text file '" + config.text_file + "' has changed since this sweep started");
-  }
+  const std::string text = read_stored_text(config.text_file, prov, text_again,
+                                            "heterodyne sweep --resume " + path);
   Sweeper s(config, cfg.at("max_arms").get<int>());
   // The combinations record every model's hash and which could run: they must be as stored.
   const nlohmann::json combos = nlohmann::json::parse(e.required_meta("sweep_combinations"));
   if (s.combinations() != combos) {
     throw InputError("the models or settings are not those the sweep used: cannot resume");
   }
-  const auto chunks = chunk_text(s.model_a(), text, config.chunk, config.max_chunks);
+  const auto chunks =
+      chunk_text(s.model_a(), encodable_text(s.model_a(), text, config.skip_unencodable, progress),
+                 config.chunk, config.max_chunks);
   prov["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
   e.set_meta("provenance", prov.dump());
   const auto done = stored_rows(e, static_cast<int>(chunks.size()));
@@ -294,7 +299,8 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
   return run_sweep_chunks(e, s, chunks, cfg, combos, progress);
 }
 
-void sweep_verify(const std::string& path, bool force, const ProgressFn& progress) {
+void sweep_verify(const std::string& path, bool force, const ProgressFn& progress,
+                  const std::string& text_again) {
   const store::Experiment e = store::Experiment::open(path, false);
   const nlohmann::json cfg = nlohmann::json::parse(e.required_meta("config"));
   const nlohmann::json prov = nlohmann::json::parse(e.required_meta("provenance"));
@@ -307,8 +313,11 @@ void sweep_verify(const std::string& path, bool force, const ProgressFn& progres
   if (s.combinations() != combos && !force) {
     throw InputError("the models or settings are not those the sweep used (--force to compare anyway)");
   }
-  const auto chunks = chunk_text(s.model_a(), read_text_file(config.text_file), config.chunk,
-                                 config.max_chunks);
+  const std::string text =
+      read_stored_text(config.text_file, prov, text_again, "heterodyne verify " + path);
+  const auto chunks =
+      chunk_text(s.model_a(), encodable_text(s.model_a(), text, config.skip_unencodable, progress),
+                 config.chunk, config.max_chunks);
   std::vector<nlohmann::json> rows;
   for (size_t c = 0; c < chunks.size(); ++c) {
     const std::string again = s.compute(static_cast<int>(c), chunks[c]).dump();

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "common/input_file.h"
+#include "common/sha256.h"
 #include "common/utf8.h"
 #include "engine/model.h"
 #include "errors.h"
@@ -23,11 +24,43 @@ static std::string mib(size_t bytes) {
   return buf;
 }
 
-std::string read_text_file(const std::string& path) {
-  if (path == "-") {
-    throw InputError("the text cannot come from standard input ('-'): a run records its text "
-                     "file and reads it again to resume and verify; save it to a file");
+// Reads `fd` to its end: at most kMaxTextBytes, stopping when a stop is requested. `what`
+// names the text in messages ("text file 'x'", "the text on standard input").
+static std::string read_bounded(int fd, const std::string& what, size_t expected) {
+  std::string text;
+  text.reserve(expected);
+  std::vector<char> block(size_t{1} << 20);
+  for (;;) {
+    if (stop_requested()) throw Stopped("stopped while reading " + what + "; nothing written");
+    const ssize_t got = ::read(fd, block.data(), block.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw InputError("cannot read " + what + ": " + std::strerror(errno));
+    if (got == 0) break;
+    text.append(block.data(), static_cast<size_t>(got));
+    if (text.size() > kMaxTextBytes) {  // it grew while being read, or a pipe is that long
+      throw InputError(what + " is more than the " + mib(kMaxTextBytes) + " heterodyne reads");
+    }
   }
+  if (text.empty()) throw InputError(what + " is empty");
+  if (const auto bad = first_invalid_utf8(text)) {
+    throw InputError(what + " is not valid UTF-8 (at byte " + std::to_string(*bad) + ")");
+  }
+  return text;
+}
+
+// Standard input, read into memory with a file's checks. A terminal is refused: a run would
+// sit waiting for text typed by hand.
+static std::string read_standard_input() {
+  if (::isatty(STDIN_FILENO)) {
+    throw InputError(
+        "-f - reads the text from standard input, which is a terminal here: pipe "
+        "the text in (… -f - < text.txt) or give its file");
+  }
+  return read_bounded(STDIN_FILENO, "the text on standard input", 0);
+}
+
+std::string read_text_file(const std::string& path) {
+  if (path == "-") return read_standard_input();
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw InputError("cannot read text file '" + path + "'");
   if (S_ISDIR(st.st_mode)) throw InputError("text file '" + path + "' is a directory");
@@ -44,36 +77,37 @@ std::string read_text_file(const std::string& path) {
     ::close(fd);
     throw InputError("text file '" + path + "' is not a regular file");
   }
-  std::string text;
-  text.reserve(static_cast<size_t>(opened.st_size));
-  std::vector<char> block(size_t{1} << 20);
-  for (;;) {
-    if (stop_requested()) {
-      ::close(fd);
-      throw Stopped("stopped while reading the text file '" + path + "'; nothing written");
-    }
-    const ssize_t got = ::read(fd, block.data(), block.size());
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      const int why = errno;
-      ::close(fd);
-      throw InputError("cannot read text file '" + path + "': " + std::strerror(why));
-    }
-    if (got == 0) break;
-    text.append(block.data(), static_cast<size_t>(got));
-    if (text.size() > kMaxTextBytes) {  // it grew while being read
-      ::close(fd);
-      throw InputError("text file '" + path + "' is more than the " + mib(kMaxTextBytes) +
-                       " heterodyne reads");
-    }
+  try {
+    std::string text =
+        read_bounded(fd, "text file '" + path + "'", static_cast<size_t>(opened.st_size));
+    ::close(fd);
+    return text;
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
-  ::close(fd);
-  if (text.empty()) throw InputError("text file '" + path + "' is empty");
-  if (const auto bad = first_invalid_utf8(text)) {
-    throw InputError("text file '" + path + "' is not valid UTF-8 (at byte " +
-                     std::to_string(*bad) + ")");
+}
+
+std::string read_stored_text(const std::string& stored, const nlohmann::json& provenance,
+                             const std::string& given, const std::string& how) {
+  const std::string sha256 = provenance.at("text").at("sha256").get<std::string>();
+  const std::string shown = sha256.substr(0, 16) + "…";
+  if (given.empty() && stored == "-") {
+    throw InputError("this run read its text from standard input: give it again, " + how +
+                     " -f FILE (or -f - with the text on standard input); it must hash to "
+                     "sha256 " +
+                     shown);
   }
-  return text;
+  const std::string text = read_text_file(given.empty() ? stored : given);
+  if (sha256_bytes(text) == sha256) return text;
+  if (given.empty()) {
+    throw InputError("the text file '" + stored +
+                     "' has changed since this run started (give "
+                     "the text it read with " +
+                     how + " -f FILE)");
+  }
+  throw InputError("the text given with -f " + given + " is not the one this run read (sha256 " +
+                   sha256_bytes(text).substr(0, 16) + "…, the run's " + shown + ")");
 }
 
 static std::vector<int32_t> tokenize_whole(const engine::Model& m, const std::string& text) {
@@ -127,6 +161,61 @@ std::vector<int32_t> tokenize_text(const engine::Model& m, const std::string& te
     }
     budget *= 2;
   }
+}
+
+static bool encodes(const engine::Model& m, std::string_view text) {
+  try {
+    (void)m.tokenize(text, false);
+    return true;
+  } catch (const InputError&) {  // a character the vocabulary has no token for
+    return false;
+  }
+}
+
+std::string encodable_text(const engine::Model& m, const std::string& text, bool skip,
+                           const std::function<void(const std::string&)>& progress,
+                           size_t* dropped_lines) {
+  size_t dropped = 0;
+  if (dropped_lines != nullptr) *dropped_lines = 0;
+  if (!skip) return text;
+  // Blocks of whole lines are tried at once (one tokenizer call for ~1 MiB, not one a line);
+  // only a block that fails is tried line by line.
+  constexpr size_t kBlock = size_t{1} << 20;
+  std::string kept;
+  kept.reserve(text.size());
+  for (size_t start = 0; start < text.size();) {
+    if (stop_requested()) throw Stopped("stopped while checking the text; nothing written");
+    const size_t line_end = text.find('\n', std::min(start + kBlock, text.size() - 1));
+    const size_t end = line_end == std::string::npos ? text.size() : line_end + 1;
+    if (end - start > kMaxWholeTokenizeBytes) {
+      throw InputError("the text has a line of more than " + mib(kMaxWholeTokenizeBytes) +
+                       ": --skip-unencodable checks the text line by line");
+    }
+    const std::string_view block = std::string_view(text).substr(start, end - start);
+    if (encodes(m, block)) {
+      kept.append(block);
+    } else {
+      for (size_t at = 0; at < block.size();) {
+        const size_t nl = block.find('\n', at);
+        const size_t next = nl == std::string_view::npos ? block.size() : nl + 1;
+        const std::string_view line = block.substr(at, next - at);
+        if (encodes(m, line.substr(0, line.size() - (nl == std::string_view::npos ? 0 : 1)))) {
+          kept.append(line);
+        } else {
+          ++dropped;
+        }
+        at = next;
+      }
+    }
+    start = end;
+  }
+  if (kept.empty()) throw InputError("this model's vocabulary can encode no line of the text");
+  if (dropped_lines != nullptr) *dropped_lines = dropped;
+  if (dropped > 0) {
+    progress("--skip-unencodable: dropped " + std::to_string(dropped) +
+             " line(s) this model's vocabulary cannot encode");
+  }
+  return kept;
 }
 
 std::vector<std::vector<int32_t>> chunk_text(const engine::Model& m, const std::string& text,

@@ -1,8 +1,11 @@
-// The text a run reads, and its tokens: read from a regular file (never a FIFO or device),
-// checked as strict UTF-8, bounded in size, and tokenized only as far as the run needs.
+// The text a run reads, and its tokens: read from a regular file (never a FIFO or device) or
+// from standard input ("-"), checked as strict UTF-8, bounded in size, and tokenized only as
+// far as the run needs.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -18,9 +21,18 @@ inline constexpr size_t kMaxTextBytes = size_t{1} << 30;
 // byte of text): longer texts need a chunk count, which bounds what is tokenized.
 inline constexpr size_t kMaxWholeTokenizeBytes = size_t{64} << 20;
 
-// The whole file. InputError: missing, a directory, not a regular file, empty, larger than
-// kMaxTextBytes, not UTF-8; RuntimeError when a stop was requested while it was read.
+// The whole file, or standard input for "-" (a pipe or a file, not a terminal). InputError:
+// missing, a directory, not a regular file, empty, larger than kMaxTextBytes, not UTF-8;
+// Stopped when a stop was requested while it was read.
 std::string read_text_file(const std::string& path);
+
+// The text a stored run read, read again to resume or verify it: from `given` (a path, or "-")
+// when set, else from `stored`, the path the run recorded. InputError when it does not hash as
+// the run's `provenance` records ("text"."sha256": changed since, or another text given), or
+// when the run read standard input and nothing is given: the message says how to give it,
+// `how` being the command ("heterodyne verify run.hdy").
+std::string read_stored_text(const std::string& stored, const nlohmann::json& provenance,
+                             const std::string& given, const std::string& how);
 
 // The first `needed` tokens of `text` as the whole text tokenizes (all of them when needed is
 // 0), BOS first when the model asks for one. Only a prefix is tokenized when that is enough:
@@ -29,6 +41,14 @@ std::string read_text_file(const std::string& path);
 // kMaxWholeTokenizeBytes must be tokenized whole.
 std::vector<int32_t> tokenize_text(const engine::Model& model, const std::string& text,
                                    size_t needed);
+
+// The text as a run tokenizes it: `text` itself, or with `skip` (--skip-unencodable) `text`
+// without the lines `model`'s vocabulary cannot encode (one without byte fallback has no token
+// for some characters), each dropped whole with its line break. `dropped` counts them; a
+// progress line says how many when some were. InputError when every line is dropped.
+std::string encodable_text(const engine::Model& model, const std::string& text, bool skip,
+                           const std::function<void(const std::string&)>& progress,
+                           size_t* dropped = nullptr);
 
 // A text as diff reads it: cut into whole chunks (at most max_chunks when > 0), each chunk's
 // first token replaced by BOS (llama-perplexity's convention). InputError when not even one

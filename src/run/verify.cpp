@@ -8,6 +8,7 @@
 #include "run/floor.h"
 #include "run/session.h"
 #include "run/sweep.h"
+#include "run/text.h"
 #include "store/experiment.h"
 
 namespace hd::run {
@@ -39,11 +40,11 @@ int verify(const std::string& path, const VerifyOptions& options, const Progress
   if (options.integrity_only) return 0;
   const std::string kind = e.meta("kind").value_or("diff");
   if (kind == "sweep") {
-    sweep_verify(path, options.force, progress);
+    sweep_verify(path, options.force, progress, options.text);
     return 0;
   }
   if (kind == "floor") {
-    floor_verify(path, options.force, progress);
+    floor_verify(path, options.force, progress, options.text);
     return 0;
   }
 
@@ -54,7 +55,13 @@ int verify(const std::string& path, const VerifyOptions& options, const Progress
                      ", this build uses " + std::string(build::kLlamaCommit).substr(0, 12) +
                      " (--force to compare anyway)");
   }
-  Session s(diff_config_from_json(nlohmann::json::parse(e.required_meta("config"))));
+  const DiffConfig config = diff_config_from_json(nlohmann::json::parse(e.required_meta("config")));
+  if (!options.text.empty()) {
+    // A diff stores its tokens and needs no text; one given is still checked, not ignored.
+    read_stored_text(config.text_file, prov, options.text, "heterodyne verify " + path);
+    progress("text: the one this run read (sha256 matches)");
+  }
+  Session s(config);
   if (auto change = s.model_change(prov["arms"]); change && !options.force) {
     throw InputError(*change + " (--force to compare anyway)");
   }

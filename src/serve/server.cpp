@@ -226,7 +226,7 @@ class Api {
         res.set_content(dump(public_result(path->string())), kJson);
       } else if (format == "csv") {
         std::ostringstream ss;
-        report::export_positions(ss, report::load_experiment(path->string()), "csv");
+        report::export_table(ss, report::load_experiment(path->string()), "positions", "csv");
         res.set_content(ss.str(), "text/csv");
       } else {
         return error(res, 400, "format must be hdy, json or csv");

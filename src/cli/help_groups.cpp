@@ -1,0 +1,40 @@
+// Headings for --help, and the flags several commands share.
+#include "cli/arm_flags.h"
+#include "cli/commands.h"
+#include "errors.h"
+
+namespace hd::cli {
+
+void in_group(CLI::App& cmd, const std::string& heading, const std::function<void()>& add) {
+  const size_t before = cmd.get_options().size();
+  add();
+  const auto options = cmd.get_options();
+  for (size_t i = before; i < options.size(); ++i) options[i]->group(heading);
+}
+
+void add_two_arm_flags(CLI::App& cmd, ArmFlags& shared, ArmFlags& own_a, ArmFlags& own_b) {
+  in_group(cmd, "Arms: both (llama.cpp's spellings)", [&] { add_arm_flags(cmd, shared, ""); });
+  in_group(cmd, "Arm A only", [&] { add_arm_flags(cmd, own_a, "a-"); });
+  in_group(cmd, "Arm B only", [&] { add_arm_flags(cmd, own_b, "b-"); });
+}
+
+CLI::Option* add_skip_unencodable(CLI::App& cmd, bool& skip) {
+  return cmd.add_flag("--skip-unencodable", skip,
+                      "drop (and count) the lines the vocabulary cannot encode instead of "
+                      "refusing the text; recorded, so resume and verify drop the same");
+}
+
+// A resumed run uses its stored settings: a flag that would change them is a mistake, named
+// in one line (CLI11's excludes() would print "Excludes: --resume" under every option).
+void refuse_flags_besides_resume(const CLI::App& cmd) {
+  for (const CLI::Option* opt : cmd.get_options()) {
+    const std::string name = opt->get_name();
+    if (opt->count() == 0 || name == "--resume" || name == "--text-file") continue;
+    throw InputError(
+        "--resume finishes a run with its stored settings: it takes no other flag "
+        "but -f, not " +
+        name);
+  }
+}
+
+}  // namespace hd::cli
