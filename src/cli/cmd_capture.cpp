@@ -27,7 +27,7 @@ void add_capture(CLI::App& app, Context& ctx) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("-o,--output", o->out, "reference directory to write")->required();
   cmd->add_flag("--force", o->force, "replace an existing reference");
-  add_arm_flags(*cmd, o->flags, "");
+  add_single_arm_flags(*cmd, o->flags);
   cmd->callback([o, &ctx] {
     o->cfg.arm = resolve_arm(o->model, o->flags, ArmFlags{});
     const auto manifest = run::capture_reference(o->cfg, o->out, o->force, ctx.command_line);

@@ -183,7 +183,7 @@ void add_gate(CLI::App& app, Context& ctx) {
   k->add_option("--json-out", o->json_out,
                 "also write the JSON report to this file (one run, two reports: CI)");
   k->add_flag("--force", o->force, "replace an existing --json-out file");
-  add_arm_flags(*k, o->flags, "");
+  add_single_arm_flags(*k, o->flags);
   k->callback([o, &ctx] {
     o->cfg.arm = resolve_arm(o->model, o->flags, ArmFlags{});
     // The report may be none of what check reads.
