@@ -4,16 +4,20 @@
 // here without editing this file, and a place that forgets it fails.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
 #include "cli/arm_flags.h"
 #include "engine/arm_settings.h"
 #include "engine/worker_protocol.h"
+#include "errors.h"
 #include "run/config.h"
 #include "run/floor.h"
 #include "run/sweep.h"
+#include "store/experiment.h"
 #include "test_support.h"
 
 using namespace hd;
@@ -239,10 +243,10 @@ TEST(ArmConfig, AFlagAFieldRefusesNamesTheFlag) {
     return std::string("accepted");
   };
   EXPECT_EQ(refused({"-t", "0"}, false), "--threads must be at least 1, not 0");
-  EXPECT_EQ(refused({"--b-t", "-3"}, true), "--b-threads must be at least 1, not -3");
+  EXPECT_EQ(refused({"--b-t=-3"}, true), "--b-threads must be at least 1, not -3");
   EXPECT_EQ(refused({"--b-rpc", "h:1,,h:2"}, true), "--b-rpc list 'h:1,,h:2' has an empty entry");
   EXPECT_EQ(refused({"--rpc", ","}, true), "--rpc list ',' has an empty entry");
-  const Parsed p = parse_arm_flags({"--dev", "CUDA0", "--b-ngl", "-1"});
+  const Parsed p = parse_arm_flags({"--dev", "CUDA0", "--b-ngl=-1"});
   EXPECT_EQ(cli::resolve_arm("x", p.shared, p.b).device, "cuda0");
   EXPECT_EQ(cli::resolve_arm("x", p.shared, p.b).n_gpu_layers, -1);
 }
@@ -313,9 +317,14 @@ TEST(Floor, TakesTheArmFlagsDiffTakesButTheSweptOnes) {
   r = run({"--llama-build", "x'y"});  // refused before any build starts
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("build spec may not contain quotes"), std::string::npos) << r.err;
-  // -ngl and -ctk are stored in the config; a floor on this binary's CPU runs as before.
-  r = run({"-ngl", "3", "-ctk", "q8_0"});
+  // They are stored in the config; a floor on this binary's CPU runs as before.
+  r = run({"-ngl", "3", "-ctv", "f32"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto config = nlohmann::json::parse(store::Experiment::open(out, false).required_meta("config"));
+  EXPECT_EQ(config["n_gpu_layers"], 3);
+  EXPECT_EQ(config["cache_type_v"], "f32");
+  EXPECT_EQ(config["device"], "cpu");
+  EXPECT_EQ(config["flash_attn"], nlohmann::json::array({"auto"}));
   r = test::run_cli({"verify", out});
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
