@@ -20,11 +20,15 @@ void add_floor(CLI::App& app, Context& ctx) {
       "floor", "which ubatch splits (threads, flash attention) reproduce a run bit for bit");
   cmd->add_option("--model,-m", o->model, "the GGUF")->required();
   cmd->add_option("--text-file,-f", o->cfg.text_file, "the text")->required();
+  // The arm settings floor explores, as lists; the rest of the arm's are add_single_arm_flags'.
   cmd->add_option("--ub,--ubatch-size", o->ub, "ubatch sizes: 1..512, 1,2,7 or a mix")
-      ->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads, "thread counts, e.g. 1,2 (default: all cores)");
+      ->capture_default_str()
+      ->group("Arms");
+  cmd->add_option("-t,--threads", o->threads, "thread counts, e.g. 1,2 (default: all cores)")
+      ->group("Arms");
   cmd->add_option("--fa,--flash-attn", o->fa, "flash attention values: on, off, auto, or a list")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group("Arms");
   cmd->add_option("--ref-ub", o->cfg.reference_ubatch, "the reference run's ubatch")
       ->capture_default_str();
   cmd->add_option("--chunk,-c", o->cfg.chunk, "tokens per chunk")->capture_default_str();
@@ -32,7 +36,7 @@ void add_floor(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("-o,--output", o->out, "experiment file to write")->required();
   cmd->add_flag("--force", o->force, "replace an existing output file");
-  // -ctk, -ctv and where the arm runs, as diff spells them; -ub, -t and -fa are the lists above.
+  // -ctk, -ctv and where the arm runs, as diff spells them.
   add_single_arm_flags(*cmd, o->flags, run::floor_swept_settings());
   cmd->callback([o, &ctx] {
     run::FloorConfig cfg = o->cfg;
