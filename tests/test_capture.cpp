@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/sha256.h"
+#include "engine/arm_settings.h"
 #include "engine/model.h"
 #include "run/capture.h"
+#include "run/reference.h"
 #include "store/safetensors.h"
 #include "test_support.h"
 
@@ -46,6 +48,15 @@ TEST(Capture, EveryTapInForwardOrderBitwiseReproducible) {
   EXPECT_EQ(manifest["model"]["architecture"], "llama");
   EXPECT_EQ(manifest["tokens"].size(), 96u);
   EXPECT_EQ(manifest["model"]["sha256"].get<std::string>().size(), 64u);
+  // Every arm setting of the field table but the model (its own entry), and they read back.
+  for (const auto& key : hd::engine::arm_field_keys()) {
+    EXPECT_EQ(manifest["settings"].contains(key), key != "model") << key;
+  }
+  EXPECT_EQ(manifest["settings"].size(), hd::engine::arm_field_keys().size() - 1);
+  const hd::engine::ArmSettings arm = hd::run::reference_arm(manifest);
+  EXPECT_EQ(arm.model, hd::test::shared_path("models/stories260K.gguf"));
+  EXPECT_EQ(arm.device, "cpu");
+  EXPECT_GE(arm.n_threads, 1);  // the count used, not 0
   // stories260K: 5 layers, llama names attn_out: 1 + 5 * 4 + 1 taps.
   std::vector<std::string> want = {"inp_embd"};
   for (int l = 0; l < 5; ++l) {

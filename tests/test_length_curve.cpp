@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/arm_settings.h"
 #include "test_support.h"
 
 using nlohmann::json;
@@ -58,6 +59,9 @@ TEST_F(Curve, UbatchOnlyMattersPastItsLength) {
   }
   EXPECT_EQ(q8["b"]["cache_type_k"], "q8_0");
   EXPECT_EQ(q8["a"]["cache_type_k"], "f16");
+  for (const auto& key : hd::engine::arm_field_keys()) {  // every setting of the table, both arms
+    EXPECT_TRUE(q8["a"].contains(key) && q8["b"].contains(key)) << key;
+  }
 }
 
 TEST_F(Curve, BadLengthsAreOneLine) {

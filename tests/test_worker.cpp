@@ -130,15 +130,9 @@ TEST(WorkerProtocol, EveryMessageTypeRoundTrips) {
   EXPECT_EQ(h.version, wire::kVersion);
   EXPECT_EQ(h.facts_json, R"({"x":1})");
 
-  wire::Open o{"m.gguf", "q8_0", "f16", "on", 33, 2, "cuda1", 12, {"a:1", "b:2"}, 256};
+  wire::Open o{{"m.gguf", "q8_0", "f16", "on", 33, 2, "cuda1", 12, {"a:1", "b:2"}, ""}, 256};
   const wire::Open o2 = wire::decode_open(through_a_socket(wire::encode(o)));
-  EXPECT_EQ(o2.model, o.model);
-  EXPECT_EQ(o2.cache_type_k, "q8_0");
-  EXPECT_EQ(o2.flash_attn, "on");
-  EXPECT_EQ(o2.n_ubatch, 33);
-  EXPECT_EQ(o2.device, "cuda1");
-  EXPECT_EQ(o2.n_gpu_layers, 12);
-  EXPECT_EQ(o2.rpc, o.rpc);
+  EXPECT_EQ(o2.settings, o.settings);
   EXPECT_EQ(o2.n_ctx, 256);
 
   const wire::Opened op = wire::decode_opened(through_a_socket(wire::encode(wire::Opened{7, "{}", 3, "[]"})));

@@ -1,44 +1,90 @@
 #include "cli/arm_flags.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <type_traits>
 
 #include "errors.h"
 
 namespace hd::cli {
 
-void add_arm_flags(CLI::App& cmd, ArmFlags& f, const std::string& p) {
-  f.prefix = p;
-  const std::string who = p.empty() ? "both arms" : "arm " + p.substr(0, 1).append(" only");
-  cmd.add_option("--" + p + "ctk,--" + p + "cache-type-k", f.cache_type_k,
-                 "K cache type for " + who + " (f16)");
-  cmd.add_option("--" + p + "ctv,--" + p + "cache-type-v", f.cache_type_v,
-                 "V cache type for " + who + " (f16)");
-  cmd.add_option("--" + p + "fa,--" + p + "flash-attn", f.flash_attn,
-                 "flash attention on|off|auto for " + who + " (auto)");
-  cmd.add_option("--" + p + "ub,--" + p + "ubatch-size", f.n_ubatch,
-                 "physical batch size for " + who + " (512)");
-  if (p.empty()) {
-    cmd.add_option("-t,--threads", f.n_threads, "threads for both arms (default: all cores)");
-  } else {
-    cmd.add_option("--" + p + "t,--" + p + "threads", f.n_threads, "threads for " + who);
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> out;
+  for (size_t start = 0;;) {
+    const size_t comma = list.find(',', start);
+    out.push_back(list.substr(start, comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
   }
-  cmd.add_option("--" + p + "dev,--" + p + "device", f.device,
-                 "device for " + who + ": cpu, cuda0, vulkan0, … (cpu)");
-  cmd.add_option("--" + p + "ngl,--" + p + "n-gpu-layers", f.n_gpu_layers,
-                 "layers on the device or RPC servers for " + who + " (all)");
-  cmd.add_option("--" + p + "rpc", f.rpc,
-                 "llama.cpp RPC servers host:port[,host:port…] holding the layers of " + who)
-      ->expected(1);  // one comma-separated list per flag: it never takes the next argument
-  cmd.add_option("--" + p + "llama-build", f.llama_build,
-                 "another llama.cpp for " + who +
-                     ", run in a worker process: pinned[,OPT=V…], a llama.cpp checkout, "
-                     "npm:node-llama-cpp@X.Y.Z or a heterodyne-worker executable");
+}
+
+namespace {
+
+// A field's spellings, as CLI11 names them: "-t,--threads" for the shared flags, "--a-t,--a-threads"
+// for arm A's own. llama.cpp's single-dash forms (-ctk) are long options here (see
+// normalize_llama_flags).
+std::string flag_names(const char* spellings, const std::string& prefix) {
+  std::string out;
+  for (const auto& s : split_list(spellings)) {
+    if (!out.empty()) out += ",";
+    out += (s.size() == 1 && prefix.empty() ? "-" : "--" + prefix) + s;
+  }
+  return out;
+}
+
+// The long spelling, for messages: "--a-threads".
+std::string long_flag(const char* spellings, const std::string& prefix) {
+  return "--" + prefix + split_list(spellings).back();
+}
+
+void register_arm_flags(CLI::App& cmd, ArmFlags& f, const std::string& prefix,
+                        const std::string& whose, const std::set<std::string>& skip) {
+  f.prefix = prefix;
+  engine::for_each_arm_field([&](const auto& field) {
+    const engine::ArmFieldInfo& info = field.info;
+    if (*info.flags == '\0' || skip.count(info.key)) return;
+    using T = typename std::decay_t<decltype(field)>::Value;
+    const std::string names = flag_names(info.flags, prefix);
+    const std::string help = fmt::format(fmt::runtime(info.help), whose);
+    auto given = [&f, key = std::string(info.key)] { f.given.insert(key); };
+    CLI::Option* opt;
+    if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+      // One comma-separated list per flag: it never takes the next argument. Empty entries are
+      // kept, for resolve_arm to name.
+      opt = cmd.add_option_function<std::string>(
+          names, [&f, member = field.member, given](const std::string& v) {
+            f.values.*member = split_list(v);
+            given();
+          },
+          help);
+    } else {
+      opt = cmd.add_option_function<T>(
+          names, [&f, member = field.member, given](const T& v) {
+            f.values.*member = v;
+            given();
+          },
+          help);
+    }
+    opt->group("Arms");
+  });
+}
+
+}  // namespace
+
+void add_arm_flags(CLI::App& cmd, ArmFlags& flags, const std::string& prefix) {
+  register_arm_flags(cmd, flags, prefix,
+                     prefix.empty() ? "both arms" : "arm " + prefix.substr(0, 1) + " only", {});
+}
+
+void add_single_arm_flags(CLI::App& cmd, ArmFlags& flags, const std::set<std::string>& skip) {
+  register_arm_flags(cmd, flags, "", "the arm", skip);
 }
 
 void add_chunk_flags(CLI::App& cmd, int& chunk, int& max_chunks, std::string& score_from) {
@@ -55,43 +101,31 @@ engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared
                                 const ArmFlags& own) {
   engine::ArmSettings s;
   s.model = model;
-  auto pick = [](auto& out, const auto& a, const auto& b) {
-    if (b)
-      out = *b;
-    else if (a)
-      out = *a;
-  };
-  pick(s.cache_type_k, shared.cache_type_k, own.cache_type_k);
-  pick(s.cache_type_v, shared.cache_type_v, own.cache_type_v);
-  pick(s.flash_attn, shared.flash_attn, own.flash_attn);
-  pick(s.n_ubatch, shared.n_ubatch, own.n_ubatch);
-  pick(s.n_threads, shared.n_threads, own.n_threads);
-  pick(s.device, shared.device, own.device);
-  pick(s.n_gpu_layers, shared.n_gpu_layers, own.n_gpu_layers);
-  std::optional<std::string> rpc;
-  pick(rpc, shared.rpc, own.rpc);
-  const std::string rpc_flag = own.rpc ? "--" + own.prefix + "rpc" : "--rpc";
-  if (rpc) {
-    // Split here, not by CLI11: an empty entry ("a:1,,b:2", ",") is a slip, named as such.
-    size_t start = 0;
-    for (;;) {
-      const size_t comma = rpc->find(',', start);
-      const std::string server = rpc->substr(start, comma - start);
-      if (server.empty()) {
-        throw InputError(rpc_flag + " list '" + *rpc +
-                         "' has an empty entry: give host:port[,host:port…]");
+  engine::for_each_arm_field([&](const auto& field) {
+    const engine::ArmFieldInfo& info = field.info;
+    const ArmFlags* from = own.given.count(info.key)      ? &own
+                           : shared.given.count(info.key) ? &shared
+                                                          : nullptr;
+    if (from == nullptr) return;  // llama.cpp's default, as ArmSettings spells it
+    auto& v = s.*field.member;
+    v = from->values.*field.member;
+    const std::string flag = long_flag(info.flags, from->prefix);
+    using T = typename std::decay_t<decltype(field)>::Value;
+    if constexpr (std::is_same_v<T, int>) {
+      if (v < info.min_flag_value) {
+        throw InputError(fmt::format("{} must be at least {}, not {}", flag, info.min_flag_value, v));
       }
-      s.rpc.push_back(server);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      if (info.lower_case) {
+        for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      }
+    } else {
+      // Split by split_list, not by CLI11: an empty entry ("a:1,,b:2", ",") is a slip.
+      if (std::find(v.begin(), v.end(), "") != v.end()) {
+        throw InputError(fmt::format("{} list '{}' has an empty entry", flag, fmt::join(v, ",")));
+      }
     }
-  }
-  pick(s.llama_build, shared.llama_build, own.llama_build);
-  for (char& c : s.device) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  // 0 means "default" inside; a user who types -t 0 made a mistake, not a request.
-  if ((shared.n_threads || own.n_threads) && s.n_threads < 1) {
-    throw InputError("thread count must be at least 1, not " + std::to_string(s.n_threads));
-  }
+  });
   return s;
 }
 
@@ -116,7 +150,15 @@ CLI::Validator finite_number(double lo, bool lo_allowed) {
 }
 
 std::vector<std::string> normalize_llama_flags(int argc, char** argv) {
-  static const std::set<std::string> single_dash = {"-ctk", "-ctv", "-fa", "-ub", "-ngl", "-dev"};
+  // Every arm setting's short spelling of several letters: -ctk -ctv -fa -ub -dev -ngl.
+  static const std::set<std::string> single_dash = [] {
+    std::set<std::string> names;
+    engine::for_each_arm_field([&](const auto& field) {
+      const auto spellings = split_list(field.info.flags);
+      if (spellings.size() > 1 && spellings[0].size() > 1) names.insert("-" + spellings[0]);
+    });
+    return names;
+  }();
   std::vector<std::string> out;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];

@@ -1,29 +1,37 @@
-// Arm settings as flags: the same spellings as llama.cpp (-ctk -ctv -fa -ub -t) apply to both
-// arms, and --a-… / --b-… override them for one arm.
+// Arm settings as flags, from engine's field table (engine/arm_settings.h): the same spellings
+// as llama.cpp (-ctk -ctv -fa -ub -t -dev -ngl --rpc) apply to both arms, and --a-… / --b-…
+// override them for one arm.
 #pragma once
 #include <CLI/CLI.hpp>
-#include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "engine/arm.h"
 
 namespace hd::cli {
 
+// The arm settings given on the command line, by one prefix.
 struct ArmFlags {
-  std::optional<std::string> cache_type_k, cache_type_v, flash_attn;
-  std::optional<int> n_ubatch, n_threads;
-  std::optional<std::string> device, llama_build;
-  std::optional<int> n_gpu_layers;
-  std::optional<std::string> rpc;  // host:port[,host:port…], split by resolve_arm
-  std::string prefix;              // "", "a-" or "b-": how the flags are spelled, for messages
+  engine::ArmSettings values;   // the given settings' values (the others are unused)
+  std::set<std::string> given;  // kArmFields keys of the settings given
+  std::string prefix;           // "", "a-" or "b-": how the flags are spelled, for messages
 };
 
-// Registers the shared flags (prefix "") or one arm's overrides (prefix "a-" / "b-").
+// Registers every arm setting of engine's field table (kArmFields) as a flag, in the CLI11
+// group "Arms": the shared flags (prefix "", both arms) or one arm's overrides ("a-", "b-").
 void add_arm_flags(CLI::App& cmd, ArmFlags& flags, const std::string& prefix);
+// The shared flags of a command with one arm (capture, check, floor), but those in `skip`
+// (floor sweeps -ub, -t and -fa as lists of its own).
+void add_single_arm_flags(CLI::App& cmd, ArmFlags& flags, const std::set<std::string>& skip = {});
 
-// The shared values, overridden by the arm's own, over llama.cpp's defaults.
+// The shared values, overridden by the arm's own, over llama.cpp's defaults. InputError for a
+// value a field refuses (-t 0, a list with an empty entry); device names are lower-cased.
 engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared,
                                 const ArmFlags& own);
+
+// "a,b" -> {"a", "b"}; empty entries are kept (",": two), for the caller to refuse by name.
+std::vector<std::string> split_list(const std::string& list);
 
 // How a run reads its text, as diff and sweep spell it: --chunk, --max-chunks, --score-from.
 void add_chunk_flags(CLI::App& cmd, int& chunk, int& max_chunks, std::string& score_from);

@@ -29,8 +29,7 @@ void add_capture(CLI::App& app, Context& ctx) {
         ->check(CLI::NonNegativeNumber);
     add_skip_unencodable(*cmd, o->cfg.skip_unencodable);
   });
-  in_group(*cmd, "Arm settings (llama.cpp's spellings)",
-           [&] { add_arm_flags(*cmd, o->flags, ""); });
+  in_group(*cmd, "Arms", [&] { add_single_arm_flags(*cmd, o->flags); });
   in_group(*cmd, "Output", [&] {
     cmd->add_option("-o,--output", o->out, "reference directory to write")->required();
     cmd->add_flag("--force", o->force, "replace an existing reference");

@@ -1,5 +1,6 @@
 // heterodyne floor --model m.gguf --text-file t.txt --ub 1..512 [--threads 1,2] [--fa on,off]
-//                  [--ref-ub 512] [-ctk T] [-ctv T] [--chunk 128] [--max-chunks 4] -o floor.hdy
+//                  [--ref-ub 512] [-ctk T] [-ctv T] [-dev D -ngl N --rpc S --llama-build B]
+//                  [--chunk 128] [--max-chunks 4] -o floor.hdy
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
 #include "errors.h"
@@ -10,14 +11,15 @@ namespace hd::cli {
 void add_floor(CLI::App& app, Context& ctx) {
   struct Opts {
     run::FloorConfig cfg;
-    std::string ub = "1..64", threads, fa = "auto", out;
+    std::string model, ub = "1..64", threads, fa = "auto", out;
+    ArmFlags flags;
     bool force = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "floor", "which ubatch splits (threads, flash attention) reproduce a run bit for bit");
   in_group(*cmd, "Inputs", [&] {
-    cmd->add_option("--model,-m", o->cfg.model, "the GGUF")->required();
+    cmd->add_option("--model,-m", o->model, "the GGUF")->required();
     cmd->add_option("--text-file,-f", o->cfg.text_file, "the text ('-': standard input)")
         ->required();
     cmd->add_option("--chunk,-c", o->cfg.chunk, "tokens per chunk")->capture_default_str();
@@ -35,10 +37,8 @@ void add_floor(CLI::App& app, Context& ctx) {
   in_group(*cmd, "Fixed settings", [&] {
     cmd->add_option("--ref-ub", o->cfg.reference_ubatch, "the reference run's ubatch")
         ->capture_default_str();
-    cmd->add_option("--ctk,--cache-type-k", o->cfg.cache_type_k, "K cache type")
-        ->capture_default_str();
-    cmd->add_option("--ctv,--cache-type-v", o->cfg.cache_type_v, "V cache type")
-        ->capture_default_str();
+    // -ctk, -ctv and where the arm runs, as diff spells them (the swept ones are lists above).
+    add_single_arm_flags(*cmd, o->flags, run::floor_swept_settings());
   });
   in_group(*cmd, "Output", [&] {
     cmd->add_option("-o,--output", o->out, "experiment file to write")->required();
@@ -46,16 +46,11 @@ void add_floor(CLI::App& app, Context& ctx) {
   });
   cmd->callback([o, &ctx] {
     run::FloorConfig cfg = o->cfg;
-    cfg.model = stored_path(cfg.model);
+    cfg.arm = resolve_arm(stored_path(o->model), o->flags, ArmFlags{});
     cfg.text_file = stored_path(cfg.text_file);
     cfg.ubatches = run::parse_int_list(o->ub);
     if (!o->threads.empty()) cfg.threads = run::parse_int_list(o->threads);
-    cfg.flash_attn.clear();
-    for (size_t start = 0; start <= o->fa.size();) {
-      const size_t comma = std::min(o->fa.find(',', start), o->fa.size());
-      cfg.flash_attn.push_back(o->fa.substr(start, comma - start));
-      start = comma + 1;
-    }
+    cfg.flash_attn = split_list(o->fa);
     if (cfg.reference_ubatch < 1) throw InputError("--ref-ub must be at least 1");
     run::floor_run(cfg, o->out, o->force, ctx.command_line, progress_line);
     progress_line("wrote " + o->out + "  (heterodyne show " + o->out + ")");

@@ -51,7 +51,7 @@ void add_gate(CLI::App& app, Context& ctx) {
                   "compare this many of the reference's decode steps (default: all it has)")
         ->check(CLI::NonNegativeNumber);
   });
-  in_group(*k, "Arm settings (llama.cpp's spellings)", [&] { add_arm_flags(*k, o->flags, ""); });
+  in_group(*k, "Arms", [&] { add_single_arm_flags(*k, o->flags); });
   in_group(*k, "Analyses", [&] {
     k->add_option("--jitter-floor", o->cfg.jitter_floor,
                   "loosen every tolerance to at least this x max |ref|")

@@ -9,27 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/arm_settings.h"
 #include "engine/hook.h"
 #include "engine/model.h"
 
 namespace hd::engine {
-
-// The settings, spelled as llama.cpp's flags spell them (-ctk -ctv -fa -ub -t -dev -ngl
-// --rpc), plus the llama.cpp build the arm runs in.
-struct ArmSettings {
-  std::string model;
-  std::string cache_type_k = "f16";
-  std::string cache_type_v = "f16";
-  std::string flash_attn = "auto";  // on | off | auto
-  int n_ubatch = 512;
-  int n_threads = 0;  // 0: default_threads()
-  std::string device = "cpu";  // cpu, cuda0, vulkan0, … (llama.cpp's -dev, lower case)
-  int n_gpu_layers = -1;       // -ngl for a device or RPC servers; negative: every layer
-  std::vector<std::string> rpc;  // llama.cpp RPC servers (host:port) holding the layers
-  // "" : this binary's llama.cpp, in this process. Otherwise a build spec (see worker_build.h):
-  // the arm runs in a worker process linked against that build.
-  std::string llama_build;
-};
 
 // Whether an arm runs in a worker process: another llama.cpp build, or RPC (ggml-rpc aborts
 // the process when a server goes away; the worker's death is then reported, not ours).

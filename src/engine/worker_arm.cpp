@@ -120,17 +120,7 @@ WorkerArm::WorkerArm(const ModelInfo& host, const ArmSettings& s, int n_ctx) {
   }
   who_ += ")";
   conn_ = connection_for(worker_executable(s.llama_build), s.rpc);
-  wire::Open open;
-  open.model = s.model;
-  open.cache_type_k = s.cache_type_k;
-  open.cache_type_v = s.cache_type_v;
-  open.flash_attn = s.flash_attn;
-  open.n_ubatch = s.n_ubatch;
-  open.n_threads = s.n_threads;
-  open.device = s.device;
-  open.n_gpu_layers = s.n_gpu_layers;
-  open.rpc = s.rpc;
-  open.n_ctx = n_ctx;
+  const wire::Open open{s, n_ctx};
   const wire::Opened opened =
       wire::decode_opened(conn_->exchange(wire::encode(open), "loading the model", who_));
   id_ = opened.arm;

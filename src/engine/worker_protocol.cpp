@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <type_traits>
 
 #include "errors.h"
 
@@ -40,11 +41,12 @@ class Writer {
   Message done(Type t) { return {t, std::move(out_)}; }
 
  private:
+  // insert, not resize + memcpy: inlined into encode(Open)'s field loop, GCC 12 -O3 cannot
+  // bound the resize and warns (stringop-overflow) about the memcpy.
   void raw(const void* p, size_t n) {
     if (n == 0) return;
-    const size_t at = out_.size();
-    out_.resize(at + n);
-    std::memcpy(out_.data() + at, p, n);
+    const auto* b = static_cast<const uint8_t*>(p);
+    out_.insert(out_.end(), b, b + n);
   }
   std::vector<uint8_t> out_;
 };
@@ -218,17 +220,22 @@ Hello decode_hello(const Message& m) {
   return h;
 }
 
+// The Open body: each on-wire setting by its type (a string, an i32, a count and strings), in
+// table order, then n_ctx. These are version 1's bytes, field for field.
+static_assert(sizeof(int) == sizeof(int32_t), "settings of type int travel as i32");
 Message encode(const Open& o) {
   Writer w;
-  w.str(o.model);
-  w.str(o.cache_type_k);
-  w.str(o.cache_type_v);
-  w.str(o.flash_attn);
-  w.i32(o.n_ubatch);
-  w.i32(o.n_threads);
-  w.str(o.device);
-  w.i32(o.n_gpu_layers);
-  w.strs(o.rpc);
+  for_each_arm_field([&](const auto& field) {
+    if (!field.info.on_wire) return;
+    const auto& v = o.settings.*field.member;
+    using T = typename std::decay_t<decltype(field)>::Value;
+    if constexpr (std::is_same_v<T, std::string>) w.str(v);
+    else if constexpr (std::is_same_v<T, int>) w.i32(v);
+    else {
+      static_assert(std::is_same_v<T, std::vector<std::string>>, "a setting type the wire lacks");
+      w.strs(v);
+    }
+  });
   w.i32(o.n_ctx);
   return w.done(Type::kOpen);
 }
@@ -236,15 +243,14 @@ Message encode(const Open& o) {
 Open decode_open(const Message& m) {
   Reader r(m, Type::kOpen);
   Open o;
-  o.model = r.str();
-  o.cache_type_k = r.str();
-  o.cache_type_v = r.str();
-  o.flash_attn = r.str();
-  o.n_ubatch = r.i32();
-  o.n_threads = r.i32();
-  o.device = r.str();
-  o.n_gpu_layers = r.i32();
-  o.rpc = r.strs();
+  for_each_arm_field([&](const auto& field) {
+    if (!field.info.on_wire) return;
+    auto& v = o.settings.*field.member;
+    using T = typename std::decay_t<decltype(field)>::Value;
+    if constexpr (std::is_same_v<T, std::string>) v = r.str();
+    else if constexpr (std::is_same_v<T, int>) v = r.i32();
+    else v = r.strs();  // encode's static_assert names any other type
+  });
   o.n_ctx = r.i32();
   r.end();
   return o;

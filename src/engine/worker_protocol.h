@@ -7,13 +7,16 @@
 // is refused by name before anything else is sent. Bodies are flat binary: counts before
 // arrays, floats as IEEE-754 bytes, so logits and captured rows cross bit for bit.
 //
-// This file includes no llama.cpp header: the orchestrator's side and the worker's share it.
+// This file includes no llama.cpp header (nor does arm_settings.h): the orchestrator's side and
+// the worker's share it.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "engine/arm_settings.h"
 
 namespace hd::engine::wire {
 
@@ -53,14 +56,10 @@ struct Hello {
   std::string facts_json;  // worker → orchestrator: llama.cpp commit, flags, CPU, devices
 };
 
-// The arm settings, field by field (engine::ArmSettings without including arm.h here).
+// The arm's settings (every kArmFields entry marked on_wire, in table order) and the chunk
+// length.
 struct Open {
-  std::string model;
-  std::string cache_type_k, cache_type_v, flash_attn;
-  int32_t n_ubatch = 0, n_threads = 0;
-  std::string device;
-  int32_t n_gpu_layers = 0;
-  std::vector<std::string> rpc;
+  ArmSettings settings;
   int32_t n_ctx = 0;
 };
 

@@ -14,6 +14,7 @@
 #include "engine/points.h"
 #include "engine/system.h"
 #include "errors.h"
+#include "run/config.h"
 #include "run/text.h"
 #include "store/safetensors.h"
 
@@ -147,7 +148,10 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
                         {"dtype", "F32"}});
   }
   const engine::ArmSettings& s = c.arm;
-  const int threads = s.n_threads > 0 ? s.n_threads : engine::default_threads();
+  // Diff's arm JSON but for the model (its own entry below) and the threads actually used.
+  nlohmann::json settings = nlohmann::json::object();
+  arm_settings_into_json(settings, s, {"model"});
+  settings["n_threads"] = s.n_threads > 0 ? s.n_threads : engine::default_threads();
   nlohmann::json manifest = {
       {"schema_version", kReferenceSchema},
       {"model",
@@ -159,12 +163,7 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
         {"n_embd", model->info().n_embd},
         {"n_head", model->info().n_head},
         {"head_dim_v", model->info().head_dim_v}}},
-      {"settings",
-       {{"cache_type_k", s.cache_type_k},
-        {"cache_type_v", s.cache_type_v},
-        {"flash_attn", s.flash_attn},
-        {"n_ubatch", s.n_ubatch},
-        {"n_threads", threads}}},
+      {"settings", settings},
       {"text", text_manifest(c, text, dropped)},
       {"tokens", tokens},
       {"decode", {{"steps", c.decode_steps}, {"tokens", captured.continuation}}},

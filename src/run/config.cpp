@@ -1,6 +1,7 @@
 #include "run/config.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "analysis/plugin.h"
 #include "engine/worker_build.h"
@@ -8,32 +9,33 @@
 
 namespace hd::run {
 
+void arm_settings_into_json(nlohmann::json& j, const engine::ArmSettings& s,
+                            const std::set<std::string>& skip) {
+  engine::for_each_arm_field([&](const auto& field) {
+    if (!skip.count(field.info.key)) j[field.info.key] = s.*field.member;
+  });
+}
+
+void arm_settings_from_json(const nlohmann::json& j, engine::ArmSettings& s,
+                            const std::set<std::string>& skip) {
+  engine::for_each_arm_field([&](const auto& field) {
+    if (skip.count(field.info.key)) return;
+    auto& v = s.*field.member;
+    using T = typename std::decay_t<decltype(field)>::Value;
+    // A later setting absent from an older file reads as the default it ran with.
+    v = field.info.required ? j.at(field.info.key).template get<T>() : j.value(field.info.key, v);
+  });
+}
+
 nlohmann::json to_json(const engine::ArmSettings& s) {
-  return {{"model", s.model},
-          {"cache_type_k", s.cache_type_k},
-          {"cache_type_v", s.cache_type_v},
-          {"flash_attn", s.flash_attn},
-          {"n_ubatch", s.n_ubatch},
-          {"n_threads", s.n_threads},
-          {"device", s.device},
-          {"n_gpu_layers", s.n_gpu_layers},
-          {"rpc", s.rpc},
-          {"llama_build", s.llama_build}};
+  nlohmann::json j = nlohmann::json::object();
+  arm_settings_into_json(j, s, {});
+  return j;
 }
 
 engine::ArmSettings arm_settings_from_json(const nlohmann::json& j) {
   engine::ArmSettings s;
-  s.model = j.at("model").get<std::string>();
-  s.cache_type_k = j.at("cache_type_k").get<std::string>();
-  s.cache_type_v = j.at("cache_type_v").get<std::string>();
-  s.flash_attn = j.at("flash_attn").get<std::string>();
-  s.n_ubatch = j.at("n_ubatch").get<int>();
-  s.n_threads = j.at("n_threads").get<int>();
-  // Files written before arms could run elsewhere ran on this binary's CPU.
-  s.device = j.value("device", std::string("cpu"));
-  s.n_gpu_layers = j.value("n_gpu_layers", -1);
-  s.rpc = j.value("rpc", std::vector<std::string>{});
-  s.llama_build = j.value("llama_build", std::string());
+  arm_settings_from_json(j, s, {});
   return s;
 }
 

@@ -2,6 +2,7 @@
 // --resume and verify rebuild exactly the same run.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,16 @@ struct DiffConfig {
 
 nlohmann::json to_json(const DiffConfig& c);
 DiffConfig diff_config_from_json(const nlohmann::json& j);
+// An arm as diff's config stores it: every kArmFields entry under its key. Reading, a key added
+// after the first format may be absent (it reads as the default); an earlier one may not.
 nlohmann::json to_json(const engine::ArmSettings& s);
 engine::ArmSettings arm_settings_from_json(const nlohmann::json& j);
+// The same for the settings not named in `skip`, into or out of an object that holds other
+// keys too (floor's config, capture's manifest); a skipped setting of `s` is left as it is.
+void arm_settings_into_json(nlohmann::json& j, const engine::ArmSettings& s,
+                            const std::set<std::string>& skip);
+void arm_settings_from_json(const nlohmann::json& j, engine::ArmSettings& s,
+                            const std::set<std::string>& skip);
 
 // The first predicted-token index that is scored, for a chunk of n tokens: "half" is
 // llama-perplexity's convention (logits from position n/2 on, so tokens n/2 + 1 ...).

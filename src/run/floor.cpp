@@ -51,11 +51,15 @@ std::vector<int> parse_int_list(const std::string& spec) {
   return out;
 }
 
+const std::set<std::string>& floor_swept_settings() {
+  static const std::set<std::string> swept = {"n_ubatch", "n_threads", "flash_attn"};
+  return swept;
+}
+
+// The arm's settings sit at the top level, beside the lists (its "flash_attn" is the list):
+// files from before device, layers, RPC and llama.cpp build read as this binary's CPU.
 nlohmann::json to_json(const FloorConfig& c) {
-  nlohmann::json j = {{"model", c.model},
-                      {"text_file", c.text_file},
-                      {"cache_type_k", c.cache_type_k},
-                      {"cache_type_v", c.cache_type_v},
+  nlohmann::json j = {{"text_file", c.text_file},
                       {"ubatches", c.ubatches},
                       {"threads", c.threads},
                       {"flash_attn", c.flash_attn},
@@ -63,16 +67,15 @@ nlohmann::json to_json(const FloorConfig& c) {
                       {"chunk", c.chunk},
                       {"max_chunks", c.max_chunks},
                       {"score_from", c.score_from}};
+  arm_settings_into_json(j, c.arm, floor_swept_settings());
   if (c.skip_unencodable) j["skip_unencodable"] = true;
   return j;
 }
 
 FloorConfig floor_config_from_json(const nlohmann::json& j) {
   FloorConfig c;
-  c.model = j.at("model");
+  arm_settings_from_json(j, c.arm, floor_swept_settings());
   c.text_file = j.at("text_file");
-  c.cache_type_k = j.at("cache_type_k");
-  c.cache_type_v = j.at("cache_type_v");
   c.ubatches = j.at("ubatches").get<std::vector<int>>();
   c.threads = j.at("threads").get<std::vector<int>>();
   c.flash_attn = j.at("flash_attn").get<std::vector<std::string>>();
@@ -105,10 +108,7 @@ nlohmann::json explore(const FloorConfig& c, const std::shared_ptr<engine::Model
   const int first_output = first_scored_target(c.score_from, c.chunk) - 1;
   const size_t v = static_cast<size_t>(model->info().n_vocab);
   auto settings = [&](int ub, int threads, const std::string& fa) {
-    engine::ArmSettings s;
-    s.model = c.model;
-    s.cache_type_k = c.cache_type_k;
-    s.cache_type_v = c.cache_type_v;
+    engine::ArmSettings s = c.arm;
     s.flash_attn = fa;
     s.n_ubatch = std::min(ub, c.chunk);
     s.n_threads = threads > 0 ? threads : engine::default_threads();
@@ -193,8 +193,8 @@ nlohmann::json explore(const FloorConfig& c, const std::shared_ptr<engine::Model
   return {{"model", model->info().description},
           {"reference",
            {{"n_ubatch", ref_s.n_ubatch}, {"n_threads", ref_s.n_threads}, {"flash_attn", ref_s.flash_attn}}},
-          {"cache_type_k", c.cache_type_k},
-          {"cache_type_v", c.cache_type_v},
+          {"cache_type_k", c.arm.cache_type_k},
+          {"cache_type_v", c.arm.cache_type_v},
           {"chunk", c.chunk},
           {"chunks", chunks.size()},
           {"rows", rows},
@@ -206,18 +206,18 @@ nlohmann::json explore(const FloorConfig& c, const std::shared_ptr<engine::Model
 void floor_run(const FloorConfig& c, const std::string& out, bool replace,
                const std::string& command_line, const ProgressFn& progress) {
   check_config(c);
-  store::Experiment::check_creatable(out, replace, {c.model, c.text_file});
+  store::Experiment::check_creatable(out, replace, {c.arm.model, c.text_file});
   const std::string text = read_text_file(c.text_file);
-  auto model = engine::model_load(c.model);
+  auto model = engine::model_load(c.arm.model);
   size_t dropped = 0;
   const auto chunks =
       chunk_text(*model, encodable_text(*model, text, c.skip_unencodable, progress, &dropped),
                  c.chunk, c.max_chunks);
   nlohmann::json prov = run_provenance(c.text_file, text, chunks, command_line);
   if (c.skip_unencodable) prov["text"]["unencodable_lines_dropped"] = dropped;
-  prov["model_sha256"] = sha256_file(c.model);
+  prov["model_sha256"] = sha256_file(c.arm.model);
   const nlohmann::json result = explore(c, model, chunks, progress);
-  store::Experiment e = store::Experiment::create(out, replace, {c.model, c.text_file});
+  store::Experiment e = store::Experiment::create(out, replace, {c.arm.model, c.text_file});
   e.set_meta("kind", "floor");
   e.set_meta("config", to_json(c).dump());
   prov["finished_at"] = now_utc();
@@ -240,14 +240,14 @@ void floor_verify(const std::string& path, bool force, const ProgressFn& progres
   const FloorConfig c = floor_config_from_json(nlohmann::json::parse(e.required_meta("config")));
   const auto prov = nlohmann::json::parse(e.required_meta("provenance"));
   if (!force && (prov["llama_cpp"]["commit"] != build::kLlamaCommit ||
-                 prov["model_sha256"] != sha256_file(c.model))) {
+                 prov["model_sha256"] != sha256_file(c.arm.model))) {
     throw InputError("the model or llama.cpp build is not the one this run used (--force to "
                      "compare anyway)");
   }
   check_config(c);
   const std::string text =
       read_stored_text(c.text_file, prov, text_again, "heterodyne verify " + path);
-  auto model = engine::model_load(c.model);
+  auto model = engine::model_load(c.arm.model);
   const auto chunks = chunk_text(*model, encodable_text(*model, text, c.skip_unencodable, progress),
                                  c.chunk, c.max_chunks);
   if (without_wording(explore(c, model, chunks, [](const Progress&) {})).dump() !=

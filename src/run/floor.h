@@ -10,6 +10,7 @@
 // "floor" (every row and the patterns); verify re-runs it and compares byte for byte.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,10 @@
 namespace hd::run {
 
 struct FloorConfig {
-  std::string model, text_file;
-  std::string cache_type_k = "f16", cache_type_v = "f16";
+  // The arm: model, cache types and where it runs (device, layers, RPC servers, llama.cpp
+  // build). Its floor_swept_settings() are not read: the lists below replace them.
+  engine::ArmSettings arm;
+  std::string text_file;
   std::vector<int> ubatches;             // each clipped to the chunk (a bigger one is one batch)
   std::vector<int> threads = {0};        // 0: default_threads()
   std::vector<std::string> flash_attn = {"auto"};
@@ -29,6 +32,10 @@ struct FloorConfig {
   std::string score_from = "1";
   bool skip_unencodable = false;  // as DiffConfig's; stored only when set
 };
+
+// The arm settings floor sweeps as lists (n_ubatch, n_threads, flash_attn): neither in its
+// stored arm nor among its arm flags.
+const std::set<std::string>& floor_swept_settings();
 
 // "1..512" (every integer), "1,2,7", or a mix ("1..8,16,32"). InputError for anything else.
 std::vector<int> parse_int_list(const std::string& spec);

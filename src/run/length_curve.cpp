@@ -8,6 +8,7 @@
 #include "engine/model.h"
 #include "engine/points.h"
 #include "errors.h"
+#include "run/config.h"
 #include "run/session.h"
 
 namespace hd::run {
@@ -30,12 +31,6 @@ ArmPass run_arm(const std::shared_ptr<engine::Model>& model, const engine::ArmSe
   arm.run_chunk(tokens, &hook, p.logits, 0);
   p.residual = hook.captured(last);
   return p;
-}
-
-nlohmann::json arm_json(const engine::ArmSettings& s) {
-  return {{"model", s.model},           {"cache_type_k", s.cache_type_k},
-          {"cache_type_v", s.cache_type_v}, {"flash_attn", s.flash_attn},
-          {"n_ubatch", s.n_ubatch},     {"n_threads", s.n_threads}};
 }
 
 }  // namespace
@@ -97,7 +92,7 @@ nlohmann::json length_curve(const LengthCurveConfig& c,
                     {"max_kl", kl_max},
                     {"top1_flips", flips}});
   }
-  return {{"a", arm_json(c.a)}, {"b", arm_json(c.b)}, {"tokens", longest}, {"rows", rows}};
+  return {{"a", to_json(c.a)}, {"b", to_json(c.b)}, {"tokens", longest}, {"rows", rows}};
 }
 
 }  // namespace hd::run

@@ -23,9 +23,7 @@
 namespace hd::run {
 
 const std::vector<std::string>& sweep_setting_names() {
-  static const std::vector<std::string> names = {
-      "model",     "cache_type_k", "cache_type_v", "flash_attn", "n_ubatch",
-      "n_threads", "device",       "n_gpu_layers", "rpc",        "llama_build"};
+  static const std::vector<std::string> names = engine::arm_field_keys();
   return names;
 }
 

@@ -1,6 +1,7 @@
 // `heterodyne sweep`: how much of the divergence between two arms each differing setting
-// causes. Every combination of the settings in which A and B differ (model file, K type,
-// V type, flash attention, ubatch, threads) runs on the same chunks as diff would, each scored
+// causes. Every combination of the settings in which A and B differ (any of engine's arm
+// settings: model file, K and V types, flash attention, ubatch, threads, device, layers, RPC
+// servers, llama.cpp build) runs on the same chunks as diff would, each scored
 // against arm A's logits (computed once per chunk). From the per-chunk mean KLs come main
 // effects, pairwise interactions and exact Shapley values (analysis/attribution.h), each with
 // a 95 % interval over chunks, next to the numerical floor.
@@ -20,7 +21,8 @@
 
 namespace hd::run {
 
-// The settings a sweep can attribute to, in this order.
+// The settings a sweep can attribute to, in this order: every kArmFields key, in table order
+// (a stored sweep's masks count bits in it).
 const std::vector<std::string>& sweep_setting_names();
 
 // The names of the settings in which a and b differ.

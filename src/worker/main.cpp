@@ -58,20 +58,6 @@ nlohmann::json info_json(const hd::engine::ModelInfo& i) {
           {"n_vocab", i.n_vocab},           {"n_params", i.n_params}};
 }
 
-hd::engine::ArmSettings settings_of(const wire::Open& o) {
-  hd::engine::ArmSettings s;
-  s.model = o.model;
-  s.cache_type_k = o.cache_type_k;
-  s.cache_type_v = o.cache_type_v;
-  s.flash_attn = o.flash_attn;
-  s.n_ubatch = o.n_ubatch;
-  s.n_threads = o.n_threads;
-  s.device = o.device;
-  s.n_gpu_layers = o.n_gpu_layers;
-  s.rpc = o.rpc;
-  return s;
-}
-
 // False when the orchestrator is gone: nobody is left to tell.
 bool answer_error(int fd, bool input, const std::string& message) {
   try {
@@ -125,7 +111,7 @@ int main() {
         }
         case wire::Type::kOpen: {
           const wire::Open o = wire::decode_open(*m);
-          const hd::engine::ArmSettings s = settings_of(o);
+          const hd::engine::ArmSettings& s = o.settings;  // llama_build: "" (this is that build)
           auto model = hd::engine::model_load(s.model);
           hd::engine::check_settings(s, model->info(), o.n_ctx);
           auto& arm = arms[next_id];
