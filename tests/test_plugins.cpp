@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 
+#include "analysis/compare.h"
 #include "analysis/confidence.h"
 #include "analysis/stats.h"
 #include "errors.h"
@@ -189,4 +190,14 @@ TEST(Store, AnalysisValueOfAnotherTypeIsDamage) {
     EXPECT_NE(std::string(err.what()).find("another type in column positions"), std::string::npos)
         << err.what();
   }
+}
+
+// An analysis may return no rows for a chunk: nothing is stored, and the chunk read back (no
+// entry) is the same result as the recomputed one (an empty entry).
+TEST(Confidence, NoRowsIsTheSameAsNoEntry) {
+  ChunkResult stored, again;
+  again.analyses["none_here"] = {};
+  EXPECT_FALSE(first_mismatch(stored, again).has_value());
+  again.analyses["none_here"] = {{int64_t{1}}};
+  EXPECT_TRUE(first_mismatch(stored, again).has_value());
 }

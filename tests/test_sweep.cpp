@@ -266,3 +266,23 @@ TEST(Invariance, SparseSizesClaimOnlyARuleTheyTellApartFromTheOthers) {
   EXPECT_EQ(invariance_pattern(tested({3, 5, 16, 20}, [](int u) { return u == 16; }), 64),
             "bitwise identical at ubatch 16 only");
 }
+
+// `sweep --b-quant` (issue 16: "The following arguments were not expected") makes B as diff
+// does: the one setting that differs is the model, and its KL is diff's to the bit.
+TEST_F(Sweep, BQuantMakesBAsDiffDoes) {
+  auto args = base("sweep", "quant.hdy");
+  args.insert(args.end(), {"--b-quant", "Q8_0"});
+  const auto r = hd::test::run_cli(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json s = show("quant.hdy")["sweep"];
+  EXPECT_EQ(s["settings"], json({"model"}));
+  auto d = base("diff", "quant-diff.hdy");
+  d.insert(d.end(), {"--b-quant", "Q8_0"});
+  ASSERT_EQ(hd::test::run_cli(d).exit_code, 0);
+  EXPECT_EQ(show("quant-diff.hdy")["kl_mean"].get<double>(), s["total"].get<double>());
+  EXPECT_GT(s["total"].get<double>(), 0.0);
+  EXPECT_EQ(hd::test::run_cli({"verify", *dir_ + "/quant.hdy"}).exit_code, 0);
+  auto both = base("sweep", "both.hdy");
+  both.insert(both.end(), {"--b", *dir_ + "/m.gguf", "--b-quant", "Q8_0"});
+  hd::test::expect_refused(both, "not both");
+}

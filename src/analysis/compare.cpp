@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <variant>
 
 namespace hd::analysis {
@@ -67,30 +68,34 @@ static std::optional<std::string> compare(const char* name, int chunk, const Com
 
 // Plug-in rows: the same analyses, row for row, every value bitwise (a double by its bits).
 static std::optional<std::string> analyses_mismatch(const ChunkResult& s, const ChunkResult& r) {
-  for (const auto& [name, rows] : s.analyses) {
-    const auto it = r.analyses.find(name);
-    if (it == r.analyses.end())
+  // An analysis with no rows for a chunk stores nothing: absent and empty are the same.
+  std::map<std::string, std::vector<CellRow>> a, b;
+  for (const auto& [name, rows] : s.analyses) if (!rows.empty()) a[name] = rows;
+  for (const auto& [name, rows] : r.analyses) if (!rows.empty()) b[name] = rows;
+  for (const auto& [name, rows] : a) {
+    const auto it = b.find(name);
+    if (it == b.end())
       return fmt::format("chunk {}: analysis {} was not recomputed", s.chunk, name);
     if (it->second.size() != rows.size())
       return fmt::format("chunk {} analysis {}: row counts differ", s.chunk, name);
     for (size_t i = 0; i < rows.size(); ++i) {
-      const auto& a = rows[i];
-      const auto& b = it->second[i];
-      bool same = a.size() == b.size();
-      for (size_t k = 0; same && k < a.size(); ++k) {
-        same = a[k].index() == b[k].index();
-        if (same && std::holds_alternative<double>(a[k])) {
-          const double x = std::get<double>(a[k]), y = std::get<double>(b[k]);
+      const auto& x = rows[i];
+      const auto& y = it->second[i];
+      bool same = x.size() == y.size();
+      for (size_t k = 0; same && k < x.size(); ++k) {
+        same = x[k].index() == y[k].index();
+        if (same && std::holds_alternative<double>(x[k])) {
+          const double u = std::get<double>(x[k]), v = std::get<double>(y[k]);
           // NaN is stored as NULL and read back as one NaN, whatever its bits were.
-          same = (std::isnan(x) && std::isnan(y)) || std::memcmp(&x, &y, sizeof x) == 0;
+          same = (std::isnan(u) && std::isnan(v)) || std::memcmp(&u, &v, sizeof u) == 0;
         } else if (same) {
-          same = a[k] == b[k];
+          same = x[k] == y[k];
         }
       }
       if (!same) return fmt::format("chunk {} analysis {} row {}: values differ", s.chunk, name, i);
     }
   }
-  if (r.analyses.size() != s.analyses.size())
+  if (a.size() != b.size())
     return fmt::format("chunk {}: the recomputed chunk has other analyses", s.chunk);
   return std::nullopt;
 }

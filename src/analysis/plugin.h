@@ -69,7 +69,8 @@ class ChunkAnalysis {
   // The columns of its rows, in order (a row index and the chunk are added by the store).
   virtual std::vector<ColumnDef> columns() const = 0;
   virtual std::vector<CellRow> compute(const ChunkInput& in) const = 0;
-  // From the stored rows alone (what verify re-derives and show prints).
+  // From the stored rows alone, so that show prints the same for a file, a resumed run and a
+  // verified one (verify compares the rows themselves, bit for bit).
   virtual SummaryTable summarize(const std::vector<StoredRow>& rows) const = 0;
 };
 

@@ -1,4 +1,5 @@
-// heterodyne sweep --a A.gguf [--b B.gguf] [settings, --a-… --b-…] --text-file T [--chunk N]
+// heterodyne sweep --a A.gguf [--b B.gguf | --b-quant TYPE] [settings, --a-… --b-…]
+//                  --text-file T [--chunk N]
 //                  [--max-chunks N] [--score-from N|half] [--no-floor] [--floor-ub N]
 //                  [--max-arms 64] -o sweep.hdy [--force]
 // heterodyne sweep --resume sweep.hdy [-f TEXT|-]
@@ -11,7 +12,7 @@ namespace hd::cli {
 
 void add_sweep(CLI::App& app, Context& ctx) {
   struct Opts {
-    std::string a, b, text, out, resume;
+    std::string a, b, b_quant, text, out, resume;
     ArmFlags shared, own_a, own_b;
     run::DiffConfig cfg;
     int max_arms = 64;
@@ -23,6 +24,7 @@ void add_sweep(CLI::App& app, Context& ctx) {
   in_group(*cmd, "Inputs", [&] {
     cmd->add_option("--a", o->a, "arm A's GGUF (the reference)");
     cmd->add_option("--b", o->b, "arm B's GGUF (default: A's, with B's settings)");
+    cmd->add_option("--b-quant", o->b_quant, "make arm B's model by quantizing A to this type (cached)");
     cmd->add_option("--text-file,-f", o->text,
                     "the text every arm reads ('-': standard input); with --resume, the text "
                     "again (checked against the stored sha256)");
@@ -54,11 +56,14 @@ void add_sweep(CLI::App& app, Context& ctx) {
       end = run::sweep_resume(o->resume, ctx.command_line, progress_line, o->text);
     } else {
       if (o->a.empty()) throw InputError("sweep needs --a MODEL.gguf");
+      if (!o->b.empty() && !o->b_quant.empty())
+        throw InputError("sweep takes one of --b MODEL.gguf or --b-quant TYPE, not both");
       if (o->text.empty()) throw InputError("sweep needs --text-file FILE");
       if (o->out.empty()) throw InputError("sweep needs -o FILE.hdy");
       run::DiffConfig cfg = o->cfg;
       cfg.a = resolve_arm(stored_path(o->a), o->shared, o->own_a);
       cfg.b = resolve_arm(stored_path(o->b.empty() ? o->a : o->b), o->shared, o->own_b);
+      cfg.b_quant = o->b_quant;
       cfg.text_file = stored_path(o->text);
       cfg.floor = !o->no_floor;
       end = run::sweep_run(cfg, o->max_arms, o->out, o->force, ctx.command_line, progress_line);

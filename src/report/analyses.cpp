@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/json_number.h"
+#include "errors.h"
 #include "store/experiment.h"
 
 namespace hd::report {
@@ -22,7 +23,17 @@ std::vector<NamedSummary> summarize_analyses(const store::Experiment& e) {
       out.emplace_back(name, std::move(t));
       continue;
     }
-    out.emplace_back(name, a->summarize(e.analysis_rows(name)));
+    const auto rows = e.analysis_rows(name);
+    const auto columns = a->columns();
+    for (const auto& r : rows) {
+      // The table's own declared types were checked by the store; these are the analysis'.
+      if (!analysis::row_fits(columns, r.cells)) {
+        throw InputError("'" + e.path() + "' is damaged: a row of chunk " +
+                         std::to_string(r.chunk) + " in its table analysis_" + name +
+                         " does not have the columns of the analysis '" + name + "'");
+      }
+    }
+    out.emplace_back(name, a->summarize(rows));
   }
   return out;
 }

@@ -150,7 +150,7 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
   const engine::ArmSettings& s = c.arm;
   // Diff's arm JSON but for the model (its own entry below) and the threads actually used.
   nlohmann::json settings = nlohmann::json::object();
-  arm_settings_into_json(settings, s, {"model"});
+  arm_settings_into_json(settings, s, {"model"}, true);
   settings["n_threads"] = s.n_threads > 0 ? s.n_threads : engine::default_threads();
   nlohmann::json manifest = {
       {"schema_version", kReferenceSchema},

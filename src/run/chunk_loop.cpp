@@ -66,6 +66,13 @@ static int run_missing(store::Experiment& e, const ChunkLoop& loop, const Progre
 }
 
 RunEnd run_chunk_loop(store::Experiment& e, const ChunkLoop& loop, const ProgressFn& progress) {
+  // A stored chunk the text no longer has (a tokenizer that changed under the same file hash)
+  // would be counted as done and the run never sealed: refuse it.
+  if (!loop.done.empty() && (*loop.done.begin() < 0 || *loop.done.rbegin() >= loop.total)) {
+    throw InputError("'" + e.path() + "' holds chunk " + std::to_string(*loop.done.rbegin()) +
+                     " but the text gives " + std::to_string(loop.total) +
+                     " chunks now: the tokenization changed since the run started");
+  }
   fatal::set_resume_hint(e.published() ? kept_chunks(e, loop.command, loop.done.size())
                                        : nothing_stored(e));
   int finished = static_cast<int>(loop.done.size());

@@ -10,9 +10,14 @@
 namespace hd::run {
 
 void arm_settings_into_json(nlohmann::json& j, const engine::ArmSettings& s,
-                            const std::set<std::string>& skip) {
+                            const std::set<std::string>& skip, bool later_only_when_set) {
+  const engine::ArmSettings defaults;
   engine::for_each_arm_field([&](const auto& field) {
-    if (!skip.count(field.info.key)) j[field.info.key] = s.*field.member;
+    if (skip.count(field.info.key)) return;
+    // A file whose format predates a setting keeps its old bytes while the setting is unused.
+    if (later_only_when_set && !field.info.required && s.*field.member == defaults.*field.member)
+      return;
+    j[field.info.key] = s.*field.member;
   });
 }
 

@@ -38,8 +38,10 @@ nlohmann::json to_json(const engine::ArmSettings& s);
 engine::ArmSettings arm_settings_from_json(const nlohmann::json& j);
 // The same for the settings not named in `skip`, into or out of an object that holds other
 // keys too (floor's config, capture's manifest); a skipped setting of `s` is left as it is.
+// `later_only_when_set`: a setting added after the first format is written only when it is not
+// its default, so that what such a run writes stays byte for byte what it wrote before.
 void arm_settings_into_json(nlohmann::json& j, const engine::ArmSettings& s,
-                            const std::set<std::string>& skip);
+                            const std::set<std::string>& skip, bool later_only_when_set = false);
 void arm_settings_from_json(const nlohmann::json& j, engine::ArmSettings& s,
                             const std::set<std::string>& skip);
 

@@ -67,7 +67,7 @@ nlohmann::json to_json(const FloorConfig& c) {
                       {"chunk", c.chunk},
                       {"max_chunks", c.max_chunks},
                       {"score_from", c.score_from}};
-  arm_settings_into_json(j, c.arm, floor_swept_settings());
+  arm_settings_into_json(j, c.arm, floor_swept_settings(), true);
   if (c.skip_unencodable) j["skip_unencodable"] = true;
   return j;
 }

@@ -8,6 +8,7 @@
 #include "engine/model.h"
 #include "engine/points.h"
 #include "errors.h"
+#include "run/arms.h"
 #include "run/config.h"
 #include "run/session.h"
 
@@ -47,9 +48,10 @@ nlohmann::json length_curve(const LengthCurveConfig& c,
 
   auto model_a = engine::model_load(c.a.model);
   auto model_b = c.b.model == c.a.model ? model_a : engine::model_load(c.b.model);
-  if (model_a->info().n_vocab != model_b->info().n_vocab ||
-      model_a->info().n_embd != model_b->info().n_embd) {
-    throw InputError("the arms' models differ in vocabulary or width: no common positions");
+  // The curve compares logits and the last layer's residual: one vocabulary, one width.
+  check_comparable(*model_a, *model_b, Pairing::kLogits);
+  if (model_a->info().n_embd != model_b->info().n_embd) {
+    throw InputError("the arms' models differ in width: their residuals cannot be compared");
   }
   const int longest = c.lengths.back();
   const std::vector<int32_t> tokens =

@@ -10,8 +10,8 @@
 #include "analysis/kl.h"
 #include "common/sha256.h"
 #include "engine/points.h"
-#include "engine/quantize.h"
 #include "errors.h"
+#include "run/arms.h"
 #include "run/text.h"
 
 namespace hd::run {
@@ -21,11 +21,7 @@ using analysis::Comparison;
 
 Session::Session(DiffConfig config) : config_(std::move(config)) {
   validate(config_);
-  const int threads_a = config_.a.n_threads > 0 ? config_.a.n_threads : 0;
-  if (!config_.b_quant.empty()) {
-    config_.b.model =
-        engine::ensure_quantized(config_.a.model, config_.b_quant, threads_a > 0 ? threads_a : 2);
-  }
+  resolve_quantized_b(config_);
   std::map<std::string, std::shared_ptr<engine::Model>> models;  // one load per file
   auto load = [&](const std::string& path) {
     auto& m = models[path];
@@ -34,18 +30,7 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   };
   auto model_a = load(config_.a.model);
   auto model_b = load(config_.b.model);
-  if (auto why = engine::vocab_difference(*model_a, *model_b)) {
-    throw InputError("the arms have different vocabularies (" + *why + ")");
-  }
-  // Residuals and transplants pair the arms layer by layer and row by row.
-  const auto& ia = model_a->info();
-  const auto& ib = model_b->info();
-  if (ia.architecture != ib.architecture || ia.n_layer != ib.n_layer || ia.n_embd != ib.n_embd) {
-    throw InputError("the arms must share architecture, layer count and width: A is " +
-                     ia.architecture + " " + std::to_string(ia.n_layer) + " layers × " +
-                     std::to_string(ia.n_embd) + ", B is " + ib.architecture + " " +
-                     std::to_string(ib.n_layer) + " layers × " + std::to_string(ib.n_embd));
-  }
+  check_comparable(*model_a, *model_b, Pairing::kLayers);
   if (config_.transplants || config_.components) {
     points_ = analysis::restore_points(model_a->info().n_layer, config_.components);
   }
@@ -63,7 +48,7 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
     floor_ub_ = config_.floor_ubatch > 0 ? config_.floor_ubatch
                                          : floor_ubatch_for(config_.chunk, config_.a.n_ubatch);
     fs.n_ubatch = floor_ub_;
-    floor_ = make_run(model_a, fs);
+    floor_ = make_run(model_a, fs, false);
   }
   for (const auto& [path, m] : models) sha256_[path] = sha256_file(path);
 }
@@ -84,7 +69,8 @@ static void parallel_for(int n, int threads, const std::function<void(int, int)>
 }
 
 Session::ArmRun Session::make_run(std::shared_ptr<engine::Model> model,
-                                  const engine::ArmSettings& settings) const {
+                                  const engine::ArmSettings& settings,
+                                  bool with_analysis_points) const {
   ArmRun r;
   const auto& info = model->info();
   r.arm = std::make_unique<engine::Arm>(std::move(model), settings, config_.chunk);
@@ -92,8 +78,10 @@ Session::ArmRun Session::make_run(std::shared_ptr<engine::Model> model,
     r.hook.capture(engine::point_name(info.architecture, engine::PointKind::kLayerOut, l));
   }
   for (const auto& p : points_) r.hook.capture(graph_name(p));  // the sources of transplants
-  for (const auto* a : analyses_) {
-    for (const auto& point : a->points(info.n_layer)) r.hook.capture(point);
+  if (with_analysis_points) {  // A and B only: the floor arm is never given to an analysis
+    for (const auto* a : analyses_) {
+      for (const auto& point : a->points(info.n_layer)) r.hook.capture(point);
+    }
   }
   return r;
 }

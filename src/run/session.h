@@ -64,7 +64,8 @@ class Session {
   void run(ArmRun& r, std::span<const int32_t> tokens, int first_output);
   analysis::Comparison compare(const ArmRun& a, const ArmRun& b, std::span<const int32_t> tokens,
                                int first_output) const;
-  ArmRun make_run(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings) const;
+  ArmRun make_run(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings,
+                  bool with_analysis_points = true) const;
   analysis::Transplants transplant(std::span<const int32_t> tokens, int first_output);
   void patched_pass(bool denoise, const analysis::RestorePoint& point,
                     std::span<const int32_t> tokens, int first_output);

@@ -16,6 +16,7 @@
 #include "common/sha256.h"
 #include "engine/model.h"
 #include "errors.h"
+#include "run/arms.h"
 #include "run/session.h"
 #include "run/text.h"
 #include "store/experiment.h"
@@ -49,10 +50,18 @@ engine::ArmSettings combination(const engine::ArmSettings& a, const engine::ArmS
 
 namespace {
 
+DiffConfig with_quantized_b(DiffConfig c) {
+  resolve_quantized_b(c);
+  return c;
+}
+
 // The arms of a sweep: one per combination that can run (mask 0 is A), and the floor arm.
 class Sweeper {
  public:
-  Sweeper(const DiffConfig& c, int max_arms) : c_(c), names_(differing_settings(c.a, c.b)) {
+  // With b_quant, B's model is A's quantized (made or found in the cache first).
+  Sweeper(const DiffConfig& given, int max_arms)
+      : c_(with_quantized_b(given)), names_(differing_settings(c_.a, c_.b)) {
+    const DiffConfig& c = c_;
     const size_t n = size_t{1} << names_.size();
     if (names_.size() > 20 || static_cast<int>(n) > max_arms) {
       throw InputError(fmt::format("the arms differ in {} settings: {} combinations, more than "
@@ -60,9 +69,7 @@ class Sweeper {
                                    names_.size(), n, max_arms));
     }
     auto model_a = load(c.a.model), model_b = load(c.b.model);
-    if (auto why = engine::vocab_difference(*model_a, *model_b)) {
-      throw InputError("the arms have different vocabularies (" + *why + ")");
-    }
+    check_comparable(*model_a, *model_b, Pairing::kLogits);
     arms_.resize(n);
     reasons_.resize(n);
     for (size_t m = 0; m < n; ++m) {
@@ -81,6 +88,7 @@ class Sweeper {
     }
   }
 
+  const DiffConfig& config() const { return c_; }
   const engine::Model& model_a() const { return arms_[0]->model(); }
   const std::vector<std::string>& names() const { return names_; }
 
@@ -173,7 +181,7 @@ namespace {
 
 // What resume checks before it adds to a sweep: each chunk's row hashed with the configuration
 // it came from, written right after the row.
-std::string row_hash_key(int c) { return "chunk_sha256/" + std::to_string(c); }
+std::string row_hash_key(int c) { return "sweep_chunk_sha256/" + std::to_string(c); }
 std::string row_hash(const std::string& config, const std::string& row) {
   return sha256_bytes(config + "\n" + row);
 }
@@ -205,7 +213,7 @@ RunEnd run_sweep_chunks(store::Experiment& e, Sweeper& s,
   loop.command = "sweep";
   loop.total = static_cast<int>(chunks.size());
   loop.done = stored_rows(e, loop.total);
-  const std::string config = cfg.dump();
+  const std::string config = e.required_meta("config");  // as stored_rows hashes it
   loop.run_chunk = [&](int c, int) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string row = s.compute(c, chunks[static_cast<size_t>(c)]).dump();
@@ -257,7 +265,7 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
   report_plan(s, combos, chunks.size(), config.chunk, progress);
   store::Experiment e = store::Experiment::create(out, replace, inputs);
   e.set_meta("kind", "sweep");
-  const nlohmann::json cfg = sweep_config_json(config, max_arms);
+  const nlohmann::json cfg = sweep_config_json(s.config(), max_arms);
   e.set_meta("config", cfg.dump());
   nlohmann::json prov = run_provenance(config.text_file, text, chunks, command_line);
   if (config.skip_unencodable) prov["text"]["unencodable_lines_dropped"] = dropped;
@@ -279,6 +287,8 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
   const nlohmann::json cfg = nlohmann::json::parse(e.required_meta("config"));
   const DiffConfig config = diff_config_from_json(cfg);
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
+  // Before minutes of loading, and before anything is written: never add to edited rows.
+  const auto done = stored_rows(e, prov.at("tokens").at("n_chunks").get<int>());
   const std::string text = read_stored_text(config.text_file, prov, text_again,
                                             "heterodyne sweep --resume " + path);
   Sweeper s(config, cfg.at("max_arms").get<int>());
@@ -292,7 +302,6 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
                  config.chunk, config.max_chunks);
   prov["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
   e.set_meta("provenance", prov.dump());
-  const auto done = stored_rows(e, static_cast<int>(chunks.size()));
   progress(fmt::format("resuming: {} of {} chunks already stored", done.size(), chunks.size()));
   return run_sweep_chunks(e, s, chunks, cfg, combos, progress);
 }

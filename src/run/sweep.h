@@ -33,7 +33,8 @@ std::vector<std::string> differing_settings(const engine::ArmSettings& a,
 engine::ArmSettings combination(const engine::ArmSettings& a, const engine::ArmSettings& b,
                                 const std::vector<std::string>& settings, unsigned mask);
 
-// Runs the sweep into `out` (config.b_quant, transplants and residuals are not used).
+// Runs the sweep into `out`: with config.b_quant, B's model is A's quantized to that type (as
+// diff makes it); transplants and residuals are not used.
 // max_arms bounds 2^k (InputError above it).
 RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out, bool replace,
                  const std::string& command_line, const ProgressFn& progress);

@@ -21,6 +21,11 @@ static void check_integrity(const store::Experiment& e, const ProgressFn& progre
                      "(run it again, with --force)");
   }
   if (!stored) {
+    const std::string kind = e.meta("kind").value_or("diff");
+    if (kind == "sweep") {
+      throw InputError("'" + e.path() + "' is an unfinished sweep: finish it with sweep --resume; "
+                       "the integrity hash is written at the end");
+    }
     throw InputError(
         "'" + e.path() + "' is not complete (" + std::to_string(e.finished_chunks().size()) +
         " chunks stored): finish it with diff --resume; the integrity hash is written at the end");

@@ -1,0 +1,52 @@
+// What the parts of store/experiment (creating and opening, rows, hashes) share; not for use
+// outside store/.
+#pragma once
+#include <string>
+
+namespace hd::store {
+
+class Database;
+class Experiment;
+
+namespace detail {
+
+// Every table, with the key its rows are ordered by in the integrity serialization.
+struct TableDef {
+  const char* name;
+  const char* order;
+  const char* ddl;
+};
+inline constexpr TableDef kTables[] = {
+    {"meta", "key", "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"},
+    {"chunks", "chunk",
+     "CREATE TABLE chunks (chunk INTEGER PRIMARY KEY, n_tokens INTEGER NOT NULL, seconds REAL NOT "
+     "NULL)"},
+    {"tokens", "chunk, pos",
+     "CREATE TABLE tokens (chunk INTEGER, pos INTEGER, token_id INTEGER NOT NULL,"
+     " PRIMARY KEY (chunk, pos)) WITHOUT ROWID"},
+    {"vocab", "token_id", "CREATE TABLE vocab (token_id INTEGER PRIMARY KEY, text TEXT NOT NULL)"},
+    {"positions", "comparison, chunk, pos",
+     "CREATE TABLE positions (comparison TEXT, chunk INTEGER, pos INTEGER, target_id INTEGER NOT "
+     "NULL,"
+     " scored INTEGER NOT NULL, kl REAL, nll_a REAL, nll_b REAL, top1_a INTEGER, p_top1_a REAL,"
+     " top1_b INTEGER, p_top1_b REAL, top5_a TEXT, top5_b TEXT,"
+     " PRIMARY KEY (comparison, chunk, pos)) WITHOUT ROWID"},
+    {"layers", "comparison, chunk, layer, pos",
+     "CREATE TABLE layers (comparison TEXT, chunk INTEGER, layer INTEGER, pos INTEGER,"
+     " rel_err REAL, cosine REAL, max_abs REAL,"
+     " PRIMARY KEY (comparison, chunk, layer, pos)) WITHOUT ROWID"},
+    {"transplants", "chunk, direction, step, pos",
+     "CREATE TABLE transplants (chunk INTEGER, direction TEXT, step INTEGER, point TEXT NOT NULL,"
+     " pos INTEGER, kl REAL, PRIMARY KEY (chunk, direction, step, pos)) WITHOUT ROWID"},
+    {"residuals", "chunk, arm, layer",
+     "CREATE TABLE residuals (chunk INTEGER, arm TEXT, layer INTEGER, n_tokens INTEGER NOT NULL,"
+     " width INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (chunk, arm, layer)) WITHOUT ROWID"},
+};
+
+// The meta key of chunk `chunk`'s hash, and the hash itself: the chunk's rows (with its run
+// time) and the configuration they came from, as resume checks them.
+std::string chunk_hash_key(int chunk);
+std::string chunk_sha256(Database& db, const Experiment& e, int chunk);
+
+}  // namespace detail
+}  // namespace hd::store
