@@ -114,7 +114,7 @@ TEST(Confidence, SummaryFromStoredRows) {
   EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][3]), 0.9 / 3);
   EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][5]), 2.0 / 3);
   EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][7]), 0.9 / 3);
-  EXPECT_TRUE(std::isnan(std::get<double>(t.rows[1][3])));  // an empty bucket has no mean
+  EXPECT_TRUE(std::isnan(std::get<double>(t.rows[1][3])));   // an empty bucket has no mean
   EXPECT_FALSE(std::isnan(std::get<double>(t.rows[0][4])));  // two chunks: an interval
   bool wide = false;
   for (const auto& n : t.notes) wide = wide || n.find("intervals are wide") != std::string::npos;
@@ -159,9 +159,10 @@ TEST(Store, AnalysisRowsRoundTripAndAreHashed) {
   // One bit of one plug-in value: the hash and the chunk hash see it.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "UPDATE analysis_confidence SET kl_sum = 0.1 WHERE chunk = 1 AND row = 0",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db, "UPDATE analysis_confidence SET kl_sum = 0.1 WHERE chunk = 1 AND row = 0",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
   sqlite3_close(db);
   Experiment edited = Experiment::open(path, false);
   EXPECT_NE(edited.compute_integrity(), *edited.meta("integrity_sha256"));

@@ -66,9 +66,14 @@ TEST(Plugins, RunWithoutAnalysisStoresNone) {
 TEST(Plugins, UnknownOrRepeatedAnalysisIsRefused) {
   HD_REQUIRE_SHARED();
   const std::string dir = temp_dir("plugins-cli");
-  const std::vector<std::string> base = {"diff", "--a", shared_path("models/stories260K.gguf"),
-                                         "--b-quant", "Q8_0", "-f",
-                                         shared_path("corpora/tom-sawyer.txt"), "-o",
+  const std::vector<std::string> base = {"diff",
+                                         "--a",
+                                         shared_path("models/stories260K.gguf"),
+                                         "--b-quant",
+                                         "Q8_0",
+                                         "-f",
+                                         shared_path("corpora/tom-sawyer.txt"),
+                                         "-o",
                                          dir + "/refused.hdy"};
   auto with = [&](std::vector<std::string> extra) {
     auto a = base;

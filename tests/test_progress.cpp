@@ -37,10 +37,10 @@ TEST(Progress, DiffReportsEveryChunkAsJson) {
   HD_REQUIRE_SHARED();
   ::setenv("HETERODYNE_PROGRESS", "json", 1);
   const std::string dir = test::temp_dir("progress");
-  const test::CliResult r = test::run_cli(
-      {"diff", "--a", test::shared_path("models/stories260K.gguf"), "--b-quant", "Q8_0", "-f",
-       test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "64", "--max-chunks", "3",
-       "--force", "-o", dir + "/run.hdy"});
+  const test::CliResult r =
+      test::run_cli({"diff", "--a", test::shared_path("models/stories260K.gguf"), "--b-quant",
+                     "Q8_0", "-f", test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "64",
+                     "--max-chunks", "3", "--force", "-o", dir + "/run.hdy"});
   ::unsetenv("HETERODYNE_PROGRESS");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream lines(r.err);

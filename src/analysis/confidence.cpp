@@ -53,8 +53,9 @@ class Confidence final : public ChunkAnalysis {
   }
   std::vector<ColumnDef> columns() const override {
     using T = ColumnDef::Type;
-    return {{"bucket", T::kInteger, "0..5: A's top-1 probability in [0,.2) [.2,.4) [.4,.6) "
-                                    "[.6,.8) [.8,.95) [.95,1]"},
+    return {{"bucket", T::kInteger,
+             "0..5: A's top-1 probability in [0,.2) [.2,.4) [.4,.6) "
+             "[.6,.8) [.8,.95) [.95,1]"},
             {"positions", T::kInteger, "scored positions of the chunk in the bucket"},
             {"kl_sum", T::kReal, "their KL(A || B), summed in position order"},
             {"flips", T::kInteger, "of them, where A's and B's top-1 token differ"},
@@ -98,8 +99,8 @@ SummaryTable Confidence::summarize(const std::vector<StoredRow>& rows) const {
   }
   SummaryTable t;
   t.title = "KL by A's confidence (its top-1 probability)";
-  t.columns = {"A top-1 p", "positions", "share", "mean KL", "KL ±95%", "top-1 change",
-               "change ±95%", "floor KL"};
+  t.columns = {"A top-1 p", "positions",    "share",       "mean KL",
+               "KL ±95%",   "top-1 change", "change ±95%", "floor KL"};
   bool have_floor = false;
   for (size_t b = 0; b < kBuckets; ++b) {
     const MeanCI k = cluster_mean_of_totals(kl[b], n[b]);

@@ -58,18 +58,17 @@ void add_diff(CLI::App& app, Context& ctx) {
                     "flag but -f (the text again, for a run that read standard input)");
   });
   cmd->callback([o, cmd, &ctx] {
-    run::RunEnd end;
-    std::string path = o->out;
-    if (!o->resume.empty()) {
-      refuse_flags_besides_resume(*cmd);
-      path = o->resume;
-      end = run::diff_resume(o->resume, ctx.command_line, progress_line, o->text);
-    } else {
-      if (o->a.empty()) throw InputError("diff needs --a MODEL.gguf");
+    ResumableRun r;
+    r.resume = o->resume;
+    r.out = o->out;
+    r.needed = {{!o->a.empty(), "--a MODEL.gguf"}, {!o->text.empty(), "--text-file FILE"},
+                {!o->out.empty(), "-o FILE.hdy"}};
+    r.resume_run = [&] {
+      return run::diff_resume(o->resume, ctx.command_line, progress_line, o->text);
+    };
+    r.new_run = [&] {
       if (o->b.empty() == o->b_quant.empty())
         throw InputError("diff needs exactly one of --b MODEL.gguf or --b-quant TYPE");
-      if (o->text.empty()) throw InputError("diff needs --text-file FILE");
-      if (o->out.empty()) throw InputError("diff needs -o FILE.hdy");
       run::DiffConfig cfg = o->cfg;
       cfg.a = resolve_arm(stored_path(o->a), o->shared, o->own_a);
       cfg.b = resolve_arm(stored_path(o->b), o->shared, o->own_b);
@@ -78,9 +77,9 @@ void add_diff(CLI::App& app, Context& ctx) {
       cfg.floor = !o->no_floor;
       cfg.transplants = cfg.transplants || cfg.components;
       cfg.prefix_reuse = !o->no_prefix_reuse;
-      end = run::diff_run(cfg, o->out, o->force, ctx.command_line, progress_line);
-    }
-    ctx.exit_code = report_run_end(end, "diff", path);
+      return run::diff_run(cfg, o->out, o->force, ctx.command_line, progress_line);
+    };
+    ctx.exit_code = run_or_resume(*cmd, r);
   });
 }
 

@@ -24,7 +24,8 @@ void add_sweep(CLI::App& app, Context& ctx) {
   in_group(*cmd, "Inputs", [&] {
     cmd->add_option("--a", o->a, "arm A's GGUF (the reference)");
     cmd->add_option("--b", o->b, "arm B's GGUF (default: A's, with B's settings)");
-    cmd->add_option("--b-quant", o->b_quant, "make arm B's model by quantizing A to this type (cached)");
+    cmd->add_option("--b-quant", o->b_quant,
+                    "make arm B's model by quantizing A to this type (cached)");
     cmd->add_option("--text-file,-f", o->text,
                     "the text every arm reads ('-': standard input); with --resume, the text "
                     "again (checked against the stored sha256)");
@@ -48,27 +49,26 @@ void add_sweep(CLI::App& app, Context& ctx) {
                     "but -f (the text again, for a sweep that read standard input)");
   });
   cmd->callback([o, cmd, &ctx] {
-    run::RunEnd end;
-    std::string path = o->out;
-    if (!o->resume.empty()) {
-      refuse_flags_besides_resume(*cmd);
-      path = o->resume;
-      end = run::sweep_resume(o->resume, ctx.command_line, progress_line, o->text);
-    } else {
-      if (o->a.empty()) throw InputError("sweep needs --a MODEL.gguf");
+    ResumableRun r;
+    r.resume = o->resume;
+    r.out = o->out;
+    r.needed = {{!o->a.empty(), "--a MODEL.gguf"}, {!o->text.empty(), "--text-file FILE"},
+                {!o->out.empty(), "-o FILE.hdy"}};
+    r.resume_run = [&] {
+      return run::sweep_resume(o->resume, ctx.command_line, progress_line, o->text);
+    };
+    r.new_run = [&] {
       if (!o->b.empty() && !o->b_quant.empty())
         throw InputError("sweep takes one of --b MODEL.gguf or --b-quant TYPE, not both");
-      if (o->text.empty()) throw InputError("sweep needs --text-file FILE");
-      if (o->out.empty()) throw InputError("sweep needs -o FILE.hdy");
       run::DiffConfig cfg = o->cfg;
       cfg.a = resolve_arm(stored_path(o->a), o->shared, o->own_a);
       cfg.b = resolve_arm(stored_path(o->b.empty() ? o->a : o->b), o->shared, o->own_b);
       cfg.b_quant = o->b_quant;
       cfg.text_file = stored_path(o->text);
       cfg.floor = !o->no_floor;
-      end = run::sweep_run(cfg, o->max_arms, o->out, o->force, ctx.command_line, progress_line);
-    }
-    ctx.exit_code = report_run_end(end, "sweep", path);
+      return run::sweep_run(cfg, o->max_arms, o->out, o->force, ctx.command_line, progress_line);
+    };
+    ctx.exit_code = run_or_resume(*cmd, r);
   });
 }
 

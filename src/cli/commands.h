@@ -38,6 +38,15 @@ void progress_line(const Progress& p);
 // finish), or stopped before anything was stored. Returns the exit code (0, or 130 stopped).
 int report_run_end(const run::RunEnd& end, const std::string& command, const std::string& path);
 
+// `cmd --resume FILE` (no other flag but -f) or a new run into `out`, which first needs every
+// flag in `needed` ({given, "--a MODEL.gguf"}: "diff needs --a MODEL.gguf"). Returns the exit code.
+struct ResumableRun {
+  std::string resume, out;
+  std::vector<std::pair<bool, std::string>> needed;
+  std::function<run::RunEnd()> resume_run, new_run;
+};
+int run_or_resume(const CLI::App& cmd, const ResumableRun& r);
+
 // --help lists a command's flags under headings ("Inputs", "Arms: both", "Analyses", "Output",
 // …), in the order they are first used. Every option `add` registers on `cmd` goes under
 // `heading` (add_arm_flags and add_chunk_flags register several).

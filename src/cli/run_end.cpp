@@ -1,5 +1,7 @@
-// The last line of a chunked run, the same for every command that has --resume.
+// A chunked run (diff, sweep) from the command line: a new run or a resumed one, and its last
+// line, the same for every command that has --resume.
 #include "cli/commands.h"
+#include "errors.h"
 
 namespace hd::cli {
 
@@ -16,6 +18,22 @@ int report_run_end(const run::RunEnd& end, const std::string& command, const std
   }
   progress_line("wrote " + path + "  (heterodyne show " + path + ")");
   return 0;
+}
+
+int run_or_resume(const CLI::App& cmd, const ResumableRun& r) {
+  run::RunEnd end;
+  std::string path = r.out;
+  if (!r.resume.empty()) {
+    refuse_flags_besides_resume(cmd);
+    path = r.resume;
+    end = r.resume_run();
+  } else {
+    for (const auto& [given, need] : r.needed) {
+      if (!given) throw InputError(cmd.get_name() + " needs " + need);
+    }
+    end = r.new_run();
+  }
+  return report_run_end(end, cmd.get_name(), path);
 }
 
 }  // namespace hd::cli

@@ -7,9 +7,15 @@ namespace hd {
 std::string progress_json(const Progress& p) {
   nlohmann::json j;
   switch (p.event) {
-    case Progress::Event::kNote: j["event"] = "note"; break;
-    case Progress::Event::kChunk: j["event"] = "chunk"; break;
-    case Progress::Event::kPass: j["event"] = "pass"; break;
+    case Progress::Event::kNote:
+      j["event"] = "note";
+      break;
+    case Progress::Event::kChunk:
+      j["event"] = "chunk";
+      break;
+    case Progress::Event::kPass:
+      j["event"] = "pass";
+      break;
   }
   if (p.event != Progress::Event::kNote) {
     j["done"] = p.done;
@@ -19,9 +25,9 @@ std::string progress_json(const Progress& p) {
     j["pass"] = p.pass;
     j["passes"] = p.passes;
   }
-  for (const auto& [key, value] : {std::pair{"seconds", p.seconds},
-                                   std::pair{"seconds_left", p.seconds_left},
-                                   std::pair{"mean_kl", p.mean_kl}}) {
+  for (const auto& [key, value] :
+       {std::pair{"seconds", p.seconds}, std::pair{"seconds_left", p.seconds_left},
+        std::pair{"mean_kl", p.mean_kl}}) {
     if (std::isfinite(value)) j[key] = value;
   }
   j["text"] = p.text;

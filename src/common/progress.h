@@ -24,7 +24,7 @@ struct Progress {
 
   // A note, so that `progress("text")` keeps reading as a line.
   Progress(std::string line) : text(std::move(line)) {}  // NOLINT(google-explicit-constructor)
-  Progress(const char* line) : text(line) {}              // NOLINT(google-explicit-constructor)
+  Progress(const char* line) : text(line) {}             // NOLINT(google-explicit-constructor)
   static Progress chunk(int done, int total, std::string text) {
     Progress p(std::move(text));
     p.event = Event::kChunk;

@@ -71,9 +71,8 @@ static std::string cell_text(const analysis::Cell& c) {
 
 // Display width of UTF-8 text: code points (the tables hold "±" and "—").
 static size_t width(const std::string& s) {
-  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char ch) {
-    return (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
-  }));
+  return static_cast<size_t>(std::count_if(
+      s.begin(), s.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
 }
 
 void print_summary_table(std::ostream& os, const analysis::SummaryTable& t) {

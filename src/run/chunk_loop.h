@@ -37,7 +37,7 @@ struct ChunkDone {
 struct ChunkLoop {
   std::string command;  // "diff", "sweep": what --resume is spelled with
   int total = 0;
-  std::set<int> done;   // chunks already stored
+  std::set<int> done;  // chunks already stored
   // Computes chunk c and stores it in the file (one transaction); `finished` chunks are stored.
   std::function<ChunkDone(int c, int finished)> run_chunk;
   // Called once every chunk is stored, before the file is sealed (a summary, say).

@@ -121,7 +121,8 @@ void validate(const DiffConfig& c) {
   for (size_t i = 0; i < c.analyses.size(); ++i) {
     if (analysis::find_chunk_analysis(c.analyses[i]) == nullptr) {
       std::string known;
-      for (const auto& a : analysis::chunk_analyses()) known += (known.empty() ? "" : ", ") + a->name();
+      for (const auto& a : analysis::chunk_analyses())
+        known += (known.empty() ? "" : ", ") + a->name();
       throw InputError("--analysis '" + c.analyses[i] + "' is not an analysis (there are: " +
                        known + ")");
     }

@@ -46,9 +46,12 @@ std::vector<std::string> stored_analyses(Database& db) {
 
 static const char* sql_type(ColumnDef::Type t) {
   switch (t) {
-    case ColumnDef::Type::kInteger: return "INTEGER";
-    case ColumnDef::Type::kReal: return "REAL";
-    case ColumnDef::Type::kText: return "TEXT";
+    case ColumnDef::Type::kInteger:
+      return "INTEGER";
+    case ColumnDef::Type::kReal:
+      return "REAL";
+    case ColumnDef::Type::kText:
+      return "TEXT";
   }
   return "REAL";
 }
@@ -73,12 +76,14 @@ void put_analysis_rows(Database& db, const std::string& name, int chunk,
     ins.bind(1, int64_t{chunk}).bind(2, static_cast<int64_t>(r));
     for (size_t k = 0; k < rows[r].size(); ++k) {
       const int i = static_cast<int>(k) + 3;
-      std::visit([&](const auto& v) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>)
-          ins.bind(i, std::string_view(v));
-        else
-          ins.bind(i, v);
-      }, rows[r][k]);
+      std::visit(
+          [&](const auto& v) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>)
+              ins.bind(i, std::string_view(v));
+            else
+              ins.bind(i, v);
+          },
+          rows[r][k]);
     }
     ins.run();
   }
@@ -87,12 +92,14 @@ void put_analysis_rows(Database& db, const std::string& name, int chunk,
 namespace {
 
 // A table's own columns after (chunk, row), with the type each was declared with.
-std::vector<std::pair<std::string, std::string>> own_columns(Database& db, const std::string& table) {
+std::vector<std::pair<std::string, std::string>> own_columns(Database& db,
+                                                             const std::string& table) {
   std::vector<std::pair<std::string, std::string>> out;
   Statement q(db.handle(), "SELECT name, type FROM pragma_table_info(?) ORDER BY cid");
   q.bind(1, std::string_view(table));
   while (q.step()) out.emplace_back(q.text(0), q.text(1));
-  if (out.size() >= 2 && out[0].first == "chunk" && out[1].first == "row") out.erase(out.begin(), out.begin() + 2);
+  if (out.size() >= 2 && out[0].first == "chunk" && out[1].first == "row")
+    out.erase(out.begin(), out.begin() + 2);
   return out;
 }
 
@@ -103,7 +110,8 @@ std::optional<Cell> read_cell(const Statement& q, int col, const std::string& ty
   if (type == "TEXT" && t == SQLITE_TEXT) return Cell{q.text(col)};
   if (type == "REAL") {
     if (t == SQLITE_FLOAT) return Cell{q.real(col)};
-    if (t == SQLITE_NULL) return Cell{std::numeric_limits<double>::quiet_NaN()};  // NaN is stored as NULL
+    if (t == SQLITE_NULL)
+      return Cell{std::numeric_limits<double>::quiet_NaN()};  // NaN is stored as NULL
   }
   return std::nullopt;
 }
@@ -124,9 +132,10 @@ void read_rows(Database& db, const std::string& path, const std::string& table,
     for (size_t k = 0; k < cols.size(); ++k) {
       auto c = read_cell(q, static_cast<int>(k) + 2, cols[k].second);
       if (!c) {
-        throw InputError(fmt::format("'{}' is damaged: chunk {} row {} of {} holds a value of "
-                                     "another type in column {}",
-                                     path, q.integer(0), q.integer(1), table, cols[k].first));
+        throw InputError(
+            fmt::format("'{}' is damaged: chunk {} row {} of {} holds a value of "
+                        "another type in column {}",
+                        path, q.integer(0), q.integer(1), table, cols[k].first));
       }
       cells.push_back(std::move(*c));
     }
@@ -137,17 +146,17 @@ void read_rows(Database& db, const std::string& path, const std::string& table,
 }  // namespace
 
 std::map<std::string, std::vector<CellRow>> read_analysis_rows(Database& db,
-                                                                const std::string& path,
-                                                                int chunk) {
+                                                               const std::string& path, int chunk) {
   std::map<std::string, std::vector<CellRow>> out;
   for (const auto& name : stored_analyses(db)) {
     std::vector<CellRow> rows;
     read_rows(db, path, analysis_table(name), " WHERE chunk = ?", chunk,
               [&](int64_t, int64_t row, CellRow cells) {
                 if (row != static_cast<int64_t>(rows.size())) {
-                  throw InputError(fmt::format("'{}' is damaged: chunk {} has a gap in the rows "
-                                               "of analysis {}",
-                                               path, chunk, name));
+                  throw InputError(
+                      fmt::format("'{}' is damaged: chunk {} has a gap in the rows "
+                                  "of analysis {}",
+                                  path, chunk, name));
                 }
                 rows.push_back(std::move(cells));
               });
@@ -159,8 +168,7 @@ std::map<std::string, std::vector<CellRow>> read_analysis_rows(Database& db,
 std::vector<analysis::StoredRow> read_analysis(Database& db, const std::string& path,
                                                const std::string& name) {
   std::vector<analysis::StoredRow> out;
-  read_rows(db, path, analysis_table(name),
-            " WHERE chunk IN (SELECT chunk FROM chunks)", -1,
+  read_rows(db, path, analysis_table(name), " WHERE chunk IN (SELECT chunk FROM chunks)", -1,
             [&](int64_t chunk, int64_t, CellRow cells) {
               out.push_back({static_cast<int>(chunk), std::move(cells)});
             });
