@@ -48,21 +48,9 @@ void add_diff(CLI::App& app, Context& ctx) {
         "run every patched pass from the embeddings (for comparison; the numbers are the same)");
     add_analysis_flag(*cmd, o->cfg.analyses);
   });
-  in_group(*cmd, "Output", [&] {
-    cmd->add_option("-o,--output", o->out, "experiment file to write");
-    cmd->add_flag("--force", o->force, "replace an existing output file");
-  });
-  in_group(*cmd, "Resume", [&] {
-    cmd->add_option("--resume", o->resume,
-                    "finish an interrupted experiment file with its stored settings: no other "
-                    "flag but -f (the text again, for a run that read standard input)");
-  });
+  add_output_and_resume(*cmd, o->out, o->force, o->resume);
   cmd->callback([o, cmd, &ctx] {
-    ResumableRun r;
-    r.resume = o->resume;
-    r.out = o->out;
-    r.needed = {{!o->a.empty(), "--a MODEL.gguf"}, {!o->text.empty(), "--text-file FILE"},
-                {!o->out.empty(), "-o FILE.hdy"}};
+    ResumableRun r = ResumableRun::of_arms(o->resume, o->out, o->a, o->text);
     r.resume_run = [&] {
       return run::diff_resume(o->resume, ctx.command_line, progress_line, o->text);
     };

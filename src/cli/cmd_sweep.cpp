@@ -39,21 +39,9 @@ void add_sweep(CLI::App& app, Context& ctx) {
     cmd->add_option("--max-arms", o->max_arms, "refuse more combinations than this")
         ->capture_default_str();
   });
-  in_group(*cmd, "Output", [&] {
-    cmd->add_option("-o,--output", o->out, "experiment file to write");
-    cmd->add_flag("--force", o->force, "replace an existing output file");
-  });
-  in_group(*cmd, "Resume", [&] {
-    cmd->add_option("--resume", o->resume,
-                    "finish an interrupted sweep file with its stored settings: no other flag "
-                    "but -f (the text again, for a sweep that read standard input)");
-  });
+  add_output_and_resume(*cmd, o->out, o->force, o->resume);
   cmd->callback([o, cmd, &ctx] {
-    ResumableRun r;
-    r.resume = o->resume;
-    r.out = o->out;
-    r.needed = {{!o->a.empty(), "--a MODEL.gguf"}, {!o->text.empty(), "--text-file FILE"},
-                {!o->out.empty(), "-o FILE.hdy"}};
+    ResumableRun r = ResumableRun::of_arms(o->resume, o->out, o->a, o->text);
     r.resume_run = [&] {
       return run::sweep_resume(o->resume, ctx.command_line, progress_line, o->text);
     };

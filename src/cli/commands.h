@@ -44,6 +44,14 @@ struct ResumableRun {
   std::string resume, out;
   std::vector<std::pair<bool, std::string>> needed;
   std::function<run::RunEnd()> resume_run, new_run;
+  // What every run over two arms and a text needs: --a, --text-file and -o.
+  static ResumableRun of_arms(const std::string& resume, const std::string& out,
+                              const std::string& a, const std::string& text) {
+    return {resume, out,
+            {{!a.empty(), "--a MODEL.gguf"}, {!text.empty(), "--text-file FILE"},
+             {!out.empty(), "-o FILE.hdy"}},
+            {}, {}};
+  }
 };
 int run_or_resume(const CLI::App& cmd, const ResumableRun& r);
 
@@ -58,6 +66,9 @@ void add_two_arm_flags(CLI::App& cmd, ArmFlags& shared, ArmFlags& own_a, ArmFlag
 
 // --skip-unencodable, as every command that reads a text spells it.
 CLI::Option* add_skip_unencodable(CLI::App& cmd, bool& skip);
+
+// -o, --force (group "Output") and --resume (group "Resume") of a resumable command.
+void add_output_and_resume(CLI::App& cmd, std::string& out, bool& force, std::string& resume);
 
 // With --resume (diff, sweep): any other flag but -f is refused in one line naming it.
 void refuse_flags_besides_resume(const CLI::App& cmd);

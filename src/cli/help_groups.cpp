@@ -37,4 +37,17 @@ void refuse_flags_besides_resume(const CLI::App& cmd) {
   }
 }
 
+void add_output_and_resume(CLI::App& cmd, std::string& out, bool& force, std::string& resume) {
+  in_group(cmd, "Output", [&] {
+    cmd.add_option("-o,--output", out, "experiment file to write");
+    cmd.add_flag("--force", force, "replace an existing output file");
+  });
+  in_group(cmd, "Resume", [&] {
+    cmd.add_option("--resume", resume,
+                   "finish an interrupted " + cmd.get_name() +
+                       " file with its stored settings: no other flag but -f (the text again, "
+                       "for a run that read standard input)");
+  });
+}
+
 }  // namespace hd::cli
