@@ -27,14 +27,9 @@ Loaded load_experiment(const std::string& path) {
   }
   const auto sealed = e.meta("integrity_sha256");
   l.integrity = !sealed ? "not sealed" : *sealed == e.compute_integrity() ? "ok" : "MISMATCH";
-  const auto config = e.meta("config");
-  if (!config) {
-    throw InputError("'" + path +
-                     "' holds no run: it was stopped before its configuration was stored "
-                     "(run the diff again, with --force)");
-  }
+  const std::string config = e.stored_config();
   try {
-    l.config = nlohmann::json::parse(*config);
+    l.config = nlohmann::json::parse(config);
     l.provenance = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
   } catch (const nlohmann::json::exception&) {
     throw InputError("'" + path + "' is damaged: its configuration is not valid JSON");

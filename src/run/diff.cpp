@@ -151,14 +151,18 @@ RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
   return run_missing(e, s, chunks, progress);
 }
 
+void require_same_llama_commit(const nlohmann::json& provenance, bool force) {
+  const std::string commit = provenance.at("llama_cpp").at("commit");
+  if (commit == build::kLlamaCommit || force) return;
+  throw InputError("this run was made with llama.cpp " + commit.substr(0, 12) +
+                   ", this build uses " + std::string(build::kLlamaCommit).substr(0, 12) +
+                   " (--force to compare anyway)");
+}
+
 RunEnd diff_resume(const std::string& path, const std::string& command_line,
                    const ProgressFn& progress, const std::string& text_again) {
   store::Experiment e = store::Experiment::open(path, true);
-  if (!e.meta("config")) {
-    throw InputError("'" + path +
-                     "' holds no run: it was stopped before its configuration was stored "
-                     "(run the diff again, with --force)");
-  }
+  e.stored_config();  // "holds no run" for a file stopped before its configuration
   if (e.meta("kind").value_or("") != "diff")
     throw InputError("'" + path + "' is not a diff experiment");
   if (e.meta("status").value_or("") == "complete") {

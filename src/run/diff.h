@@ -24,6 +24,10 @@ nlohmann::json run_provenance(const std::string& text_path, const std::string& t
                               const std::vector<std::vector<int32_t>>& chunks,
                               const std::string& command_line);
 
+// What verify re-runs must be computed by the llama.cpp the run used: InputError naming both
+// commits otherwise, unless `force`.
+void require_same_llama_commit(const nlohmann::json& provenance, bool force);
+
 // Finishes an interrupted diff from its own stored configuration. `text_again` ("" or a path,
 // "-" for standard input) gives the text anew, for a run that read standard input (or whose
 // file moved): it must hash as the stored one.

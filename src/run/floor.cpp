@@ -8,7 +8,6 @@
 
 #include "analysis/invariance.h"
 #include "analysis/kl.h"
-#include "build_info.h"
 #include "common/sha256.h"
 #include "engine/arm.h"
 #include "engine/model.h"
@@ -239,10 +238,9 @@ void floor_verify(const std::string& path, bool force, const ProgressFn& progres
   const store::Experiment e = store::Experiment::open(path, false);
   const FloorConfig c = floor_config_from_json(nlohmann::json::parse(e.required_meta("config")));
   const auto prov = nlohmann::json::parse(e.required_meta("provenance"));
-  if (!force && (prov["llama_cpp"]["commit"] != build::kLlamaCommit ||
-                 prov["model_sha256"] != sha256_file(c.arm.model))) {
-    throw InputError("the model or llama.cpp build is not the one this run used (--force to "
-                     "compare anyway)");
+  require_same_llama_commit(prov, force);
+  if (!force && prov["model_sha256"] != sha256_file(c.arm.model)) {
+    throw InputError("the model is not the one this run used (--force to compare anyway)");
   }
   check_config(c);
   const std::string text =

@@ -11,7 +11,6 @@
 #include "analysis/attribution.h"
 #include "analysis/kl.h"
 #include "analysis/stats.h"
-#include "build_info.h"
 #include "common/json_number.h"
 #include "common/sha256.h"
 #include "engine/model.h"
@@ -311,9 +310,7 @@ void sweep_verify(const std::string& path, bool force, const ProgressFn& progres
   const store::Experiment e = store::Experiment::open(path, false);
   const nlohmann::json cfg = nlohmann::json::parse(e.required_meta("config"));
   const nlohmann::json prov = nlohmann::json::parse(e.required_meta("provenance"));
-  if (prov["llama_cpp"]["commit"] != build::kLlamaCommit && !force) {
-    throw InputError("this sweep was made with another llama.cpp commit (--force to compare anyway)");
-  }
+  require_same_llama_commit(prov, force);
   const DiffConfig config = diff_config_from_json(cfg);
   Sweeper s(config, cfg.at("max_arms").get<int>());
   const nlohmann::json combos = nlohmann::json::parse(e.required_meta("sweep_combinations"));

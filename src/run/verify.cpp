@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "analysis/compare.h"
-#include "build_info.h"
 #include "errors.h"
 #include "run/floor.h"
 #include "run/session.h"
@@ -15,11 +14,7 @@ namespace hd::run {
 
 static void check_integrity(const store::Experiment& e, const ProgressFn& progress) {
   const auto stored = e.meta("integrity_sha256");
-  if (!e.meta("config")) {
-    throw InputError("'" + e.path() +
-                     "' holds no run: it was stopped before its configuration was stored "
-                     "(run it again, with --force)");
-  }
+  e.stored_config();  // "holds no run" for a file stopped before its configuration
   if (!stored) {
     const std::string kind = e.meta("kind").value_or("diff");
     if (kind == "sweep") {
@@ -54,12 +49,7 @@ int verify(const std::string& path, const VerifyOptions& options, const Progress
   }
 
   const auto prov = nlohmann::json::parse(e.required_meta("provenance"));
-  const std::string commit = prov["llama_cpp"]["commit"];
-  if (commit != build::kLlamaCommit && !options.force) {
-    throw InputError("this run was made with llama.cpp " + commit.substr(0, 12) +
-                     ", this build uses " + std::string(build::kLlamaCommit).substr(0, 12) +
-                     " (--force to compare anyway)");
-  }
+  require_same_llama_commit(prov, options.force);
   const DiffConfig config = diff_config_from_json(nlohmann::json::parse(e.required_meta("config")));
   if (!options.text.empty()) {
     // A diff stores its tokens and needs no text; one given is still checked, not ignored.

@@ -232,6 +232,13 @@ std::optional<std::string> Experiment::meta(const std::string& key) const {
   return q.text(0);
 }
 
+std::string Experiment::stored_config() const {
+  if (auto c = meta("config")) return *c;
+  throw InputError("'" + path_ +
+                   "' holds no run: it was stopped before its configuration was stored (run the " +
+                   meta("kind").value_or("diff") + " again, with --force)");
+}
+
 std::string Experiment::required_meta(const std::string& key) const {
   if (auto v = meta(key)) return *v;
   throw InputError("'" + path_ + "' has no stored " + key +

@@ -46,6 +46,9 @@ class Experiment {
   std::optional<std::string> meta(const std::string& key) const;
   // The value, or InputError naming the file when a run was stopped before storing it.
   std::string required_meta(const std::string& key) const;
+  // The run's configuration (meta "config"), or InputError "'<f>' holds no run: ..." for a file
+  // stopped before it was stored (only files of versions before .part publication look so).
+  std::string stored_config() const;
 
   // Stores one chunk, with the vocabulary pieces of every token it mentions, in one
   // transaction. `pieces` maps token id to its text.
