@@ -204,14 +204,15 @@ std::set<int> stored_rows(const store::Experiment& e, int total) {
   return done;
 }
 
-RunEnd run_sweep_chunks(store::Experiment& e, Sweeper& s,
+// `done`: the chunks already stored (checked by stored_rows), none for a new sweep.
+RunEnd run_sweep_chunks(store::Experiment& e, Sweeper& s, const std::set<int>& done,
                         const std::vector<std::vector<int32_t>>& chunks,
                         const nlohmann::json& cfg, const nlohmann::json& combos,
                         const ProgressFn& progress) {
   ChunkLoop loop;
   loop.command = "sweep";
   loop.total = static_cast<int>(chunks.size());
-  loop.done = stored_rows(e, loop.total);
+  loop.done = done;
   const std::string config = e.required_meta("config");  // as stored_rows hashes it
   loop.run_chunk = [&](int c, int) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -271,7 +272,7 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
   prov["floor_ubatch"] = s.floor_ubatch();
   e.set_meta("provenance", prov.dump());
   e.set_meta("sweep_combinations", combos.dump());
-  return run_sweep_chunks(e, s, chunks, cfg, combos, progress);
+  return run_sweep_chunks(e, s, {}, chunks, cfg, combos, progress);
 }
 
 RunEnd sweep_resume(const std::string& path, const std::string& command_line,
@@ -302,7 +303,7 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
   prov["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
   e.set_meta("provenance", prov.dump());
   progress(fmt::format("resuming: {} of {} chunks already stored", done.size(), chunks.size()));
-  return run_sweep_chunks(e, s, chunks, cfg, combos, progress);
+  return run_sweep_chunks(e, s, done, chunks, cfg, combos, progress);
 }
 
 void sweep_verify(const std::string& path, bool force, const ProgressFn& progress,
