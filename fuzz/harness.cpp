@@ -8,8 +8,7 @@
 #include "engine/arm.h"
 #include "engine/model.h"
 #include "errors.h"
-#include "report/show.h"
-#include "report/stored_result.h"
+#include "report/experiment_views.h"
 #include "run/quant_risk.h"
 #include "run/reference.h"
 #include "run/session.h"
@@ -45,19 +44,27 @@ void safetensors(const std::string& bytes) {
 void experiment(const std::string& bytes) {
   const std::string path = scratch("input.hdy");
   write(path, bytes);
-  try {
-    const std::string kind = report::experiment_kind(path);
-    if (kind == "diff") {
-      const auto l = report::load_experiment(path);
-      // As show --json writes it: text from the file (token pieces) need not be UTF-8.
-      (void)report::summary_json(l, 3).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-    } else {
-      (void)report::result_json(report::load_result(path, kind))
-          .dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  // Every view of every kind, as show, show --json, report and serve draw it: each may refuse
+  // the file, none may crash. Text from the file (token pieces) need not be UTF-8: the JSON is
+  // dumped as they dump it.
+  const auto each = [](auto&& view) {
+    try {
+      view();
+    } catch (const InputError&) {
+    } catch (const RuntimeError&) {
     }
-  } catch (const InputError&) {
-  } catch (const RuntimeError&) {
-  }
+  };
+  report::ShowRequest text;
+  text.worst = 3;
+  report::ShowRequest json;
+  json.json = true;
+  each([&] { (void)report::show_experiment(path, text); });
+  each([&] { (void)report::show_experiment(path, json); });
+  each([&] {
+    (void)report::result_document(path).dump(-1, ' ', false,
+                                             nlohmann::json::error_handler_t::replace);
+  });
+  each([&] { (void)report::catalog_entry(path); });
 }
 
 void manifest(const std::string& bytes) {

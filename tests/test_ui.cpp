@@ -1,6 +1,6 @@
 // The web UI in a real browser: Debian's headless Chromium driven by playwright-core (npm), via
-// web/test/ui.test.mjs. One test opens a `heterodyne report` file from disk, the other drives
-// `heterodyne serve` through its form. Screenshots land in <build>/test-artifacts/ui/.
+// web/test/ui.test.mjs. Two tests open `heterodyne report` files from disk (a diff's, a
+// sweep's), the other drives `heterodyne serve` through its form. Screenshots land in <build>/test-artifacts/ui/.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -59,6 +59,23 @@ TEST(WebUi, ReportFileOpensOfflineAndDrawsEverything) {
   EXPECT_EQ(page.find("<script src"), std::string::npos);
   EXPECT_EQ(page.find("<link"), std::string::npos);
   EXPECT_EQ(browser("report " + html + " " + artifacts("report")), 0);
+}
+
+// A kind without plots of its own (a sweep): the report shows what `show` prints, as is.
+TEST(WebUi, ASweepsReportShowsWhatShowPrints) {
+  require_browser();
+  const std::string dir = hd::test::temp_dir("ui-sweep");
+  const std::string model = dir + "/m.gguf", text = dir + "/t.txt", run = dir + "/s.hdy";
+  ASSERT_EQ(hd::test::run_cli({"make-model", "--preset", "tiny-llama", "-o", model}).exit_code, 0);
+  std::string words;
+  for (int i = 0; i < 200; ++i) words += i % 3 ? "stone river " : "light. ";
+  hd::test::write_file(text, words);
+  const auto sweep = hd::test::run_cli({"sweep", "--a", model, "--b-ub", "8", "-f", text,
+                                        "--chunk", "32", "--max-chunks", "2", "-o", run});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  const auto report = hd::test::run_cli({"report", run, "-o", dir + "/s.html"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_EQ(browser("summary " + dir + "/s.html " + artifacts("summary")), 0);
 }
 
 TEST(WebUi, ServeRunsADiffThroughTheFormAndShowsIt) {

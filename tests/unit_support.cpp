@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "analysis/transplant_summary.h"
@@ -14,6 +16,77 @@
 namespace hd::test {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// ctest counts a test as skipped when its output shows gtest's "[  SKIPPED ]", whatever its exit
+// code (gtest_discover_tests' SKIP_REGULAR_EXPRESSION). gtest also skips, with no reason, every
+// test of a suite whose SetUpTestSuite failed: that failure would read as a skip and pass CI.
+// This printer wraps gtest's own and says FAILED for those tests (the run exits 1 for them).
+class SetUpFailuresFail : public testing::EmptyTestEventListener {
+ public:
+  explicit SetUpFailuresFail(testing::TestEventListener* printer) : printer_(printer) {}
+
+  void OnTestProgramStart(const testing::UnitTest& u) override { printer_->OnTestProgramStart(u); }
+  void OnTestIterationStart(const testing::UnitTest& u, int i) override {
+    printer_->OnTestIterationStart(u, i);
+  }
+  void OnEnvironmentsSetUpStart(const testing::UnitTest& u) override {
+    printer_->OnEnvironmentsSetUpStart(u);
+  }
+  void OnEnvironmentsSetUpEnd(const testing::UnitTest& u) override {
+    printer_->OnEnvironmentsSetUpEnd(u);
+  }
+  void OnTestSuiteStart(const testing::TestSuite& s) override { printer_->OnTestSuiteStart(s); }
+  void OnTestStart(const testing::TestInfo& t) override {
+    unset_up_ = false;
+    printer_->OnTestStart(t);
+  }
+  void OnTestDisabled(const testing::TestInfo& t) override { printer_->OnTestDisabled(t); }
+  void OnTestPartResult(const testing::TestPartResult& r) override {
+    // A test that skips itself gives its reason; the skip of a suite whose set-up failed has none.
+    if (r.skipped() && (r.message() == nullptr || *r.message() == '\0')) {
+      unset_up_ = true;
+      ++failed_set_ups_;
+      std::printf(
+          "%s:%d: Failure\nthe suite's SetUpTestSuite failed (above): this test did not run\n",
+          r.file_name() ? r.file_name() : "?", r.line_number());
+      return;
+    }
+    printer_->OnTestPartResult(r);
+  }
+  void OnTestEnd(const testing::TestInfo& t) override {
+    if (!unset_up_) return printer_->OnTestEnd(t);
+    std::printf("[  FAILED  ] %s.%s (its suite's set-up failed)\n", t.test_suite_name(), t.name());
+  }
+  void OnTestSuiteEnd(const testing::TestSuite& s) override { printer_->OnTestSuiteEnd(s); }
+  void OnEnvironmentsTearDownStart(const testing::UnitTest& u) override {
+    printer_->OnEnvironmentsTearDownStart(u);
+  }
+  void OnEnvironmentsTearDownEnd(const testing::UnitTest& u) override {
+    printer_->OnEnvironmentsTearDownEnd(u);
+  }
+  void OnTestIterationEnd(const testing::UnitTest& u, int i) override {
+    // gtest's summary would list those tests under "[  SKIPPED ]".
+    if (failed_set_ups_ == 0) return printer_->OnTestIterationEnd(u, i);
+    std::printf("[  FAILED  ] %d test(s) did not run: their suite's set-up failed\n",
+                failed_set_ups_);
+  }
+  void OnTestProgramEnd(const testing::UnitTest& u) override { printer_->OnTestProgramEnd(u); }
+
+ private:
+  std::unique_ptr<testing::TestEventListener> printer_;
+  bool unset_up_ = false;
+  int failed_set_ups_ = 0;
+};
+
+const bool kSetUpFailuresFail = [] {
+  testing::TestEventListeners& listeners = testing::UnitTest::GetInstance()->listeners();
+  listeners.Append(new SetUpFailuresFail(listeners.Release(listeners.default_result_printer())));
+  return true;
+}();
+
+}  // namespace
 
 std::string shared_path(const std::string& rel) {
   return std::string(HD_SOURCE_DIR) + "/../shared/" + rel;

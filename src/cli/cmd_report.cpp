@@ -4,8 +4,8 @@
 #include "cli/commands.h"
 #include "common/output_file.h"
 #include "errors.h"
+#include "report/experiment_views.h"
 #include "report/html.h"
-#include "report/result.h"
 
 namespace hd::cli {
 
@@ -34,8 +34,7 @@ void add_report(CLI::App& app, Context& ctx) {
     const OutputPolicy data_policy{o->force, {o->file, o->out}};
     if (!o->out.empty() && !is_stdout(o->out)) check_output_path(o->out, html_policy);
     if (!o->data.empty() && !is_stdout(o->data)) check_output_path(o->data, data_policy);
-    const report::Loaded l = report::load_experiment(o->file);
-    const nlohmann::json result = report::result_json(l);
+    const nlohmann::json result = report::result_document(o->file);
     const auto write = [](const std::string& path, const std::string& text,
                           const OutputPolicy& policy) {
       if (is_stdout(path)) {

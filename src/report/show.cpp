@@ -11,6 +11,7 @@
 #include "report/analyses.h"
 #include "report/transplants.h"
 #include "store/experiment.h"
+#include "store/experiment_kind.h"
 
 namespace hd::report {
 
@@ -22,8 +23,9 @@ Loaded load_experiment(const std::string& path) {
   Loaded l;
   l.path = path;
   l.status = e.meta("status").value_or("unknown");
-  if (const std::string kind = e.meta("kind").value_or("diff"); kind != "diff") {
-    throw InputError("'" + path + "' is a " + kind + ", not a diff (show prints it alone)");
+  if (const store::Kind kind = store::kind_of(e); kind != store::Kind::kDiff) {
+    throw InputError("'" + path + "' is a " + std::string(store::kind_info(kind).name) +
+                     ", not a diff (show prints it alone)");
   }
   const auto sealed = e.meta("integrity_sha256");
   l.integrity = !sealed ? "not sealed" : *sealed == e.compute_integrity() ? "ok" : "MISMATCH";

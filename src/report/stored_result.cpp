@@ -2,13 +2,9 @@
 
 #include "errors.h"
 #include "store/experiment.h"
+#include "store/experiment_kind.h"
 
 namespace hd::report {
-
-std::string experiment_kind(const std::string& path) {
-  const store::Experiment e = store::Experiment::open(path, false);
-  return e.meta("kind").value_or("diff");
-}
 
 LoadedResult load_result(const std::string& path, const std::string& kind) {
   const store::Experiment e = store::Experiment::open(path, false);
@@ -20,9 +16,8 @@ LoadedResult load_result(const std::string& path, const std::string& kind) {
   l.integrity = !sealed ? "not sealed" : *sealed == e.compute_integrity() ? "ok" : "MISMATCH";
   const auto result = e.meta(kind);
   if (!result) {
-    throw InputError("'" + path + "' is an unfinished " + kind +
-                     (kind == "sweep" ? " (finish it with heterodyne sweep --resume " + path + ")"
-                                      : " (run it again)"));
+    throw InputError("'" + path + "' is an unfinished " + kind + " (" +
+                     store::finish_hint(store::kind_of(e), path) + ")");
   }
   try {
     l.result = nlohmann::json::parse(*result);
@@ -35,7 +30,7 @@ LoadedResult load_result(const std::string& path, const std::string& kind) {
 }
 
 nlohmann::json result_json(const LoadedResult& l) {
-  return {{l.kind, l.result}, {"path", l.path}, {"status", l.status}, {"integrity", l.integrity}};
+  return {{l.kind, l.result}, {"kind", l.kind}, {"path", l.path}, {"status", l.status}, {"integrity", l.integrity}};
 }
 
 }  // namespace hd::report

@@ -6,9 +6,6 @@
 
 namespace hd::report {
 
-// The file's kind ("diff", "sweep", "floor"); InputError when it is not an experiment file.
-std::string experiment_kind(const std::string& path);
-
 struct LoadedResult {
   std::string path, kind, status, integrity;  // integrity: "ok", "MISMATCH", "not sealed"
   nlohmann::json result;                      // the stored summary ("sweep" or "floor" meta)
@@ -18,7 +15,7 @@ struct LoadedResult {
 // InputError when the run never finished (its summary is written at the end).
 LoadedResult load_result(const std::string& path, const std::string& kind);
 
-// {kind: {...summary...}, path, status, integrity}
+// {<kind>: {...summary...}, kind, path, status, integrity}
 nlohmann::json result_json(const LoadedResult& l);
 
 }  // namespace hd::report

@@ -12,6 +12,7 @@
 #include "run/session.h"
 #include "run/text.h"
 #include "store/experiment.h"
+#include "store/experiment_kind.h"
 
 namespace hd::run {
 
@@ -145,7 +146,7 @@ RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
   progress(fmt::format("{} chunks of {} tokens; A: {}  B: {}", chunks.size(), config.chunk,
                        s.arm_a().model_info().description, s.arm_b().model_info().description));
   store::Experiment e = store::Experiment::create(out, replace, inputs_of(s.config()));
-  e.set_meta("kind", "diff");
+  store::set_kind(e, store::Kind::kDiff);
   e.set_meta("config", to_json(s.config()).dump());
   e.set_meta("provenance", provenance(s, text, chunks, command_line, dropped).dump());
   return run_missing(e, s, chunks, progress);
@@ -163,8 +164,7 @@ RunEnd diff_resume(const std::string& path, const std::string& command_line,
                    const ProgressFn& progress, const std::string& text_again) {
   store::Experiment e = store::Experiment::open(path, true);
   e.stored_config();  // "holds no run" for a file stopped before its configuration
-  if (e.meta("kind").value_or("") != "diff")
-    throw InputError("'" + path + "' is not a diff experiment");
+  store::require_kind(e, store::Kind::kDiff);
   if (e.meta("status").value_or("") == "complete") {
     progress("'" + path + "' is already complete");
     return {};

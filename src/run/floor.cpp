@@ -16,6 +16,7 @@
 #include "run/session.h"
 #include "run/text.h"
 #include "store/experiment.h"
+#include "store/experiment_kind.h"
 
 namespace hd::run {
 
@@ -217,7 +218,7 @@ void floor_run(const FloorConfig& c, const std::string& out, bool replace,
   prov["model_sha256"] = sha256_file(c.arm.model);
   const nlohmann::json result = explore(c, model, chunks, progress);
   store::Experiment e = store::Experiment::create(out, replace, {c.arm.model, c.text_file});
-  e.set_meta("kind", "floor");
+  store::set_kind(e, store::Kind::kFloor);
   e.set_meta("config", to_json(c).dump());
   prov["finished_at"] = now_utc();
   e.set_meta("provenance", prov.dump());

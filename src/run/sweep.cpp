@@ -19,6 +19,7 @@
 #include "run/session.h"
 #include "run/text.h"
 #include "store/experiment.h"
+#include "store/experiment_kind.h"
 
 namespace hd::run {
 
@@ -264,7 +265,7 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
   const nlohmann::json combos = s.combinations();
   report_plan(s, combos, chunks.size(), config.chunk, progress);
   store::Experiment e = store::Experiment::create(out, replace, inputs);
-  e.set_meta("kind", "sweep");
+  store::set_kind(e, store::Kind::kSweep);
   const nlohmann::json cfg = sweep_config_json(s.config(), max_arms);
   e.set_meta("config", cfg.dump());
   nlohmann::json prov = run_provenance(config.text_file, text, chunks, command_line);
@@ -278,8 +279,7 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
 RunEnd sweep_resume(const std::string& path, const std::string& command_line,
                     const ProgressFn& progress, const std::string& text_again) {
   store::Experiment e = store::Experiment::open(path, true);
-  if (e.meta("kind").value_or("") != "sweep")
-    throw InputError("'" + path + "' is not a sweep experiment");
+  store::require_kind(e, store::Kind::kSweep);
   if (e.meta("status").value_or("") == "complete") {
     progress("'" + path + "' is already complete");
     return {};

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 #include "analysis/compare.h"
 #include "errors.h"
 #include "run/floor.h"
@@ -9,21 +11,18 @@
 #include "run/sweep.h"
 #include "run/text.h"
 #include "store/experiment.h"
+#include "store/experiment_kind.h"
 
 namespace hd::run {
 
-static void check_integrity(const store::Experiment& e, const ProgressFn& progress) {
+namespace {
+
+void check_integrity(const store::Experiment& e, store::Kind kind, const ProgressFn& progress) {
   const auto stored = e.meta("integrity_sha256");
   e.stored_config();  // "holds no run" for a file stopped before its configuration
   if (!stored) {
-    const std::string kind = e.meta("kind").value_or("diff");
-    if (kind == "sweep") {
-      throw InputError("'" + e.path() + "' is an unfinished sweep: finish it with sweep --resume; "
-                       "the integrity hash is written at the end");
-    }
-    throw InputError(
-        "'" + e.path() + "' is not complete (" + std::to_string(e.finished_chunks().size()) +
-        " chunks stored): finish it with diff --resume; the integrity hash is written at the end");
+    throw InputError("'" + e.path() + "' is not complete: " + store::finish_hint(kind, e.path()) +
+                     "; the integrity hash is written at the end");
   }
   const std::string now = e.compute_integrity();
   if (now != *stored) {
@@ -34,20 +33,9 @@ static void check_integrity(const store::Experiment& e, const ProgressFn& progre
   progress("integrity: ok (sha256 " + now + ")");
 }
 
-int verify(const std::string& path, const VerifyOptions& options, const ProgressFn& progress) {
+void diff_verify(const std::string& path, const VerifyOptions& options,
+                 const ProgressFn& progress) {
   const store::Experiment e = store::Experiment::open(path, false);
-  check_integrity(e, progress);
-  if (options.integrity_only) return 0;
-  const std::string kind = e.meta("kind").value_or("diff");
-  if (kind == "sweep") {
-    sweep_verify(path, options.force, progress, options.text);
-    return 0;
-  }
-  if (kind == "floor") {
-    floor_verify(path, options.force, progress, options.text);
-    return 0;
-  }
-
   const auto prov = nlohmann::json::parse(e.required_meta("provenance"));
   require_same_llama_commit(prov, options.force);
   const DiffConfig config = diff_config_from_json(nlohmann::json::parse(e.required_meta("config")));
@@ -77,6 +65,31 @@ int verify(const std::string& path, const VerifyOptions& options, const Progress
                              fmt::format("chunk {}/{}: identical", c + 1, chunks.size())));
   }
   progress(fmt::format("verify: all {} chunks reproduce bitwise", chunks.size()));
+}
+
+// How each kind of experiment is re-run (store/experiment_kind.h): indexed by store::Kind.
+using Verifier = void (*)(const std::string&, const VerifyOptions&, const ProgressFn&);
+constexpr std::array<Verifier, store::kKindCount> kVerifiers = {
+    diff_verify,
+    [](const std::string& path, const VerifyOptions& o, const ProgressFn& progress) {
+      sweep_verify(path, o.force, progress, o.text);
+    },
+    [](const std::string& path, const VerifyOptions& o, const ProgressFn& progress) {
+      floor_verify(path, o.force, progress, o.text);
+    },
+};
+
+}  // namespace
+
+int verify(const std::string& path, const VerifyOptions& options, const ProgressFn& progress) {
+  store::Kind kind;
+  {
+    const store::Experiment e = store::Experiment::open(path, false);
+    kind = store::kind_of(e);
+    check_integrity(e, kind, progress);
+  }
+  if (options.integrity_only) return 0;
+  kVerifiers[static_cast<size_t>(kind)](path, options, progress);
   return 0;
 }
 

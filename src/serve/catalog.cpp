@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "engine/gguf_file.h"
-#include "report/show.h"
+#include "report/experiment_views.h"
 
 namespace hd::serve {
 namespace fs = std::filesystem;
@@ -81,29 +81,18 @@ nlohmann::json list_experiments(const Sandbox& experiments, const PublicPaths& p
     const auto real = experiments.resolve(e.path().filename().string());
     if (!real) continue;
     try {
-      const report::Loaded l = report::load_experiment(real->string());
-      const auto& s = l.summary;
-      const auto& arms = l.provenance.contains("arms") ? l.provenance["arms"] : nlohmann::json();
-      const auto model = [&](const char* arm) {
-        return arms.is_object() && arms.contains(arm) ? paths.path(arms[arm].value("model", ""))
-                                                      : std::string();
-      };
+      nlohmann::json entry = report::catalog_entry(real->string());
+      for (const char* arm : {"a", "b"}) {
+        // B named by its quantization type is not a path.
+        const std::string m = entry[arm];
+        if (!m.empty() && m.front() == '/') entry[arm] = paths.path(m);
+      }
       std::error_code tec;
       const auto mtime =
           std::chrono::file_clock::to_sys(fs::last_write_time(*real, tec)).time_since_epoch();
-      out.push_back(
-          {{"name", e.path().stem().string()},
-           {"status", l.status},
-           {"kl_mean", s.diff.kl.mean},
-           {"kl_ci95", s.diff.kl.ci95},
-           {"top1_change_rate", s.diff.top1_change.mean},
-           {"ppl_a", s.diff.ppl_a},
-           {"ppl_b", s.diff.ppl_b},
-           {"floor_kl_mean", s.has_floor ? s.floor.kl.mean : NAN},
-           {"n_chunks", s.n_chunks},
-           {"a", model("a")},
-           {"b", l.config.value("b_quant", "").empty() ? model("b") : l.config.value("b_quant", "")},
-           {"modified", std::chrono::duration_cast<std::chrono::seconds>(mtime).count()}});
+      entry["name"] = e.path().stem().string();
+      entry["modified"] = std::chrono::duration_cast<std::chrono::seconds>(mtime).count();
+      out.push_back(std::move(entry));
     } catch (const std::exception&) {
       // a file being created, or not an experiment: skip
     }

@@ -10,9 +10,9 @@
 
 #include "common/input_file.h"
 #include "errors.h"
+#include "report/experiment_views.h"
 #include "report/export.h"
 #include "report/html.h"
-#include "report/result.h"
 #include "run/diff.h"
 #include "serve/catalog.h"
 #include "serve/connections.h"
@@ -203,7 +203,11 @@ class Api {
 
   // The result document with every path in it relative (public_paths.h).
   nlohmann::json public_result(const std::string& file) const {
-    nlohmann::json doc = report::result_json(report::load_experiment(file));
+    nlohmann::json doc = report::result_document(file);
+    if (!doc.contains("summary")) {
+      paths_.scrub(doc);  // a sweep's or floor's summary and its text: no token text in them
+      return doc;
+    }
     for (const char* key : {"file", "config", "provenance"}) {
       if (doc["summary"].contains(key)) paths_.scrub(doc["summary"][key]);
     }

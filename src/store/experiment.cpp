@@ -16,6 +16,7 @@
 #include "common/output_file.h"
 #include "errors.h"
 #include "store/experiment_detail.h"
+#include "store/experiment_kind.h"
 #include "store/sqlite.h"
 
 namespace hd::store {
@@ -236,7 +237,7 @@ std::string Experiment::stored_config() const {
   if (auto c = meta("config")) return *c;
   throw InputError("'" + path_ +
                    "' holds no run: it was stopped before its configuration was stored (run the " +
-                   meta("kind").value_or("diff") + " again, with --force)");
+                   std::string(kind_info(kind_of(*this)).command) + " again, with --force)");
 }
 
 std::string Experiment::required_meta(const std::string& key) const {

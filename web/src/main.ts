@@ -5,10 +5,11 @@ import { downloadBlob, errorBox, errorMessage, h } from "./dom";
 import { baseName } from "./format";
 import { renderResult } from "./result_view";
 import { startServeUI } from "./serve_ui";
-import type { Result } from "./types";
+import { isSummaryResult, renderSummaryResult } from "./summary_view";
+import type { ResultDoc } from "./types";
 
-function reportPage(app: HTMLElement, data: Result): void {
-  const file = data.summary?.file;
+function reportPage(app: HTMLElement, data: ResultDoc): void {
+  const file = isSummaryResult(data) ? data.path : data.summary?.file;
   const jsonName = file ? baseName(file).replace(/\.[^.]*$/, "") + ".json" : "heterodyne-result.json";
   const downloads = h(
     "section",
@@ -27,6 +28,10 @@ function reportPage(app: HTMLElement, data: Result): void {
   );
   const main = h("main", { class: "page" });
   app.append(h("header", { class: "top" }, h("span", { class: "brand" }, "heterodyne"), h("span", { class: "muted" }, "report")), main);
+  if (isSummaryResult(data)) {
+    renderSummaryResult(main, data, downloads);
+    return;
+  }
   if (!data.summary || !Array.isArray(data.chunks)) {
     main.append(errorBox("This report holds no result (no summary or chunks)."));
     return;

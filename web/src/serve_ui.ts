@@ -4,6 +4,7 @@ import { api, downloadHref, experimentHash } from "./api";
 import { clear, errorBox, errorMessage, h } from "./dom";
 import { baseName, fmt, fmtBytes, fmtParams, fmtPct, fmtPm, fmtFixed, fmtTime, isNum, DASH } from "./format";
 import { renderResult } from "./result_view";
+import { isSummaryResult, renderSummaryResult } from "./summary_view";
 import { runForm } from "./run_form";
 import { RunQueue } from "./run_queue";
 import type { ExperimentInfo, ModelInfo } from "./types";
@@ -141,7 +142,7 @@ function experimentsTable(list: ExperimentInfo[]): HTMLElement {
       h(
         "tr",
         { "data-name": e.name },
-        h("td", null, h("a", { href: experimentHash(e.name), class: "experiment-link" }, e.name)),
+        h("td", null, h("a", { href: experimentHash(e.name), class: "experiment-link" }, e.name), e.kind && e.kind !== "diff" ? h("span", { class: "muted kind" }, ` (${e.kind})`) : null),
         h("td", null, e.status ?? DASH),
         h("td", null, fmtPm(e.kl_mean, e.kl_ci95)),
         h("td", null, e.floor_kl_mean === 0 ? "0 (bitwise)" : fmt(e.floor_kl_mean)),
@@ -163,16 +164,20 @@ async function experimentPage(main: HTMLElement, name: string, gen: number): Pro
   try {
     const result = await api.result(name);
     if (gen !== generation) return;
-    if (!result || typeof result !== "object" || !result.summary || !Array.isArray(result.chunks)) throw new Error("the result has no summary or chunks");
+    if (!result || typeof result !== "object") throw new Error("the result is not a document");
+    const summary = isSummaryResult(result);
+    if (!summary && (!result.summary || !Array.isArray(result.chunks))) throw new Error("the result has no summary or chunks");
     clear(body);
-    const formats = ["hdy", "json", "csv"] as const;
+    // CSV is a diff's positions table.
+    const formats = summary ? (["hdy", "json"] as const) : (["hdy", "json", "csv"] as const);
     const downloads = h(
       "section",
       { class: "downloads" },
       h("h2", null, "Downloads"),
       ...formats.map((f) => h("a", { href: downloadHref(name, f), download: "", class: `download download-${f}` }, `Download ${f.toUpperCase()}`)),
     );
-    disposeCurrent = renderResult(body, result, downloads);
+    if (isSummaryResult(result)) renderSummaryResult(body, result, downloads);
+    else disposeCurrent = renderResult(body, result, downloads);
   } catch (e) {
     if (gen !== generation) return;
     clear(body);

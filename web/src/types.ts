@@ -157,6 +157,17 @@ export interface Result {
   chunks: Chunk[];
 }
 
+/** A sweep's or floor's document: its stored summary and the text show prints for it. */
+export interface SummaryResult {
+  kind: string;
+  text: string;
+  path?: string;
+  status?: string;
+  integrity?: string;
+}
+
+export type ResultDoc = Result | SummaryResult;
+
 // ---- serve API ----
 
 export interface ModelInfo {
@@ -175,6 +186,7 @@ export interface TextInfo {
 
 export interface ExperimentInfo {
   name: string;
+  kind?: string; // "diff", "sweep", "floor"; the numbers below are a diff's
   status?: string;
   kl_mean?: Num;
   kl_ci95?: Num;
@@ -223,7 +235,7 @@ export interface RunRequest {
 
 declare global {
   interface Window {
-    HD_DATA?: Result;
+    HD_DATA?: ResultDoc;
     HD_SERVE?: boolean;
   }
 }

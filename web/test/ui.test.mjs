@@ -2,6 +2,7 @@
 // one line per check, exit 0 when all pass, 1 when any fails, 2 on bad usage.
 //
 //   node web/test/ui.test.mjs report FILE.html SCREENSHOT_DIR
+//   node web/test/ui.test.mjs summary FILE.html SCREENSHOT_DIR   (a sweep's or floor's report)
 //   node web/test/ui.test.mjs serve URL SCREENSHOT_DIR MODEL_A_PATH QUANT_TYPE
 // (URL as heterodyne serve prints it, with its ?token=)
 import { chromium } from "playwright-core";
@@ -10,7 +11,7 @@ import { resolve, join } from "node:path";
 import { pathToFileURL } from "node:url";
 
 const [mode, target, shotDir, modelA, quantType] = process.argv.slice(2);
-if (!((mode === "report" && target && shotDir) || (mode === "serve" && target && shotDir && modelA && quantType))) {
+if (!(((mode === "report" || mode === "summary") && target && shotDir) || (mode === "serve" && target && shotDir && modelA && quantType))) {
   console.error("usage:\n  node ui.test.mjs report FILE.html SCREENSHOT_DIR\n  node ui.test.mjs serve URL SCREENSHOT_DIR MODEL_A_PATH QUANT_TYPE");
   process.exit(2);
 }
@@ -184,6 +185,29 @@ async function reportMode(context, page) {
   check(external.length === 0, "no request left the page", external.slice(0, 5).join(", "));
 }
 
+// A sweep's or floor's report: the text show prints, as is, under its kind; nothing fetched.
+async function summaryMode(context, page) {
+  const external = [];
+  await context.route("**/*", (route) => {
+    const url = route.request().url();
+    if (/^(file|data|blob):/.test(url)) return route.continue();
+    external.push(url);
+    return route.abort();
+  });
+  await page.goto(pathToFileURL(resolve(target)).href);
+  await page.waitForSelector("pre.show-text, .error", { timeout: 30000 });
+  const got = await page.evaluate(() => ({
+    shown: document.querySelector("pre.show-text")?.textContent ?? null,
+    text: window.HD_DATA?.text ?? null,
+    kind: window.HD_DATA?.kind ?? null,
+    heading: document.querySelector(".summary-result h2")?.textContent ?? "",
+  }));
+  check(got.text !== null && got.text.length > 0 && got.shown === got.text, "the page shows the text show prints, as is", `${got.shown?.length} vs ${got.text?.length} characters`);
+  check(got.heading.includes(got.kind ?? "?"), "the heading names the kind", got.heading);
+  await page.screenshot({ path: join(shotDir, "summary.png"), fullPage: true });
+  check(external.length === 0, "no request left the page", external.slice(0, 5).join(", "));
+}
+
 async function serveMode(page) {
   await page.goto(target);
   await page.waitForSelector("#models table, #models .error, #models .empty", { timeout: 30000 });
@@ -276,6 +300,7 @@ try {
     if (m.type() === "error" && !/favicon\.ico/.test(m.location()?.url ?? "")) pageErrors.push(`${m.text()} ${m.location()?.url ?? ""}`.trim());
   });
   if (mode === "report") await reportMode(context, page);
+  else if (mode === "summary") await summaryMode(context, page);
   else await serveMode(page);
   check(pageErrors.length === 0, "no script errors in the page", pageErrors.slice(0, 3).join(" | "));
 } catch (e) {

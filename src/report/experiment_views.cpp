@@ -1,0 +1,148 @@
+#include "report/experiment_views.h"
+
+#include <array>
+#include <cmath>
+#include <sstream>
+
+#include "errors.h"
+#include "report/flips.h"
+#include "report/floor.h"
+#include "report/result.h"
+#include "report/show.h"
+#include "report/stored_result.h"
+#include "report/sweep.h"
+#include "store/experiment.h"
+#include "store/experiment_kind.h"
+
+namespace hd::report {
+namespace {
+
+std::string dump(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+Shown show_diff(const std::string& path, const ShowRequest& r) {
+  const Loaded l = load_experiment(path);
+  // Flat perplexity hides changed greedy answers: a version-vs-version run leads with them.
+  const bool flips = (r.flips || compares_builds(l)) && l.summary.n_chunks > 0;
+  std::ostringstream out;
+  if (r.json) {
+    nlohmann::json j = summary_json(l, r.worst);
+    if (flips) j["flips"] = flips_json(l);
+    out << dump(j);
+  } else {
+    if ((r.transplants || r.components || r.position) && !l.transplants) {
+      throw InputError("'" + path +
+                       "' has no transplants: run diff with --transplants or --components");
+    }
+    if (flips) print_flips(out, l);
+    print_summary(out, l);
+    if (r.transplants) print_transplants(out, *l.transplants);
+    if (r.components) print_components(out, *l.transplants);
+    if (r.position) print_position(out, l, *r.position);
+    if (r.worst > 0) print_worst(out, l, r.worst);
+  }
+  return {out.str(), l.integrity == "MISMATCH"};
+}
+
+// A kind whose stored result is one summary in its meta table (stored_result.h), printed by
+// `print`; show's diff flags do not apply to it.
+template <void (*print)(std::ostream&, const LoadedResult&)>
+Shown show_summary(const std::string& path, const ShowRequest& r) {
+  const store::Kind kind = store::kind_of(store::Experiment::open(path, false));
+  if (r.worst || r.transplants || r.components || r.flips || r.position) {
+    throw InputError("'" + path + "' is a " + std::string(store::kind_info(kind).name) +
+                     ": --worst, --transplants, --components, --flips and --position are for "
+                     "diffs");
+  }
+  const LoadedResult l = load_result(path, std::string(store::kind_info(kind).name));
+  std::ostringstream out;
+  if (r.json) {
+    out << dump(result_json(l));
+  } else {
+    print(out, l);
+  }
+  return {out.str(), l.integrity == "MISMATCH"};
+}
+
+template <void (*print)(std::ostream&, const LoadedResult&)>
+nlohmann::json summary_document(const std::string& path) {
+  const store::Kind kind = store::kind_of(store::Experiment::open(path, false));
+  const LoadedResult l = load_result(path, std::string(store::kind_info(kind).name));
+  nlohmann::json doc = result_json(l);
+  std::ostringstream text;
+  print(text, l);
+  doc["text"] = text.str();
+  return doc;
+}
+
+nlohmann::json diff_entry(const std::string& path) {
+  const Loaded l = load_experiment(path);
+  const auto& s = l.summary;
+  const auto& arms = l.provenance.contains("arms") ? l.provenance["arms"] : nlohmann::json();
+  const auto model = [&](const char* arm) {
+    return arms.is_object() && arms.contains(arm) ? arms[arm].value("model", "") : std::string();
+  };
+  return {
+      {"kind", "diff"},
+      {"status", l.status},
+      {"kl_mean", s.diff.kl.mean},
+      {"kl_ci95", s.diff.kl.ci95},
+      {"top1_change_rate", s.diff.top1_change.mean},
+      {"ppl_a", s.diff.ppl_a},
+      {"ppl_b", s.diff.ppl_b},
+      {"floor_kl_mean", s.has_floor ? s.floor.kl.mean : NAN},
+      {"n_chunks", s.n_chunks},
+      {"a", model("a")},
+      {"b", l.config.value("b_quant", "").empty() ? model("b") : l.config.value("b_quant", "")}};
+}
+
+// A sweep's or floor's line: what ran, listed while it runs too (its summary comes at the end).
+nlohmann::json config_entry(const std::string& path) {
+  const store::Experiment e = store::Experiment::open(path, false);
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(e.stored_config());
+  } catch (const nlohmann::json::exception&) {
+    throw InputError("'" + path + "' is damaged: its configuration is not valid JSON");
+  }
+  const auto model = [&](const char* arm) -> std::string {
+    if (!config.is_object()) return "";
+    if (config.contains(arm) && config[arm].is_object()) return config[arm].value("model", "");
+    return std::string(arm) == "a" ? config.value("model", "") : "";  // a floor has one arm
+  };
+  return {{"kind", store::kind_info(store::kind_of(e)).name},
+          {"status", e.meta("status").value_or("unknown")},
+          {"a", model("a")},
+          {"b", model("b")}};
+}
+
+struct View {
+  Shown (*show)(const std::string&, const ShowRequest&);
+  nlohmann::json (*document)(const std::string&);
+  nlohmann::json (*catalog_entry)(const std::string&);
+};
+
+// Indexed by store::Kind.
+constexpr std::array<View, store::kKindCount> kViews = {{
+    {show_diff, [](const std::string& path) { return result_json(load_experiment(path)); },
+     diff_entry},
+    {show_summary<print_sweep>, summary_document<print_sweep>, config_entry},
+    {show_summary<print_floor>, summary_document<print_floor>, config_entry},
+}};
+
+const View& view_of(const std::string& path) {
+  return kViews[static_cast<size_t>(store::kind_of(store::Experiment::open(path, false)))];
+}
+
+}  // namespace
+
+Shown show_experiment(const std::string& path, const ShowRequest& request) {
+  return view_of(path).show(path, request);
+}
+
+nlohmann::json result_document(const std::string& path) { return view_of(path).document(path); }
+
+nlohmann::json catalog_entry(const std::string& path) { return view_of(path).catalog_entry(path); }
+
+}  // namespace hd::report

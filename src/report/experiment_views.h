@@ -1,0 +1,39 @@
+// What `show`, `show --json`, `report` and serve's result view draw for each kind of experiment
+// (store/experiment_kind.h): one table in experiment_views.cpp, indexed by store::Kind. A new
+// kind adds its row there; the commands call these functions and never look at the kind.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "report/transplants.h"
+
+namespace hd::report {
+
+// show's flags. All but `json` are answered by diffs only.
+struct ShowRequest {
+  bool json = false;
+  int worst = 0;
+  bool transplants = false, components = false, flips = false;
+  std::optional<Position> position;
+};
+
+struct Shown {
+  std::string text;       // what show prints: the human text, or the JSON
+  bool modified = false;  // the file fails its integrity check (the caller warns)
+};
+
+// `show FILE`. Nothing is printed here: an error half way leaves no partial output.
+// InputError for a flag the file's kind does not answer.
+Shown show_experiment(const std::string& path, const ShowRequest& request);
+
+// The document `report` embeds and serve's result view draws: a diff's result_json, or another
+// kind's stored summary with `kind` and `text` (what show prints), which the page shows as is.
+nlohmann::json result_document(const std::string& path);
+
+// A line of serve's experiment list: {kind, status, a, b (model paths, absolute)} and, for a
+// diff, its headline numbers (kl_mean, kl_ci95, top1_change_rate, ppl_a, ppl_b, floor_kl_mean,
+// n_chunks). InputError for a file that is not an experiment.
+nlohmann::json catalog_entry(const std::string& path);
+
+}  // namespace hd::report

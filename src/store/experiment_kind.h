@@ -1,0 +1,42 @@
+// The kinds of experiment a file can hold. Each layer that treats kinds differently keeps one
+// table indexed by this enum (run/experiment_kinds.h: verify; report/experiment_kinds.h: show,
+// JSON, the HTML report, serve's catalog), so a new kind is added to the enum and to each table,
+// and nowhere else; a file's kind is read here once, never compared as a string.
+#pragma once
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace hd::store {
+
+class Experiment;
+
+enum class Kind { kDiff, kSweep, kFloor };
+inline constexpr size_t kKindCount = 3;
+
+struct KindInfo {
+  Kind kind;
+  std::string_view name;     // meta "kind"
+  std::string_view command;  // the command that writes it: "diff", "sweep", "floor"
+  bool resumable;            // `<command> --resume FILE` finishes an interrupted one
+};
+
+// Every kind, in enum order.
+const std::array<KindInfo, kKindCount>& experiment_kinds();
+const KindInfo& kind_info(Kind k);
+
+// The file's kind: meta "kind", "diff" when absent (files from before there were other kinds);
+// InputError for a kind this heterodyne does not know.
+Kind kind_of(const Experiment& e);
+
+// Writes the file's kind (meta "kind").
+void set_kind(Experiment& e, Kind k);
+
+// InputError unless the file holds an experiment of kind k ("'F' is a sweep, not a diff").
+void require_kind(const Experiment& e, Kind k);
+
+// What to do with a file whose run has not finished: "finish it with heterodyne diff --resume
+// FILE", or "run it again" for a kind that cannot be resumed.
+std::string finish_hint(Kind k, const std::string& path);
+
+}  // namespace hd::store

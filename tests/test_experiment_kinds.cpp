@@ -1,0 +1,128 @@
+// The experiment kinds (store/experiment_kind.h) and the tables that dispatch on them: every
+// kind shows, shows as JSON, becomes a report and is listed by serve through one table per
+// layer; a kind this build does not know is one clear line everywhere, never read as a diff.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "serve/catalog.h"
+#include "store/experiment.h"
+#include "store/experiment_kind.h"
+#include "test_support.h"
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ExperimentKinds : testing::Test {
+  // One of each kind on tiny-llama, as small as each can be.
+  static void SetUpTestSuite() {
+    dir_ = new std::string(hd::test::temp_dir("kinds"));
+    const std::string m = *dir_ + "/m.gguf", t = *dir_ + "/t.txt";
+    ASSERT_EQ(hd::test::run_cli({"make-model", "--preset", "tiny-llama", "-o", m}).exit_code, 0);
+    std::string text;
+    for (int i = 0; i < 300; ++i) text += (i % 3 ? "stone river " : "light. ");
+    hd::test::write_file(t, text);
+    const std::vector<std::string> common = {"-f", t, "--chunk", "32", "--max-chunks", "2"};
+    auto with = [&](std::vector<std::string> args, const std::string& out) {
+      args.insert(args.end(), common.begin(), common.end());
+      args.insert(args.end(), {"-o", *dir_ + "/" + out});
+      const auto r = hd::test::run_cli(args);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    };
+    with({"diff", "--a", m, "--b", m, "--b-ub", "8"}, "d.hdy");
+    with({"sweep", "--a", m, "--b-ub", "8"}, "s.hdy");
+    with({"floor", "-m", m, "--ub", "8,32"}, "f.hdy");
+  }
+  static std::string path(const std::string& name) { return *dir_ + "/" + name; }
+  static std::string* dir_;
+};
+std::string* ExperimentKinds::dir_ = nullptr;
+
+void set_kind(const std::string& path, const std::string& kind) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const std::string q = "UPDATE meta SET value = '" + kind + "' WHERE key = 'kind'";
+  EXPECT_EQ(sqlite3_exec(db, q.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+}
+
+}  // namespace
+
+TEST(ExperimentKindTable, NamesAreUniqueAndIndexedByTheirKind) {
+  std::set<std::string_view> names;
+  for (size_t i = 0; i < hd::store::experiment_kinds().size(); ++i) {
+    const auto& k = hd::store::experiment_kinds()[i];
+    EXPECT_EQ(static_cast<size_t>(k.kind), i);
+    EXPECT_EQ(&hd::store::kind_info(k.kind), &k);
+    EXPECT_TRUE(names.insert(k.name).second) << k.name;
+  }
+  EXPECT_EQ(hd::store::finish_hint(hd::store::Kind::kSweep, "s.hdy"),
+            "finish it with heterodyne sweep --resume s.hdy");
+}
+
+// A sweep's and a floor's report and result document carry the text show prints, as is; a
+// diff's is the result the page draws; serve lists all three with their kind.
+TEST_F(ExperimentKinds, EveryKindShowsReportsAndIsListed) {
+  for (const char* name : {"d", "s", "f"}) {
+    const std::string file = path(std::string(name) + ".hdy");
+    const auto shown = hd::test::run_cli({"show", file});
+    ASSERT_EQ(shown.exit_code, 0) << shown.err;
+    const std::string data = path(std::string(name) + ".json");
+    const auto r = hd::test::run_cli({"report", file, "--data", data, "-o", data + ".html"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json doc = json::parse(hd::test::read_file(data));
+    if (std::string(name) == "d") {
+      EXPECT_TRUE(doc.contains("summary") && doc["chunks"].size() == 2u);
+      continue;
+    }
+    const std::string kind = std::string(name) == "s" ? "sweep" : "floor";
+    EXPECT_EQ(doc["kind"], kind);
+    EXPECT_EQ(doc["text"], shown.out);
+    EXPECT_TRUE(doc[kind].is_object());
+    const json j = json::parse(hd::test::run_cli({"show", file, "--json"}).out);
+    EXPECT_EQ(j["kind"], kind);
+    EXPECT_EQ(j[kind], doc[kind]);
+  }
+  const hd::serve::PublicPaths paths(*dir_, *dir_);
+  const json list = hd::serve::list_experiments(hd::serve::Sandbox(*dir_), paths);
+  std::map<std::string, json> by_name;
+  for (const auto& e : list) by_name[e["name"]] = e;
+  ASSERT_EQ(by_name.size(), 3u) << list.dump();
+  EXPECT_EQ(by_name["d"]["kind"], "diff");
+  EXPECT_GE(by_name["d"]["kl_mean"].get<double>(), 0.0);
+  EXPECT_EQ(by_name["s"]["kind"], "sweep");
+  EXPECT_EQ(by_name["f"]["kind"], "floor");
+  for (const char* n : {"d", "s", "f"}) {
+    EXPECT_EQ(by_name[n]["a"], "m.gguf") << n;  // relative, as serve shows paths
+    EXPECT_EQ(by_name[n]["status"], "complete") << n;
+  }
+}
+
+TEST_F(ExperimentKinds, DiffFlagsOnASweepAreRefusedNamingItsKind) {
+  hd::test::expect_refused({"show", path("s.hdy"), "--worst", "3"}, "is a sweep: --worst");
+  hd::test::expect_refused({"show", path("f.hdy"), "--transplants"}, "is a floor: --worst");
+  hd::test::expect_refused({"show", path("d.hdy"), path("s.hdy")}, "is a sweep, not a diff");
+}
+
+// A file of a kind from a later version: every reader says so in one line, and serve does not
+// list it; nothing reads it as a diff.
+TEST_F(ExperimentKinds, AnUnknownKindIsOneClearLineEverywhere) {
+  const std::string odd = path("odd.hdy");
+  fs::copy_file(path("d.hdy"), odd, fs::copy_options::overwrite_existing);
+  set_kind(odd, "frobnicate");
+  const std::string says = "kind 'frobnicate', which this heterodyne does not know";
+  hd::test::expect_refused({"show", odd}, says);
+  hd::test::expect_refused({"show", odd, "--json"}, says);
+  hd::test::expect_refused({"verify", odd}, says);
+  hd::test::expect_refused({"report", odd, "--data", path("odd.json")}, says);
+  hd::test::expect_refused({"diff", "--resume", odd}, says);
+  const json list =
+      hd::serve::list_experiments(hd::serve::Sandbox(*dir_), hd::serve::PublicPaths(*dir_, *dir_));
+  for (const auto& e : list) EXPECT_NE(e["name"], "odd");
+  fs::remove(odd);
+}
