@@ -16,11 +16,13 @@ static double median(std::vector<double> v) {
   return (*std::max_element(v.begin(), v.begin() + static_cast<long>(mid)) + hi) / 2;
 }
 
-FlipReport flip_report(const std::vector<ChunkResult>& chunks) {
-  FlipReport r;
+using Position = std::pair<int, int>;  // (chunk, pos)
+
+// Every scored position's top-1 margin, and its flip when A's and B's top-1 differ: fills
+// r.n_scored, r.flips and both medians, and which positions were scored and which flipped.
+static void find_flips(const std::vector<ChunkResult>& chunks, FlipReport& r,
+                       std::set<Position>& scored, std::set<Position>& flipped) {
   std::vector<double> margins_all, margins_flipped;
-  std::set<std::pair<int, int>> flipped;  // (chunk, pos)
-  std::set<std::pair<int, int>> scored;
   for (const auto& c : chunks) {
     for (const auto& p : c.diff.positions) {
       if (!p.scored) continue;
@@ -37,13 +39,17 @@ FlipReport flip_report(const std::vector<ChunkResult>& chunks) {
   }
   r.median_margin_all = median(margins_all);
   r.median_margin_flipped = median(margins_flipped);
-  if (flipped.empty()) return r;
+}
 
-  // Residual error per layer, flipped positions against the other scored ones.
+// Residual error per layer, flipped positions against the other scored ones; and the layer
+// where the flipped positions' error grows most.
+static void add_layer_errors(const std::vector<ChunkResult>& chunks,
+                             const std::set<Position>& scored, const std::set<Position>& flipped,
+                             FlipReport& r) {
   std::map<int, std::pair<double, int>> f, o;  // layer -> (sum, count)
   for (const auto& c : chunks) {
     for (const auto& l : c.diff.layers) {
-      const std::pair<int, int> key{c.chunk, l.pos};
+      const Position key{c.chunk, l.pos};
       if (!scored.count(key)) continue;
       auto& acc = flipped.count(key) ? f[l.layer] : o[l.layer];
       acc.first += l.diff.rel_err;
@@ -66,8 +72,12 @@ FlipReport flip_report(const std::vector<ChunkResult>& chunks) {
     previous = fl.rel_err_flipped;
     r.layers.push_back(fl);
   }
+}
 
-  // With transplants: mean denoise KL at the flipped positions after each restore point.
+// With transplants: mean denoise KL at the flipped positions after each restore point, and the
+// point that carries the most of it.
+static void add_denoise(const std::vector<ChunkResult>& chunks, const std::set<Position>& flipped,
+                        FlipReport& r) {
   std::vector<std::string> points;
   std::map<int, std::pair<double, int>> by_step;
   for (const auto& c : chunks) {
@@ -80,7 +90,7 @@ FlipReport flip_report(const std::vector<ChunkResult>& chunks) {
       acc.second += 1;
     }
   }
-  if (by_step.empty()) return r;
+  if (by_step.empty()) return;
   // Step 0, nothing restored, is not stored: it is the diff's own KL at those positions.
   double none = 0;
   for (const auto& fl : r.flips) none += fl.kl;
@@ -100,6 +110,15 @@ FlipReport flip_report(const std::vector<ChunkResult>& chunks) {
     last = kl;
     r.denoise.push_back({name, kl});
   }
+}
+
+FlipReport flip_report(const std::vector<ChunkResult>& chunks) {
+  FlipReport r;
+  std::set<Position> scored, flipped;
+  find_flips(chunks, r, scored, flipped);
+  if (flipped.empty()) return r;
+  add_layer_errors(chunks, scored, flipped, r);
+  add_denoise(chunks, flipped, r);
   return r;
 }
 

@@ -165,6 +165,61 @@ std::string greedy_continuation(const std::string& model_path, const std::string
   return model->detokenize(std::span<const int32_t>(tokens).subspan(prompt_len));
 }
 
+// In `tmp`: makes the untrained model, measures it, trains it, measures it again and decodes
+// the prompt (all into `d`), then moves `tmp` to `dir`, where the cache finds it.
+static void train_into(const fs::path& tmp, const fs::path& dir, const DemoSettings& s,
+                       const Corpus& corpus, const Vocabulary& vocab, DemoModel& d,
+                       const std::function<void(const std::string&)>& progress) {
+  std::error_code ec;
+  const std::string init = (tmp / "init-f32.gguf").string();
+  engine::ModelSpec spec;
+  spec.preset = "demo-llama";
+  spec.seed = s.seed;
+  spec.type = "f32";
+  spec.vocabulary = &vocab;
+  engine::make_model(spec, init);
+
+  const int threads = resolved_threads(s);
+  std::vector<int32_t> train_tokens = engine::model_load(init)->tokenize(corpus.train, false);
+  d.train_tokens = static_cast<int64_t>(train_tokens.size());
+  progress("demo: vocabulary of " + std::to_string(vocab.tokens.size()) + " tokens, " +
+           fmt2(double(d.train_bytes) / double(d.train_tokens), 2) + " bytes per token");
+  write_text(tmp / "held-out.txt", corpus.held_out);
+  d.before = held_out_loss(init, corpus.held_out, s.n_ctx, s.eval_windows, threads);
+  progress(loss_line("before training", d.before));
+
+  engine::TrainSettings ts;
+  ts.n_ctx = s.n_ctx;
+  ts.steps = s.steps;
+  ts.lr = s.lr;
+  ts.lr_min = s.lr / 10;
+  ts.n_threads = threads;
+  ts.seed = s.seed;
+  const std::string model = (tmp / "model-f32.gguf").string();
+  engine::train_model(
+      init, train_tokens, ts, model,
+      {{"general.name", "heterodyne demo (trained, seed " + std::to_string(s.seed) + ")"},
+       {"heterodyne.demo.key", d.key},
+       {"heterodyne.demo.corpus_sha256", corpus.sha256},
+       {"heterodyne.demo.steps", std::to_string(s.steps)}},
+      [&](const engine::TrainProgress& p) {
+        d.train_seconds = p.seconds;
+        progress("demo: train step " + std::to_string(p.step) + "/" + std::to_string(p.steps) +
+                 "  loss " + fmt2(p.loss) + " nats/token  " + fmt2(p.seconds, 0) + " s");
+      });
+  fs::remove(init, ec);
+  d.after = held_out_loss(model, corpus.held_out, s.n_ctx, s.eval_windows, threads);
+  progress(loss_line("after training", d.after));
+  d.prompt = s.prompt;
+  d.continuation = greedy_continuation(model, s.prompt, s.continuation_tokens, s.n_ctx, threads);
+  std::ofstream(tmp / "summary.json") << summary_json(d).dump(2) << "\n";
+  fs::rename(tmp, dir, ec);
+  if (ec && !fs::is_regular_file(dir / "summary.json")) {
+    throw RuntimeError("cannot move " + tmp.string() + " to " + dir.string() + ": " + ec.message());
+  }
+  fs::remove_all(tmp, ec);  // another process finished the same model first
+}
+
 DemoModel ensure_demo_model(const DemoSettings& s,
                             const std::function<void(const std::string&)>& progress) {
   if (s.steps < 1) throw InputError("--steps must be at least 1");
@@ -209,54 +264,7 @@ DemoModel ensure_demo_model(const DemoSettings& s,
   fs::create_directories(tmp, ec);
   if (ec) throw RuntimeError("cannot create " + tmp.string() + ": " + ec.message());
   try {
-    const std::string init = (tmp / "init-f32.gguf").string();
-    engine::ModelSpec spec;
-    spec.preset = "demo-llama";
-    spec.seed = s.seed;
-    spec.type = "f32";
-    spec.vocabulary = &vocab;
-    engine::make_model(spec, init);
-
-    const int threads = resolved_threads(s);
-    std::vector<int32_t> train_tokens = engine::model_load(init)->tokenize(corpus.train, false);
-    d.train_tokens = static_cast<int64_t>(train_tokens.size());
-    progress("demo: vocabulary of " + std::to_string(vocab.tokens.size()) + " tokens, " +
-             fmt2(double(d.train_bytes) / double(d.train_tokens), 2) + " bytes per token");
-    write_text(tmp / "held-out.txt", corpus.held_out);
-    d.before = held_out_loss(init, corpus.held_out, s.n_ctx, s.eval_windows, threads);
-    progress(loss_line("before training", d.before));
-
-    engine::TrainSettings ts;
-    ts.n_ctx = s.n_ctx;
-    ts.steps = s.steps;
-    ts.lr = s.lr;
-    ts.lr_min = s.lr / 10;
-    ts.n_threads = threads;
-    ts.seed = s.seed;
-    const std::string model = (tmp / "model-f32.gguf").string();
-    engine::train_model(
-        init, train_tokens, ts, model,
-        {{"general.name", "heterodyne demo (trained, seed " + std::to_string(s.seed) + ")"},
-         {"heterodyne.demo.key", d.key},
-         {"heterodyne.demo.corpus_sha256", corpus.sha256},
-         {"heterodyne.demo.steps", std::to_string(s.steps)}},
-        [&](const engine::TrainProgress& p) {
-          d.train_seconds = p.seconds;
-          progress("demo: train step " + std::to_string(p.step) + "/" + std::to_string(p.steps) +
-                   "  loss " + fmt2(p.loss) + " nats/token  " + fmt2(p.seconds, 0) + " s");
-        });
-    fs::remove(init, ec);
-    d.after = held_out_loss(model, corpus.held_out, s.n_ctx, s.eval_windows, threads);
-    progress(loss_line("after training", d.after));
-    d.prompt = s.prompt;
-    d.continuation = greedy_continuation(model, s.prompt, s.continuation_tokens, s.n_ctx, threads);
-    std::ofstream(tmp / "summary.json") << summary_json(d).dump(2) << "\n";
-    fs::rename(tmp, dir, ec);
-    if (ec && !fs::is_regular_file(dir / "summary.json")) {
-      throw RuntimeError("cannot move " + tmp.string() + " to " + dir.string() + ": " +
-                         ec.message());
-    }
-    fs::remove_all(tmp, ec);  // another process finished the same model first
+    train_into(tmp, dir, s, corpus, vocab, d, progress);
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;

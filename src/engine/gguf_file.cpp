@@ -1,10 +1,10 @@
 #include "engine/gguf_file.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <cmath>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -32,18 +32,26 @@ static std::optional<int64_t> integer_value(const gguf_context* g, const std::st
   const int64_t k = gguf_find_key(g, key.c_str());
   if (k < 0) return std::nullopt;
   switch (gguf_get_kv_type(g, k)) {
-    case GGUF_TYPE_UINT8: return gguf_get_val_u8(g, k);
-    case GGUF_TYPE_INT8: return gguf_get_val_i8(g, k);
-    case GGUF_TYPE_UINT16: return gguf_get_val_u16(g, k);
-    case GGUF_TYPE_INT16: return gguf_get_val_i16(g, k);
-    case GGUF_TYPE_UINT32: return gguf_get_val_u32(g, k);
-    case GGUF_TYPE_INT32: return gguf_get_val_i32(g, k);
+    case GGUF_TYPE_UINT8:
+      return gguf_get_val_u8(g, k);
+    case GGUF_TYPE_INT8:
+      return gguf_get_val_i8(g, k);
+    case GGUF_TYPE_UINT16:
+      return gguf_get_val_u16(g, k);
+    case GGUF_TYPE_INT16:
+      return gguf_get_val_i16(g, k);
+    case GGUF_TYPE_UINT32:
+      return gguf_get_val_u32(g, k);
+    case GGUF_TYPE_INT32:
+      return gguf_get_val_i32(g, k);
     case GGUF_TYPE_UINT64: {
       const uint64_t v = gguf_get_val_u64(g, k);
       return v > static_cast<uint64_t>(INT64_MAX) ? -1 : static_cast<int64_t>(v);
     }
-    case GGUF_TYPE_INT64: return gguf_get_val_i64(g, k);
-    default: return std::nullopt;
+    case GGUF_TYPE_INT64:
+      return gguf_get_val_i64(g, k);
+    default:
+      return std::nullopt;
   }
 }
 
@@ -84,15 +92,16 @@ static std::string metadata_problem(const gguf_context* g, const std::string& ar
   return "";
 }
 
-GgufSummary gguf_check(const std::string& path) {
-  system_init();  // routes gguf's own complaints through our log filter
+// Opens `path` as a GGUF, its metadata only, after the checks that give a missing, special,
+// foreign or unparseable file its own line; sets s.file_size. The caller frees the context.
+static gguf_context* open_gguf(const std::string& path, GgufSummary& s) {
+  system_init();                       // routes gguf's own complaints through our log filter
   refuse_special_file(path, "model");  // opening a FIFO would wait for a writer forever
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read '" + path + "': " + std::strerror(errno));
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw InputError("'" + path + "' is a directory, not a GGUF file");
-  GgufSummary s;
   s.file_size = fs::file_size(path, ec);
   char magic[4] = {};
   in.read(magic, 4);
@@ -105,7 +114,12 @@ GgufSummary gguf_check(const std::string& path) {
     throw InputError("'" + path +
                      "' is a corrupt or truncated GGUF (its header or metadata does not parse)");
   }
-  // The header parses; now make sure every tensor's bytes are inside the file.
+  return g;
+}
+
+// The tensors' count, elements and main weight type into `s`; returns the offset in the file
+// where the last tensor's bytes end, so the caller can check every tensor is inside the file.
+static uint64_t add_tensor_facts(const gguf_context* g, GgufSummary& s) {
   uint64_t end = 0;
   s.n_tensors = gguf_get_n_tensors(g);
   std::map<std::string, uint64_t> bytes_by_type;
@@ -125,52 +139,84 @@ GgufSummary gguf_check(const std::string& path) {
       s.weight_type = name;
     }
   }
-  end += gguf_get_data_offset(g);
-  auto get_str = [&](const char* key) -> std::string {
-    const int64_t k = gguf_find_key(g, key);
-    if (k < 0 || gguf_get_kv_type(g, k) != GGUF_TYPE_STRING) return "";
-    return gguf_get_val_str(g, k);
-  };
-  s.architecture = get_str("general.architecture");
-  s.name = get_str("general.name");
-  // An unsigned or signed integer of any width, or the first element of an integer array; 0
-  // when absent, of another type (gguf asserts on reading a string as data) or out of range.
-  auto get_int = [&](const std::string& key) -> int {
-    std::optional<int64_t> v = integer_value(g, key);
-    const int64_t k = gguf_find_key(g, key.c_str());
-    if (!v && k >= 0 && gguf_get_kv_type(g, k) == GGUF_TYPE_ARRAY && gguf_get_arr_n(g, k) > 0) {
-      const gguf_type t = gguf_get_arr_type(g, k);
-      // gguf_get_arr_data asserts the array holds no strings: only integer arrays are read.
-      const void* data = t == GGUF_TYPE_STRING || t == GGUF_TYPE_ARRAY || t == GGUF_TYPE_FLOAT32 ||
-                                 t == GGUF_TYPE_FLOAT64 || t == GGUF_TYPE_BOOL
-                             ? nullptr
-                             : gguf_get_arr_data(g, k);
-      switch (data ? t : GGUF_TYPE_COUNT) {
-        case GGUF_TYPE_UINT8: v = *static_cast<const uint8_t*>(data); break;
-        case GGUF_TYPE_INT8: v = *static_cast<const int8_t*>(data); break;
-        case GGUF_TYPE_UINT16: v = *static_cast<const uint16_t*>(data); break;
-        case GGUF_TYPE_INT16: v = *static_cast<const int16_t*>(data); break;
-        case GGUF_TYPE_UINT32: v = *static_cast<const uint32_t*>(data); break;
-        case GGUF_TYPE_INT32: v = *static_cast<const int32_t*>(data); break;
-        case GGUF_TYPE_UINT64: v = static_cast<int64_t>(*static_cast<const uint64_t*>(data)); break;
-        case GGUF_TYPE_INT64: v = *static_cast<const int64_t*>(data); break;
-        default: return 0;
-      }
+  return end + gguf_get_data_offset(g);
+}
+
+// A string key's value; "" when absent or not a string.
+static std::string string_value(const gguf_context* g, const char* key) {
+  const int64_t k = gguf_find_key(g, key);
+  if (k < 0 || gguf_get_kv_type(g, k) != GGUF_TYPE_STRING) return "";
+  return gguf_get_val_str(g, k);
+}
+
+// An unsigned or signed integer of any width, or the first element of an integer array; 0
+// when absent, of another type (gguf asserts on reading a string as data) or out of range.
+static int shape_value(const gguf_context* g, const std::string& key) {
+  std::optional<int64_t> v = integer_value(g, key);
+  const int64_t k = gguf_find_key(g, key.c_str());
+  if (!v && k >= 0 && gguf_get_kv_type(g, k) == GGUF_TYPE_ARRAY && gguf_get_arr_n(g, k) > 0) {
+    const gguf_type t = gguf_get_arr_type(g, k);
+    // gguf_get_arr_data asserts the array holds no strings: only integer arrays are read.
+    const void* data = t == GGUF_TYPE_STRING || t == GGUF_TYPE_ARRAY || t == GGUF_TYPE_FLOAT32 ||
+                               t == GGUF_TYPE_FLOAT64 || t == GGUF_TYPE_BOOL
+                           ? nullptr
+                           : gguf_get_arr_data(g, k);
+    switch (data ? t : GGUF_TYPE_COUNT) {
+      case GGUF_TYPE_UINT8:
+        v = *static_cast<const uint8_t*>(data);
+        break;
+      case GGUF_TYPE_INT8:
+        v = *static_cast<const int8_t*>(data);
+        break;
+      case GGUF_TYPE_UINT16:
+        v = *static_cast<const uint16_t*>(data);
+        break;
+      case GGUF_TYPE_INT16:
+        v = *static_cast<const int16_t*>(data);
+        break;
+      case GGUF_TYPE_UINT32:
+        v = *static_cast<const uint32_t*>(data);
+        break;
+      case GGUF_TYPE_INT32:
+        v = *static_cast<const int32_t*>(data);
+        break;
+      case GGUF_TYPE_UINT64:
+        v = static_cast<int64_t>(*static_cast<const uint64_t*>(data));
+        break;
+      case GGUF_TYPE_INT64:
+        v = *static_cast<const int64_t*>(data);
+        break;
+      default:
+        return 0;
     }
-    return !v || *v < 0 || *v > (int64_t{1} << 30) ? 0 : static_cast<int>(*v);
-  };
-  const std::string a = s.architecture + ".";
-  s.n_layer = get_int(a + "block_count");
-  s.n_embd = get_int(a + "embedding_length");
-  s.n_head = get_int(a + "attention.head_count");
-  s.n_head_kv = get_int(a + "attention.head_count_kv");
+  }
+  return !v || *v < 0 || *v > (int64_t{1} << 30) ? 0 : static_cast<int>(*v);
+}
+
+// The shape from the "<arch>." keys (`a` is that prefix), with llama.cpp's defaults.
+static void read_shape(const gguf_context* g, const std::string& a, GgufSummary& s) {
+  s.n_layer = shape_value(g, a + "block_count");
+  s.n_embd = shape_value(g, a + "embedding_length");
+  s.n_head = shape_value(g, a + "attention.head_count");
+  s.n_head_kv = shape_value(g, a + "attention.head_count_kv");
   if (s.n_head_kv == 0) s.n_head_kv = s.n_head;  // llama.cpp's default
   const int head_dim = s.n_head > 0 ? s.n_embd / s.n_head : 0;
-  s.head_dim_k = get_int(a + "attention.key_length");
-  s.head_dim_v = get_int(a + "attention.value_length");
+  s.head_dim_k = shape_value(g, a + "attention.key_length");
+  s.head_dim_v = shape_value(g, a + "attention.value_length");
   if (s.head_dim_k == 0) s.head_dim_k = head_dim;
   if (s.head_dim_v == 0) s.head_dim_v = head_dim;
-  s.n_ctx_train = get_int(a + "context_length");
+  s.n_ctx_train = shape_value(g, a + "context_length");
+}
+
+GgufSummary gguf_check(const std::string& path) {
+  GgufSummary s;
+  gguf_context* g = open_gguf(path, s);
+  // The header parses; now make sure every tensor's bytes are inside the file.
+  const uint64_t end = add_tensor_facts(g, s);
+  s.architecture = string_value(g, "general.architecture");
+  s.name = string_value(g, "general.name");
+  const std::string a = s.architecture + ".";
+  read_shape(g, a, s);
   std::string malformed = metadata_problem(g, a);
   gguf_free(g);
   if (!malformed.empty()) throw InputError("'" + path + "' is malformed: " + malformed);

@@ -10,13 +10,14 @@
 //   per-tensor factor and one rounding to float are involved, so every platform gets the same
 //   bits (no libm calls whose last bit may differ between C libraries).
 // - Scales keep a pre-norm transformer's activations sane (see plan_tensors()).
+// The presets live in model_presets, the tensors and their values in model_tensors; this file
+// holds the weight types, the metadata and vocabulary, and the writing of the file.
 #include "engine/model_maker.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -24,7 +25,8 @@
 
 #include "build_info.h"
 #include "common/output_file.h"
-#include "common/splitmix.h"
+#include "engine/model_presets.h"
+#include "engine/model_tensors.h"
 #include "errors.h"
 #include "ggml.h"
 #include "gguf.h"
@@ -34,37 +36,7 @@ namespace hd::engine {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Presets
-
-struct Preset {
-  const char* name;
-  const char* arch;        // general.architecture; also the prefix of its hyperparameter keys
-  const char* vocab_file;  // a vocabulary GGUF in <llama.cpp>/models/; null: the spec gives one
-  uint32_t n_layer;
-  uint32_t n_embd;
-  uint32_t n_head;
-  uint32_t n_head_kv;
-  uint32_t head_dim;
-  uint32_t n_ff;
-  uint32_t n_ctx;
-  float rope_base;
-  float rms_eps;
-  bool qk_norm;      // qwen3 RMS-normalizes q and k per head (attn_q_norm / attn_k_norm)
-  bool tied_output;  // no output.weight: llama.cpp reuses token_embd as the output head
-};
-
-// Every 2-D weight's row length (n_embd, n_ff, head_dim * n_head) is a multiple of 256 so that
-// K-quants apply without llama.cpp falling back to other types.
-constexpr Preset kPresets[] = {
-    {"tiny-llama", "llama", "ggml-vocab-llama-spm.gguf", 4, 256, 4, 2, 64, 768, 2048, 10000.0f,
-     1e-5f, false, false},
-    {"tiny-qwen3", "qwen3", "ggml-vocab-qwen2.gguf", 4, 256, 4, 2, 64, 768, 2048, 1000000.0f, 1e-6f,
-     true, false},
-    {"demo-llama", "llama", nullptr, 4, 256, 4, 2, 64, 768, 2048, 10000.0f, 1e-5f, false, false},
-    // Qwen3-0.6B's real shapes (config.json of Qwen/Qwen3-0.6B).
-    {"qwen3-0.6b", "qwen3", "ggml-vocab-qwen2.gguf", 28, 1024, 16, 8, 128, 3072, 40960, 1000000.0f,
-     1e-6f, true, true},
-};
+// Weight types
 
 struct WeightType {
   const char* name;
@@ -79,25 +51,10 @@ constexpr WeightType kWeightTypes[] = {
     {"bf16", GGML_TYPE_BF16, LLAMA_FTYPE_MOSTLY_BF16},
 };
 
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
-}
-
-const Preset& find_preset(const std::string& name) {
-  for (const Preset& p : kPresets) {
-    if (name == p.name) {
-      return p;
-    }
-  }
-  throw InputError("unknown model preset '" + name + "' (valid: " + join(model_presets()) + ")");
 }
 
 const WeightType& find_weight_type(const std::string& name) {
@@ -105,8 +62,8 @@ const WeightType& find_weight_type(const std::string& name) {
   for (const WeightType& t : kWeightTypes) {
     if (key == t.name) return t;
   }
-  throw InputError("unknown weight type '" + name + "' (valid: " + join(model_weight_types()) +
-                   ")");
+  throw InputError("unknown weight type '" + name +
+                   "' (valid: " + joined_names(model_weight_types()) + ")");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -213,53 +170,6 @@ void set_metadata(gguf_context* ctx, const Preset& p, const WeightType& t, uint6
 // ---------------------------------------------------------------------------------------------
 // Tensors
 
-struct TensorPlan {
-  std::string name;
-  int64_t ne0;       // row length = fan-in of a matrix
-  int64_t ne1;       // rows; 0 for a 1-D tensor
-  double sigma;      // standard deviation of the random part
-  bool norm_weight;  // 1-D RMS-norm weight: 1 + noise, always F32
-};
-
-// Scales, for a pre-norm network whose every block reads an RMS-normalized residual:
-// - token_embd: std e = 1 (untied), or 1/sqrt(n_embd) when it doubles as the output head, so
-//   that logits have std ~1 either way;
-// - input projections (q, k, v, gate, up): 1/sqrt(fan_in), giving unit-scale activations;
-// - output projections (attn_output, ffn_down): e/sqrt(fan_in), so each block adds about as
-//   much to the residual as the embedding itself: token identity and context both matter;
-// - output head: 1/sqrt(n_embd), so logits of the normalized final residual have std ~1;
-// - norm weights: 1 + N(0, 0.05), a little per-channel structure without changing scale.
-std::vector<TensorPlan> plan_tensors(const Preset& p, int64_t n_vocab) {
-  const int64_t n_embd = p.n_embd;
-  const int64_t q_dim = int64_t{p.head_dim} * p.n_head;
-  const int64_t kv_dim = int64_t{p.head_dim} * p.n_head_kv;
-  const double e = p.tied_output ? 1.0 / std::sqrt(static_cast<double>(n_embd)) : 1.0;
-  const auto in_std = [](int64_t fan_in) { return 1.0 / std::sqrt(static_cast<double>(fan_in)); };
-  constexpr double kNormNoise = 0.05;
-
-  std::vector<TensorPlan> plan;
-  plan.push_back({"token_embd.weight", n_embd, n_vocab, e, false});
-  for (uint32_t il = 0; il < p.n_layer; ++il) {
-    const std::string b = "blk." + std::to_string(il) + ".";
-    plan.push_back({b + "attn_norm.weight", n_embd, 0, kNormNoise, true});
-    plan.push_back({b + "attn_q.weight", n_embd, q_dim, in_std(n_embd), false});
-    plan.push_back({b + "attn_k.weight", n_embd, kv_dim, in_std(n_embd), false});
-    plan.push_back({b + "attn_v.weight", n_embd, kv_dim, in_std(n_embd), false});
-    plan.push_back({b + "attn_output.weight", q_dim, n_embd, e * in_std(q_dim), false});
-    if (p.qk_norm) {
-      plan.push_back({b + "attn_q_norm.weight", p.head_dim, 0, kNormNoise, true});
-      plan.push_back({b + "attn_k_norm.weight", p.head_dim, 0, kNormNoise, true});
-    }
-    plan.push_back({b + "ffn_norm.weight", n_embd, 0, kNormNoise, true});
-    plan.push_back({b + "ffn_gate.weight", n_embd, p.n_ff, in_std(n_embd), false});
-    plan.push_back({b + "ffn_up.weight", n_embd, p.n_ff, in_std(n_embd), false});
-    plan.push_back({b + "ffn_down.weight", p.n_ff, n_embd, e * in_std(p.n_ff), false});
-  }
-  plan.push_back({"output_norm.weight", n_embd, 0, kNormNoise, true});
-  if (!p.tied_output) plan.push_back({"output.weight", n_embd, n_vocab, in_std(n_embd), false});
-  return plan;
-}
-
 ggml_type storage_type(const TensorPlan& t, const WeightType& w) {
   return t.ne1 == 0 ? GGML_TYPE_F32 : w.type;
 }
@@ -282,48 +192,6 @@ GgmlPtr add_tensors(gguf_context* ctx, const std::vector<TensorPlan>& plan, cons
   }
   return meta;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Deterministic values
-
-uint64_t fnv1a64(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-// Streams one tensor's values in order, a block at a time (no tensor is held whole).
-class ValueStream {
- public:
-  ValueStream(const TensorPlan& t, uint64_t seed) : norm_weight_(t.norm_weight) {
-    uint64_t s = seed;
-    state_ = splitmix64(s) ^ fnv1a64(t.name);
-    // The centred lane sum has variance (65536^2 - 1) / 3; scale it to the wanted std.
-    scale_ = t.sigma * std::sqrt(3.0 / (65536.0 * 65536.0 - 1.0));
-  }
-
-  void next(float* out, size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-      const double z = static_cast<double>(centred_lane_sum(splitmix64(state_)));
-      // std::fma rounds once by definition, so no compiler contraction can change the bits.
-      out[i] = static_cast<float>(norm_weight_ ? std::fma(z, scale_, 1.0) : z * scale_);
-    }
-  }
-
- private:
-  static int64_t centred_lane_sum(uint64_t r) {
-    int64_t sum = 0;
-    for (int lane = 0; lane < 4; ++lane) sum += static_cast<int64_t>((r >> (16 * lane)) & 0xffff);
-    return sum - 2 * 65535;  // each lane's mean is 65535 / 2
-  }
-
-  bool norm_weight_;
-  uint64_t state_;
-  double scale_;
-};
 
 // Converts a block of f32 values to the tensor's storage type and appends it to the file.
 void write_block(OutputFile& out, const float* values, size_t n, ggml_type type) {
@@ -378,12 +246,6 @@ void write_gguf(const gguf_context* ctx, const std::vector<TensorPlan>& plan, co
 }
 
 }  // namespace
-
-std::vector<std::string> model_presets() {
-  std::vector<std::string> names;
-  for (const Preset& p : kPresets) names.emplace_back(p.name);
-  return names;
-}
 
 std::vector<std::string> model_weight_types() {
   std::vector<std::string> names;

@@ -134,6 +134,34 @@ void write_trained(const std::string& init_path, const std::string& trained_path
   }
 }
 
+// A context for training `model`: one window of s.n_ctx tokens per batch.
+std::unique_ptr<llama_context, ContextFree> training_context(llama_model* model,
+                                                             const TrainSettings& s) {
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(s.n_ctx);
+  cp.n_batch = cp.n_ctx;
+  cp.n_ubatch = cp.n_ctx;
+  cp.n_seq_max = 1;
+  cp.n_threads = s.n_threads > 0 ? s.n_threads : default_threads();
+  cp.n_threads_batch = cp.n_threads;
+  // OUT_PROD (the backward of a matmul) has no F16 kernel: the cache must be F32, and flash
+  // attention has no backward pass at all.
+  cp.type_k = GGML_TYPE_F32;
+  cp.type_v = GGML_TYPE_F32;
+  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  cp.no_perf = true;
+  std::unique_ptr<llama_context, ContextFree> ctx(llama_init_from_model(model, cp));
+  if (!ctx)
+    throw RuntimeError("llama.cpp could not create a training context: " + last_llama_error());
+  // llama.cpp rounds the context up (to 256); llama_opt_epoch then expects windows of that size.
+  if (llama_n_ctx(ctx.get()) != cp.n_ctx) {
+    throw InputError("llama.cpp rounds a training window of " + std::to_string(s.n_ctx) +
+                     " tokens up to " + std::to_string(llama_n_ctx(ctx.get())) +
+                     ": use a multiple of 256");
+  }
+  return ctx;
+}
+
 }  // namespace
 
 void train_model(const std::string& init_path, std::span<const int32_t> tokens,
@@ -157,28 +185,7 @@ void train_model(const std::string& init_path, std::span<const int32_t> tokens,
   if (!model)
     throw RuntimeError("llama.cpp could not load " + init_path + ": " + last_llama_error());
 
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = static_cast<uint32_t>(s.n_ctx);
-  cp.n_batch = cp.n_ctx;
-  cp.n_ubatch = cp.n_ctx;
-  cp.n_seq_max = 1;
-  cp.n_threads = s.n_threads > 0 ? s.n_threads : default_threads();
-  cp.n_threads_batch = cp.n_threads;
-  // OUT_PROD (the backward of a matmul) has no F16 kernel: the cache must be F32, and flash
-  // attention has no backward pass at all.
-  cp.type_k = GGML_TYPE_F32;
-  cp.type_v = GGML_TYPE_F32;
-  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-  cp.no_perf = true;
-  std::unique_ptr<llama_context, ContextFree> ctx(llama_init_from_model(model.get(), cp));
-  if (!ctx)
-    throw RuntimeError("llama.cpp could not create a training context: " + last_llama_error());
-  // llama.cpp rounds the context up (to 256); llama_opt_epoch then expects windows of that size.
-  if (llama_n_ctx(ctx.get()) != cp.n_ctx) {
-    throw InputError("llama.cpp rounds a training window of " + std::to_string(s.n_ctx) +
-                     " tokens up to " + std::to_string(llama_n_ctx(ctx.get())) +
-                     ": use a multiple of 256");
-  }
+  auto ctx = training_context(model.get(), s);
 
   Schedule schedule{&s, 0};
   llama_opt_params op{};

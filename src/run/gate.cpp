@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "analysis/head_diff.h"
@@ -21,7 +21,6 @@
 
 namespace hd::run {
 namespace fs = std::filesystem;
-
 
 nlohmann::json calibrate_reference(const CalibrateConfig& c) {
   if (!std::isfinite(c.safety) || c.safety <= 0 || !std::isfinite(c.jitter_floor) ||
@@ -53,7 +52,8 @@ nlohmann::json calibrate_reference(const CalibrateConfig& c) {
   std::vector<double> observed(ref.activations.tensors.size(), 0.0);
   nlohmann::json run_list = nlohmann::json::array();
   for (const auto& s : runs) {
-    const auto taps = capture_taps(model, s, ref.tokens, ref.decode_steps, ref.continuation).tensors;
+    const auto taps =
+        capture_taps(model, s, ref.tokens, ref.decode_steps, ref.continuation).tensors;
     if (taps.size() != observed.size()) throw RuntimeError("a calibration run has other taps");
     for (size_t i = 0; i < taps.size(); ++i) {
       observed[i] = std::max(
@@ -90,31 +90,26 @@ nlohmann::json calibrate_reference(const CalibrateConfig& c) {
   return tol;
 }
 
-nlohmann::json check_reference(const CheckConfig& c) {
-  const Reference ref = load_reference(c.reference);
+// tolerances.json's atol by tap name.
+static std::map<std::string, double, std::less<>> read_tolerances(const std::string& reference) {
   const nlohmann::json tol =
-      read_json_file((fs::path(c.reference) / "tolerances.json").string(),
-                     "'" + c.reference + "' has no tolerances.json: run calibrate first");
+      read_json_file((fs::path(reference) / "tolerances.json").string(),
+                     "'" + reference + "' has no tolerances.json: run calibrate first");
   std::map<std::string, double, std::less<>> atol_of;
   try {
-    for (const auto& t : tol.at("taps")) atol_of[t.at("name").get<std::string>()] = t.at("atol").get<double>();
+    for (const auto& t : tol.at("taps"))
+      atol_of[t.at("name").get<std::string>()] = t.at("atol").get<double>();
   } catch (const nlohmann::json::exception&) {
-    throw InputError("'" + c.reference + "/tolerances.json' is damaged: run calibrate again");
+    throw InputError("'" + reference + "/tolerances.json' is damaged: run calibrate again");
   }
-  const int steps = c.decode_steps < 0 ? ref.decode_steps : c.decode_steps;
-  if (steps > ref.decode_steps) {
-    throw InputError("the reference has " + std::to_string(ref.decode_steps) +
-                     " decode steps, not " + std::to_string(steps) +
-                     ": capture it again with --decode " + std::to_string(steps));
-  }
-  if (!c.allow_model_change && sha256_file(c.arm.model) != ref.manifest["model"]["sha256"]) {
-    throw InputError("'" + c.arm.model +
-                     "' is not the reference's model (sha256 differs); "
-                     "--allow-model-change compares it anyway");
-  }
-  auto model = engine::model_load(c.arm.model);
+  return atol_of;
+}
+
+// InputError unless the reference's tokens are this model's: they fit its vocabulary and, when
+// the captured text is still there unchanged, the model tokenizes it the same.
+static void require_same_tokens(const Reference& ref, const engine::Model& model) {
   for (int32_t t : ref.tokens) {
-    if (t < 0 || t >= model->info().n_vocab) {
+    if (t < 0 || t >= model.info().n_vocab) {
       throw InputError("the reference's tokens do not fit this model's vocabulary");
     }
   }
@@ -131,11 +126,43 @@ nlohmann::json check_reference(const CheckConfig& c) {
     // With the lines capture dropped (--skip-unencodable) dropped again.
     const bool skip = ref.manifest["text"].value("skip_unencodable", false);
     if (!text.empty() && sha256_bytes(text) == ref.manifest["text"]["sha256"] &&
-        tokenize_text(*model, encodable_text(*model, text, skip, [](const std::string&) {}),
+        tokenize_text(model, encodable_text(model, text, skip, [](const std::string&) {}),
                       ref.tokens.size()) != ref.tokens) {
       throw InputError("this model tokenizes the reference's text differently");
     }
   }
+}
+
+// One attention-output tap per head: each head's max |delta| and the heads over `atol`.
+static nlohmann::json head_row(const store::NamedTensor& cand, const std::vector<float>& ref_data,
+                               int n_head, double atol) {
+  const auto h = analysis::head_delta(ref_data, cand.data, static_cast<int>(cand.shape[1]), n_head);
+  nlohmann::json over_heads = nlohmann::json::array();
+  for (size_t i = 0; i < h.max_abs.size(); ++i) {
+    if (h.max_abs[i] > atol) over_heads.push_back(i);
+  }
+  return {{"tap", cand.name},     {"layer", kqv_layer(cand.name)},
+          {"max_abs", h.max_abs}, {"worst_head", h.worst},
+          {"median", h.median},   {"concentration", json_number(h.concentration)},
+          {"tolerance", atol},    {"heads_over", over_heads}};
+}
+
+nlohmann::json check_reference(const CheckConfig& c) {
+  const Reference ref = load_reference(c.reference);
+  const auto atol_of = read_tolerances(c.reference);
+  const int steps = c.decode_steps < 0 ? ref.decode_steps : c.decode_steps;
+  if (steps > ref.decode_steps) {
+    throw InputError("the reference has " + std::to_string(ref.decode_steps) +
+                     " decode steps, not " + std::to_string(steps) +
+                     ": capture it again with --decode " + std::to_string(steps));
+  }
+  if (!c.allow_model_change && sha256_file(c.arm.model) != ref.manifest["model"]["sha256"]) {
+    throw InputError("'" + c.arm.model +
+                     "' is not the reference's model (sha256 differs); "
+                     "--allow-model-change compares it anyway");
+  }
+  auto model = engine::model_load(c.arm.model);
+  require_same_tokens(ref, *model);
   const auto taps = capture_taps(model, c.arm, ref.tokens, steps, ref.continuation).tensors;
   std::map<std::string, const store::NamedTensor*, std::less<>> ref_of;
   for (const auto& t : ref.activations.tensors) ref_of[t.name] = &t;
@@ -169,20 +196,8 @@ nlohmann::json check_reference(const CheckConfig& c) {
                     {"tolerance", atol},
                     {"over", over}});
     if (!c.per_head || kqv_layer(cand.name) < 0) continue;
-    const auto h = analysis::head_delta(ref_data, cand.data, static_cast<int>(cand.shape[1]), n_head);
-    nlohmann::json over_heads = nlohmann::json::array();
-    for (size_t i = 0; i < h.max_abs.size(); ++i) {
-      if (h.max_abs[i] > atol) over_heads.push_back(i);
-    }
-    heads.push_back({{"tap", cand.name},
-                     {"layer", kqv_layer(cand.name)},
-                     {"max_abs", h.max_abs},
-                     {"worst_head", h.worst},
-                     {"median", h.median},
-                     {"concentration", json_number(h.concentration)},
-                     {"tolerance", atol},
-                     {"heads_over", over_heads}});
-    if (first_head.is_null() && !over_heads.empty()) first_head = heads.back();
+    heads.push_back(head_row(cand, ref_data, n_head, atol));
+    if (first_head.is_null() && !heads.back().at("heads_over").empty()) first_head = heads.back();
   }
   nlohmann::json result = {
       {"passed", first.empty()},

@@ -6,14 +6,10 @@
 #include <cctype>
 
 #include "errors.h"
+#include "serve/request_head.h"
 
 namespace hd::serve {
 namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::string trim(const std::string& s) {
   const size_t a = s.find_first_not_of(" \t");
@@ -61,7 +57,8 @@ std::optional<HostPort> parse_host(const std::string& value) {
   if (!rest.empty()) {
     const std::string digits = rest.substr(1);
     if (rest[0] != ':' || digits.empty() || digits.size() > 5 ||
-        !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+        !std::all_of(digits.begin(), digits.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       return std::nullopt;
     hp.port = std::stoi(digits);
   }
@@ -198,8 +195,8 @@ std::optional<Refusal> RequestGuard::check_change(const httplib::Request& req) c
   }
   const std::string type = req.get_header_value("Content-Type");
   if (lower(trim(type.substr(0, type.find(';')))) != "application/json") {
-    return Refusal{415, "the body must be JSON (Content-Type: application/json), not " +
-                            quoted(type)};
+    return Refusal{415,
+                   "the body must be JSON (Content-Type: application/json), not " + quoted(type)};
   }
   return std::nullopt;
 }

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <tuple>
@@ -178,6 +179,34 @@ void RunQueue::update(int id, const std::string& line) {
   }
 }
 
+// `strings` as the null-terminated array of pointers posix_spawn takes (they stay owned there).
+static std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Reads the child's stderr from `fd` to its end, handing each non-empty line to `on_line`;
+// returns the message of the last one.
+static std::string follow_child(int fd, const std::function<void(const std::string&)>& on_line) {
+  std::string last, buffer;
+  char chunk[4096];
+  ssize_t n;
+  while ((n = ::read(fd, chunk, sizeof chunk)) > 0) {
+    buffer.append(chunk, static_cast<size_t>(n));
+    size_t nl;
+    while ((nl = buffer.find('\n')) != std::string::npos) {
+      const std::string line = buffer.substr(0, nl);
+      buffer.erase(0, nl + 1);
+      if (line.empty()) continue;
+      on_line(line);
+      last = read_child_line(line).message;
+    }
+  }
+  return last;
+}
+
 void RunQueue::run_one(Job& job) {
   const int id = job.state.id;
   int pipe_fd[2];
@@ -196,12 +225,7 @@ void RunQueue::run_one(Job& job) {
   posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   std::vector<std::string> argv_s = {exe_};
   argv_s.insert(argv_s.end(), job.request.args.begin(), job.request.args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (auto& e : env_) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  std::vector<char*> argv = c_strings(argv_s), envp = c_strings(env_);
   pid_t pid = -1;
   bool stopped = false;
   {
@@ -225,22 +249,8 @@ void RunQueue::run_one(Job& job) {
     return;
   }
   ::close(pipe_fd[1]);
-  std::string last, buffer;
-  if (pid > 0) {
-    char chunk[4096];
-    ssize_t n;
-    while ((n = ::read(pipe_fd[0], chunk, sizeof chunk)) > 0) {
-      buffer.append(chunk, static_cast<size_t>(n));
-      size_t nl;
-      while ((nl = buffer.find('\n')) != std::string::npos) {
-        const std::string line = buffer.substr(0, nl);
-        buffer.erase(0, nl + 1);
-        if (line.empty()) continue;
-        update(id, line);
-        last = read_child_line(line).message;
-      }
-    }
-  }
+  std::string last;
+  if (pid > 0) last = follow_child(pipe_fd[0], [&](const std::string& line) { update(id, line); });
   ::close(pipe_fd[0]);
   int status = 0;
   if (pid > 0) ::waitpid(pid, &status, 0);

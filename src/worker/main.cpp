@@ -68,6 +68,69 @@ bool answer_error(int fd, bool input, const std::string& message) {
   }
 }
 
+// What the worker holds between messages.
+struct Worker {
+  Fault fault;
+  // Every arm the orchestrator opened here; arms of one file and placement share its weights
+  // (load_weights), so RPC servers hold each model once.
+  std::map<uint32_t, std::unique_ptr<hd::engine::LocalArm>> arms;
+  uint32_t next_id = 1;
+  std::vector<float> logits;
+  long decodes = 0;
+};
+
+// Hello: this build's facts, or none when the orchestrator speaks another protocol version.
+void answer_hello(int fd, const wire::Message& m) {
+  const wire::Hello h = wire::decode_hello(m);
+  wire::Hello reply;
+  if (h.version == wire::kVersion) {
+    reply.facts_json = nlohmann::json{
+        {"llama_commit", hd::build::kLlamaCommit},
+        {"llama_flags", hd::build::kLlamaFlags},
+        {"cpu", hd::engine::cpu_model()},
+        {"cpu_features", hd::engine::cpu_features()},
+        {"pid",
+         ::getpid()}}.dump();
+  }
+  wire::send_message(fd, wire::encode(reply));
+}
+
+// Open: load the model, make the arm, answer its id and facts.
+void answer_open(int fd, const wire::Message& m, Worker& w) {
+  const wire::Open o = wire::decode_open(m);
+  const hd::engine::ArmSettings& s = o.settings;  // llama_build: "" (this is that build)
+  auto model = hd::engine::model_load(s.model);
+  hd::engine::check_settings(s, model->info(), o.n_ctx);
+  auto& arm = w.arms[w.next_id];
+  arm = std::make_unique<hd::engine::LocalArm>(model, s, o.n_ctx);
+  wire::Opened reply;
+  reply.arm = w.next_id++;
+  reply.model_info_json = info_json(model->info()).dump();
+  reply.n_threads = arm->n_threads();
+  reply.placement_json = arm->facts().at("placement").dump();
+  wire::send_message(fd, wire::encode(reply));
+}
+
+// Decode: one batch through an open arm, with its captures and patches.
+void answer_decode(int fd, const wire::Message& m, Worker& w) {
+  const wire::Decode d = wire::decode_decode(m);
+  auto it = w.arms.find(d.arm);
+  if (it == w.arms.end()) throw hd::RuntimeError("worker protocol: Decode for an arm not open");
+  hd::engine::LocalArm* arm = it->second.get();
+  inject(w.fault, ++w.decodes);
+  hd::engine::Hook hook;
+  for (const auto& c : d.captures) hook.capture(c);
+  for (const auto& p : d.patches) hook.overwrite(p.point, p.row_begin, p.rows);
+  hd::engine::DecodeInput in{d.tokens, d.rows, d.n, d.first_output, d.pos0};
+  arm->decode(in, &hook, w.logits);
+  wire::Decoded reply;
+  reply.logits = w.logits;
+  for (const auto& c : d.captures) {
+    reply.captured.push_back({c, hook.width(c), hook.first_row(c), hook.captured(c)});
+  }
+  wire::send_message(fd, wire::encode(reply));
+}
+
 }  // namespace
 
 int main() {
@@ -77,13 +140,8 @@ int main() {
   // ggml-rpc writes to its servers without MSG_NOSIGNAL: a dead server would kill us silently
   // with SIGPIPE; ignored, the write fails and ggml-rpc aborts with a message that names it.
   ::signal(SIGPIPE, SIG_IGN);
-  const Fault fault = fault_from_env();
-  // Every arm the orchestrator opened here; arms of one file and placement share its weights
-  // (load_weights), so RPC servers hold each model once.
-  std::map<uint32_t, std::unique_ptr<hd::engine::LocalArm>> arms;
-  uint32_t next_id = 1;
-  std::vector<float> logits;
-  long decodes = 0;
+  Worker w;
+  w.fault = fault_from_env();
   for (;;) {
     std::optional<wire::Message> m;
     try {
@@ -95,59 +153,21 @@ int main() {
     if (!m) return 0;  // the orchestrator closed the connection: done
     try {
       switch (m->type) {
-        case wire::Type::kHello: {
-          const wire::Hello h = wire::decode_hello(*m);
-          wire::Hello reply;
-          if (h.version == wire::kVersion) {
-            reply.facts_json = nlohmann::json{{"llama_commit", hd::build::kLlamaCommit},
-                                              {"llama_flags", hd::build::kLlamaFlags},
-                                              {"cpu", hd::engine::cpu_model()},
-                                              {"cpu_features", hd::engine::cpu_features()},
-                                              {"pid", ::getpid()}}
-                                   .dump();
-          }
-          wire::send_message(fd, wire::encode(reply));
+        case wire::Type::kHello:
+          answer_hello(fd, *m);
           break;
-        }
-        case wire::Type::kOpen: {
-          const wire::Open o = wire::decode_open(*m);
-          const hd::engine::ArmSettings& s = o.settings;  // llama_build: "" (this is that build)
-          auto model = hd::engine::model_load(s.model);
-          hd::engine::check_settings(s, model->info(), o.n_ctx);
-          auto& arm = arms[next_id];
-          arm = std::make_unique<hd::engine::LocalArm>(model, s, o.n_ctx);
-          wire::Opened reply;
-          reply.arm = next_id++;
-          reply.model_info_json = info_json(model->info()).dump();
-          reply.n_threads = arm->n_threads();
-          reply.placement_json = arm->facts().at("placement").dump();
-          wire::send_message(fd, wire::encode(reply));
+        case wire::Type::kOpen:
+          answer_open(fd, *m, w);
           break;
-        }
-        case wire::Type::kDecode: {
-          const wire::Decode d = wire::decode_decode(*m);
-          auto it = arms.find(d.arm);
-          if (it == arms.end()) throw hd::RuntimeError("worker protocol: Decode for an arm not open");
-          hd::engine::LocalArm* arm = it->second.get();
-          inject(fault, ++decodes);
-          hd::engine::Hook hook;
-          for (const auto& c : d.captures) hook.capture(c);
-          for (const auto& p : d.patches) hook.overwrite(p.point, p.row_begin, p.rows);
-          hd::engine::DecodeInput in{d.tokens, d.rows, d.n, d.first_output, d.pos0};
-          arm->decode(in, &hook, logits);
-          wire::Decoded reply;
-          reply.logits = logits;
-          for (const auto& c : d.captures) {
-            reply.captured.push_back({c, hook.width(c), hook.first_row(c), hook.captured(c)});
-          }
-          wire::send_message(fd, wire::encode(reply));
+        case wire::Type::kDecode:
+          answer_decode(fd, *m, w);
           break;
-        }
         case wire::Type::kClose:
-          arms.erase(wire::decode_close(*m).arm);
+          w.arms.erase(wire::decode_close(*m).arm);
           break;
         default:
-          throw hd::RuntimeError(std::string("worker protocol: unexpected ") + wire::type_name(m->type));
+          throw hd::RuntimeError(std::string("worker protocol: unexpected ") +
+                                 wire::type_name(m->type));
       }
     } catch (const hd::InputError& e) {
       if (!answer_error(fd, true, e.what())) return 1;
