@@ -161,10 +161,10 @@ async function checkResultView(page, facts, tag) {
   check(true, `screenshot ${tag}-full.png`);
 }
 
-async function reportMode(context, page) {
+// Everything that is not the file itself (or a data:/blob: URL the page makes) is a request
+// that left the page: recorded in the list returned, and refused.
+async function refuseExternal(context, page) {
   const external = [];
-  // Everything that is not the file itself (or a data:/blob: URL the page makes) is a
-  // request that left the page: record it and refuse it.
   await context.route("**/*", (route) => {
     const url = route.request().url();
     if (/^(file|data|blob):/.test(url)) return route.continue();
@@ -174,6 +174,11 @@ async function reportMode(context, page) {
   page.on("request", (r) => {
     if (!/^(file|data|blob):/.test(r.url()) && !external.includes(r.url())) external.push(r.url());
   });
+  return external;
+}
+
+async function reportMode(context, page) {
+  const external = await refuseExternal(context, page);
   await page.goto(pathToFileURL(resolve(target)).href);
   const facts = await pageFacts(page, null);
   check(facts.positions > 0, "the report holds positions", `${facts.positions}`);
@@ -187,13 +192,7 @@ async function reportMode(context, page) {
 
 // A sweep's or floor's report: the text show prints, as is, under its kind; nothing fetched.
 async function summaryMode(context, page) {
-  const external = [];
-  await context.route("**/*", (route) => {
-    const url = route.request().url();
-    if (/^(file|data|blob):/.test(url)) return route.continue();
-    external.push(url);
-    return route.abort();
-  });
+  const external = await refuseExternal(context, page);
   await page.goto(pathToFileURL(resolve(target)).href);
   await page.waitForSelector("pre.show-text, .error", { timeout: 30000 });
   const got = await page.evaluate(() => ({
