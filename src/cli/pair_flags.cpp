@@ -1,0 +1,44 @@
+#include "cli/pair_flags.h"
+
+#include "cli/commands.h"
+#include "errors.h"
+
+namespace hd::cli {
+
+void add_pair_flags(CLI::App& cmd, PairFlags& f, run::DiffConfig& cfg) {
+  in_group(cmd, "Inputs", [&] {
+    cmd.add_option("--a", f.a, "arm A's GGUF (the reference)");
+    cmd.add_option(
+        "--b", f.b,
+        f.b_defaults_to_a ? "arm B's GGUF (default: A's, with B's settings)" : "arm B's GGUF");
+    cmd.add_option("--b-quant", f.b_quant,
+                   "make arm B's model by quantizing A to this type (cached)");
+    cmd.add_option("--text-file,-f", f.text,
+                   "the text the arms read ('-': standard input); with --resume, the text "
+                   "again (checked against the stored sha256)");
+    add_chunk_flags(cmd, cfg.chunk, cfg.max_chunks, cfg.score_from);
+    add_skip_unencodable(cmd, cfg.skip_unencodable);
+  });
+  add_two_arm_flags(cmd, f.shared, f.own_a, f.own_b);
+  in_group(cmd, "Analyses", [&] {
+    cmd.add_flag("--no-floor", f.no_floor,
+                 "skip the numerical floor (arm A re-split into other ubatches)");
+    cmd.add_option("--floor-ub", cfg.floor_ubatch,
+                   "ubatch of the floor arm (default: an odd split of the chunk)");
+  });
+}
+
+run::DiffConfig pair_config(const std::string& command, const PairFlags& f, run::DiffConfig cfg) {
+  if (!f.b.empty() && !f.b_quant.empty())
+    throw InputError(command + " takes one of --b MODEL.gguf or --b-quant TYPE, not both");
+  if (f.b.empty() && f.b_quant.empty() && !f.b_defaults_to_a)
+    throw InputError(command + " needs exactly one of --b MODEL.gguf or --b-quant TYPE");
+  cfg.a = resolve_arm(stored_path(f.a), f.shared, f.own_a);
+  cfg.b = resolve_arm(stored_path(f.b.empty() ? f.a : f.b), f.shared, f.own_b);
+  cfg.b_quant = f.b_quant;
+  cfg.text_file = stored_path(f.text);
+  cfg.floor = !f.no_floor;
+  return cfg;
+}
+
+}  // namespace hd::cli

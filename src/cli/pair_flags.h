@@ -1,0 +1,28 @@
+// The flags of the commands that run two arms on one text (diff, sweep), registered once: the
+// models, B made from A, the text and its chunks, the arm settings, the floor arm.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "cli/arm_flags.h"
+#include "run/config.h"
+
+namespace hd::cli {
+
+struct PairFlags {
+  // Without --b, B is A's model with B's settings (sweep); otherwise (diff) one of --b and
+  // --b-quant is needed. Set before add_pair_flags: the help says which.
+  bool b_defaults_to_a = false;
+  std::string a, b, b_quant, text;
+  ArmFlags shared, own_a, own_b;
+  bool no_floor = false;
+};
+
+// Registers them, with the chunking and --skip-unencodable into `cfg`: groups "Inputs", the
+// arms' ("Arms: both", "Arm A only", "Arm B only") and the floor's flags under "Analyses".
+void add_pair_flags(CLI::App& cmd, PairFlags& f, run::DiffConfig& cfg);
+
+// `cfg` with the arms, B's quantization, the text and the floor the flags give.
+run::DiffConfig pair_config(const std::string& command, const PairFlags& f, run::DiffConfig cfg);
+
+}  // namespace hd::cli
