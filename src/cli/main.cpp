@@ -12,10 +12,10 @@
 #include "commit.h"
 #include "common/fatal.h"
 #include "common/output_file.h"
+#include "common/stop.h"
 #include "common/utf8.h"
 #include "engine/system.h"
 #include "errors.h"
-#include "run/diff.h"
 
 namespace {
 
@@ -26,7 +26,7 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-void on_signal(int) { hd::run::request_stop(); }
+void on_signal(int) { hd::request_stop(); }
 
 int fail(int code, const std::string& msg) {
   std::fprintf(stderr, "heterodyne: error: %s\n", msg.c_str());

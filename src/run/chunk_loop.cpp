@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -13,9 +12,6 @@
 
 namespace hd::run {
 
-static std::atomic<bool> g_stop{false};
-void request_stop() { g_stop = true; }
-bool stop_requested() { return g_stop; }
 
 std::string now_utc() {
   const std::time_t t = std::time(nullptr);

@@ -10,16 +10,13 @@
 #include <string>
 
 #include "common/progress.h"
+#include "common/stop.h"  // the loop stops after the chunk in flight when asked
 
 namespace hd::store {
 class Experiment;
 }
 
 namespace hd::run {
-
-// Set from a signal handler: the run stops cleanly after the chunk in flight.
-void request_stop();
-bool stop_requested();
 
 // How a run ended: the chunks still missing (0 when complete), and whether the file holds any
 // (a run stopped before its first chunk leaves the output path as it was).

@@ -14,7 +14,7 @@
 #include "common/utf8.h"
 #include "engine/model.h"
 #include "errors.h"
-#include "run/chunk_loop.h"
+#include "common/stop.h"
 
 namespace hd::run {
 

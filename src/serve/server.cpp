@@ -9,11 +9,11 @@
 #include <thread>
 
 #include "common/input_file.h"
+#include "common/stop.h"
 #include "errors.h"
 #include "report/experiment_views.h"
 #include "report/export.h"
 #include "report/html.h"
-#include "run/diff.h"
 #include "serve/catalog.h"
 #include "serve/connections.h"
 #include "serve/limits.h"
@@ -299,7 +299,7 @@ void serve_until_stopped(const ServeOptions& o,
   server.harden_listener();
   std::atomic<bool> done{false};
   std::thread watcher([&] {
-    while (!done && !run::stop_requested())
+    while (!done && !stop_requested())
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     server.stop();
   });
