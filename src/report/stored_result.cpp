@@ -2,6 +2,7 @@
 
 #include "errors.h"
 #include "store/experiment.h"
+#include "store/floor_rows.h"
 
 namespace hd::report {
 
@@ -21,8 +22,9 @@ LoadedResult load_result(const std::string& path, const std::string& kind) {
   const auto result = e.meta(kind);
   if (!result) {
     throw InputError("'" + path + "' is an unfinished " + kind +
-                     (kind == "sweep" ? " (finish it with heterodyne sweep --resume " + path + ")"
-                                      : " (run it again)"));
+                     (kind == "sweep" || kind == "floor"
+                          ? " (finish it with heterodyne " + kind + " --resume " + path + ")"
+                          : " (run it again)"));
   }
   try {
     l.result = nlohmann::json::parse(*result);
@@ -31,6 +33,9 @@ LoadedResult load_result(const std::string& path, const std::string& kind) {
     throw InputError("'" + path + "' is damaged: its stored " + kind + " is not valid JSON");
   }
   if (!l.result.is_object()) throw InputError("'" + path + "' is damaged: its " + kind + " is not an object");
+  // A floor keeps its rows in tables (store/floor_rows.h); files from before, in this JSON.
+  if (kind == "floor" && !l.result.contains("rows"))
+    l.result.update(store::floor_groups_json(store::read_floor_groups(e)));
   return l;
 }
 

@@ -17,9 +17,9 @@ static void check_integrity(const store::Experiment& e, const ProgressFn& progre
   e.stored_config();  // "holds no run" for a file stopped before its configuration
   if (!stored) {
     const std::string kind = e.meta("kind").value_or("diff");
-    if (kind == "sweep") {
-      throw InputError("'" + e.path() + "' is an unfinished sweep: finish it with sweep --resume; "
-                       "the integrity hash is written at the end");
+    if (kind == "sweep" || kind == "floor") {
+      throw InputError("'" + e.path() + "' is an unfinished " + kind + ": finish it with " + kind +
+                       " --resume; the integrity hash is written at the end");
     }
     throw InputError(
         "'" + e.path() + "' is not complete (" + std::to_string(e.finished_chunks().size()) +
