@@ -25,8 +25,9 @@ struct FloorTables : testing::Test {
                   .exit_code,
               0);
     std::string text;
-    const char* words[] = {"river", "stone", "light", "quietly", "the", "and", "under", "a",
-                           "bridge", "morning", "of", "walked", "green", "old", "window", "rain"};
+    const char* words[] = {"river", "stone", "light",  "quietly", "the", "and",
+                           "under", "a",     "bridge", "morning", "of",  "walked",
+                           "green", "old",   "window", "rain"};
     for (int i = 0; i < 900; ++i)
       text += std::string(words[(i * 7 + i / 5) % 16]) + (i % 11 ? " " : ". ");
     hd::test::write_file(*dir_ + "/t.txt", text);
@@ -34,10 +35,26 @@ struct FloorTables : testing::Test {
   // Three groups (flash attention off, on, auto; one thread: two share the test's cores
   // badly) of three runs each, one chunk.
   static std::vector<std::string> args(const std::string& out) {
-    return {"floor",   "-m",        *dir_ + "/m.gguf", "-f",      *dir_ + "/t.txt",
-            "--ub",    "2,3,64",    "--fa",            "off,on,auto", "--threads",
-            "1",       "--ref-ub",  "64",              "--chunk", "64",
-            "--max-chunks", "1",    "-o",              path(out), "--force"};
+    return {"floor",
+            "-m",
+            *dir_ + "/m.gguf",
+            "-f",
+            *dir_ + "/t.txt",
+            "--ub",
+            "2,3,64",
+            "--fa",
+            "off,on,auto",
+            "--threads",
+            "1",
+            "--ref-ub",
+            "64",
+            "--chunk",
+            "64",
+            "--max-chunks",
+            "1",
+            "-o",
+            path(out),
+            "--force"};
   }
   static std::string path(const std::string& name) { return *dir_ + "/" + name; }
   static json shown(const std::string& name) {
@@ -84,8 +101,9 @@ TEST_F(FloorTables, StoresItsRowsInTablesThatShowAndTheIntegrityHashRead) {
   EXPECT_EQ(s["rows"][4]["flash_attn"], "on");
   EXPECT_EQ(s["rows"][4]["n_ubatch"], 3);
   // Read back as the double stored (printed with 17 digits by sqlite3_exec: exact).
-  EXPECT_EQ(std::stod(sql(f, "SELECT printf('%.17g', kl_max) FROM floor_runs WHERE "
-                             "group_index = 2 AND n_ubatch = 2")),
+  EXPECT_EQ(std::stod(sql(f,
+                          "SELECT printf('%.17g', kl_max) FROM floor_runs WHERE "
+                          "group_index = 2 AND n_ubatch = 2")),
             s["rows"][6]["kl_max"].get<double>());
   EXPECT_EQ(s["patterns"][0]["same_as_reference"], true);
   EXPECT_EQ(hd::test::run_cli({"verify", f}).exit_code, 0);
@@ -144,9 +162,11 @@ TEST_F(FloorTables, DamagedOrEditedRowsAreRefusedInOneLine) {
   hd::test::expect_refusal(hd::test::run_cli({"show", e, "--json"}), 2, "gap in the groups",
                            "show --json");
   // An unfinished floor whose stored group was edited is not added to.
-  sql(g, "UPDATE floor_patterns SET summary = 'edited' WHERE group_index = 1;"
-         "UPDATE meta SET value = 'running' WHERE key = 'status'");
-  hd::test::expect_refused({"floor", "--resume", g}, "floor group 1 was changed after it was stored");
+  sql(g,
+      "UPDATE floor_patterns SET summary = 'edited' WHERE group_index = 1;"
+      "UPDATE meta SET value = 'running' WHERE key = 'status'");
+  hd::test::expect_refused({"floor", "--resume", g},
+                           "floor group 1 was changed after it was stored");
 }
 
 // A file written by heterodyne before the tables (rows and patterns as JSON in meta "floor",
@@ -177,8 +197,9 @@ TEST_F(FloorTables, AFileFromBeforeTheTablesStillShowsAndVerifies) {
   EXPECT_EQ(sqlite3_step(q), SQLITE_DONE);
   sqlite3_finalize(q);
   sqlite3_close(db);
-  sql(n, "DROP TABLE floor_runs; DROP TABLE floor_patterns;"
-         "DELETE FROM meta WHERE key LIKE 'floor_group_sha256/%'");
+  sql(n,
+      "DROP TABLE floor_runs; DROP TABLE floor_patterns;"
+      "DELETE FROM meta WHERE key LIKE 'floor_group_sha256/%'");
   reseal(n);
   EXPECT_EQ(shown("n.hdy").dump(), floor.dump());
   const auto v = hd::test::run_cli({"verify", n});

@@ -1,5 +1,5 @@
-// A chunked run (diff, sweep, floor) from the command line: a new run or a resumed one, and its last
-// line, the same for every command that has --resume.
+// A chunked run (diff, sweep, floor) from the command line: a new run or a resumed one, and its
+// last line, the same for every command that has --resume.
 #include "cli/commands.h"
 #include "errors.h"
 

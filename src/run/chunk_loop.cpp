@@ -43,13 +43,12 @@ static int run_missing(store::Experiment& e, const ChunkLoop& loop, const Progre
     e.publish();  // the file appears (or replaces the old one) with its first chunk
     ++finished;
     fatal::set_resume_hint(kept_chunks(e, loop, static_cast<size_t>(finished)));
-    Progress p =
-        Progress::chunk(finished, loop.total,
-                        std::isnan(d.mean_kl)
-                            ? fmt::format("{} {}/{}  {:.2f} s", loop.unit, finished, loop.total,
-                                          d.seconds)
-                            : fmt::format("{} {}/{}  mean KL {:.6f}  {:.2f} s", loop.unit, finished,
-                                          loop.total, d.mean_kl, d.seconds));
+    Progress p = Progress::chunk(
+        finished, loop.total,
+        std::isnan(d.mean_kl)
+            ? fmt::format("{} {}/{}  {:.2f} s", loop.unit, finished, loop.total, d.seconds)
+            : fmt::format("{} {}/{}  mean KL {:.6f}  {:.2f} s", loop.unit, finished, loop.total,
+                          d.mean_kl, d.seconds));
     p.mean_kl = d.mean_kl;
     p.seconds = d.seconds;
     progress(p);

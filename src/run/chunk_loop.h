@@ -37,7 +37,7 @@ struct ChunkDone {
 };
 
 struct ChunkLoop {
-  std::string command;  // "diff", "sweep", "floor": what --resume is spelled with
+  std::string command;         // "diff", "sweep", "floor": what --resume is spelled with
   std::string unit = "chunk";  // what the messages call one unit ("group" for floor)
   int total = 0;
   std::set<int> done;  // chunks already stored

@@ -111,13 +111,14 @@ store::FloorGroup FloorExplorer::group(int g) {
 
 nlohmann::json FloorExplorer::header() const {
   const engine::ArmSettings ref = reference_settings();
-  return {{"model", model_->info().description},
-          {"reference",
-           {{"n_ubatch", ref.n_ubatch}, {"n_threads", ref.n_threads}, {"flash_attn", ref.flash_attn}}},
-          {"cache_type_k", c_.arm.cache_type_k},
-          {"cache_type_v", c_.arm.cache_type_v},
-          {"chunk", c_.chunk},
-          {"chunks", chunks_.size()}};
+  return {
+      {"model", model_->info().description},
+      {"reference",
+       {{"n_ubatch", ref.n_ubatch}, {"n_threads", ref.n_threads}, {"flash_attn", ref.flash_attn}}},
+      {"cache_type_k", c_.arm.cache_type_k},
+      {"cache_type_v", c_.arm.cache_type_v},
+      {"chunk", c_.chunk},
+      {"chunks", chunks_.size()}};
 }
 
 }  // namespace hd::run

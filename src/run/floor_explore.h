@@ -45,7 +45,7 @@ class FloorExplorer {
   const std::vector<std::vector<int32_t>>& chunks_;
   ProgressFn progress_;
   int first_output_ = 0;
-  std::set<int> effective_;      // the ubatches as they run (each clipped to the chunk)
+  std::set<int> effective_;           // the ubatches as they run (each clipped to the chunk)
   std::optional<Logits> global_ref_;  // computed with the first group run
   std::vector<float> logits_;
   analysis::ScoreScratch scratch_;

@@ -58,7 +58,8 @@ struct Reader {
     throw InputError("'" + path + "' is damaged: " + where + " " + what);
   }
   int64_t integer(int col, const char* name, int64_t lo, int64_t hi) const {
-    if (q.type(col) != SQLITE_INTEGER) damaged(fmt::format("has a {} that is not an integer", name));
+    if (q.type(col) != SQLITE_INTEGER)
+      damaged(fmt::format("has a {} that is not an integer", name));
     const int64_t v = q.integer(col);
     if (v < lo || v > hi) damaged(fmt::format("has {} {}", name, v));
     return v;
@@ -168,7 +169,8 @@ std::vector<FloorGroup> read_floor_groups(const Experiment& e) {
   }
   for (const FloorGroup& g : groups) {
     if (g.runs.empty())
-      throw InputError(fmt::format("'{}' is damaged: floor group {} has no runs", e.path(), g.index));
+      throw InputError(
+          fmt::format("'{}' is damaged: floor group {} has no runs", e.path(), g.index));
   }
   return groups;
 }
@@ -211,9 +213,7 @@ nlohmann::json floor_groups_json(const std::vector<FloorGroup>& groups) {
 }
 
 // A number as a file before the tables wrote it: NaN was written as null.
-static double json_double(const nlohmann::json& v) {
-  return v.is_null() ? NAN : v.get<double>();
-}
+static double json_double(const nlohmann::json& v) { return v.is_null() ? NAN : v.get<double>(); }
 
 std::vector<FloorGroup> floor_groups_from_json(const nlohmann::json& floor,
                                                const std::string& path) {
@@ -226,8 +226,8 @@ std::vector<FloorGroup> floor_groups_from_json(const nlohmann::json& floor,
     const size_t per_group = rows.size() / patterns.size();
     for (size_t g = 0; g < patterns.size(); ++g) {
       const auto& p = patterns[g];
-      FloorGroup group{static_cast<int>(g), p.at("n_threads"), p.at("flash_attn"),
-                       p.at("summary"), p.at("same_as_reference"), {}};
+      FloorGroup group{static_cast<int>(g), p.at("n_threads"),         p.at("flash_attn"),
+                       p.at("summary"),     p.at("same_as_reference"), {}};
       for (size_t i = g * per_group; i < (g + 1) * per_group; ++i) {
         const auto& r = rows[i];
         group.runs.push_back({r.at("n_ubatch"), r.at("n_threads"), r.at("flash_attn"),
