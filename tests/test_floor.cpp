@@ -106,6 +106,14 @@ TEST_F(FloorTables, StoresItsRowsInTablesThatShowAndTheIntegrityHashRead) {
                           "group_index = 2 AND n_ubatch = 2")),
             s["rows"][6]["kl_max"].get<double>());
   EXPECT_EQ(s["patterns"][0]["same_as_reference"], true);
+  // The reference run's arm facts, as a diff records each of its arms.
+  const json arm = json::parse(sql(f, "SELECT value FROM meta WHERE key = 'provenance'"))["arms"]["reference"];
+  EXPECT_EQ(arm["n_ubatch"], 64);
+  EXPECT_EQ(arm["flash_attn"], "off");
+  EXPECT_EQ(arm["n_threads_used"], 1);
+  EXPECT_EQ(arm["architecture"], "llama");
+  EXPECT_EQ(arm["runs_on"]["process"], "in-process");
+  EXPECT_EQ(arm["model_sha256"].get<std::string>().size(), 64u);
   EXPECT_EQ(hd::test::run_cli({"verify", f}).exit_code, 0);
 
   sql(f, "UPDATE floor_runs SET kl_max = kl_max + 1 WHERE group_index = 2 AND n_ubatch = 2");
