@@ -48,6 +48,11 @@ TEST(Capture, EveryTapInForwardOrderBitwiseReproducible) {
   EXPECT_EQ(manifest["model"]["architecture"], "llama");
   EXPECT_EQ(manifest["tokens"].size(), 96u);
   EXPECT_EQ(manifest["model"]["sha256"].get<std::string>().size(), 64u);
+  // The build and machine as every experiment's provenance records them (run/provenance.h).
+  EXPECT_EQ(manifest["llama_cpp"]["commit"].get<std::string>().size(), 40u);
+  EXPECT_FALSE(manifest["machine"]["cpu"].get<std::string>().empty());
+  EXPECT_TRUE(manifest["machine"].contains("os"));
+  EXPECT_TRUE(manifest["heterodyne"].contains("version"));
   // Every arm setting of the first format but the model (its own entry); a later one only when
   // it is not its default (so a CPU capture's manifest reads as before), and they read back.
   size_t first_format = 0;

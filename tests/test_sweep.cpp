@@ -197,6 +197,23 @@ std::string meta(const std::string& path, const std::string& key) {
 
 }  // namespace
 
+// Provenance records every arm the sweep ran, as a diff records its two: what each ran on.
+TEST_F(Sweep, ProvenanceRecordsTheFactsOfEveryArm) {
+  auto args = base("sweep", "arms.hdy");
+  for (const char* a : {"--b-ub", "16", "--no-floor"}) args.push_back(a);
+  args[8] = "1";  // --max-chunks 1
+  ASSERT_EQ(hd::test::run_cli(args).exit_code, 0);
+  const json arms = json::parse(meta(*dir_ + "/arms.hdy", "provenance"))["arms"];
+  ASSERT_EQ(arms["combinations"].size(), 2u);
+  EXPECT_EQ(arms["a"], arms["combinations"][0]);
+  EXPECT_EQ(arms["b"], arms["combinations"][1]);
+  EXPECT_EQ(arms["b"]["n_ubatch"], 16);
+  EXPECT_NE(arms["a"]["n_ubatch"], 16);
+  EXPECT_EQ(arms["a"]["runs_on"]["process"], "in-process");
+  EXPECT_EQ(arms["a"]["model_sha256"].get<std::string>().size(), 64u);
+  EXPECT_FALSE(arms.contains("floor"));
+}
+
 // A sweep interrupted after its first chunks (the state a killed run leaves: rows of chunks 0
 // and 1, no summary, not sealed) is finished by --resume with the rows and summary a whole run
 // wrote, byte for byte; a stored row edited since is refused.

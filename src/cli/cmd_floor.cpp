@@ -1,6 +1,7 @@
 // heterodyne floor --model m.gguf --text-file t.txt --ub 1..512 [--threads 1,2] [--fa on,off]
 //                  [--ref-ub 512] [-ctk T] [-ctv T] [-dev D -ngl N --rpc S --llama-build B]
-//                  [--chunk 128] [--max-chunks 4] -o floor.hdy
+//                  [--chunk 128] [--max-chunks 4] -o floor.hdy [--force]
+// heterodyne floor --resume floor.hdy [-f TEXT|-]
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
 #include "errors.h"
@@ -11,7 +12,7 @@ namespace hd::cli {
 void add_floor(CLI::App& app, Context& ctx) {
   struct Opts {
     run::FloorConfig cfg;
-    std::string model, ub = "1..64", threads, fa = "auto", out;
+    std::string model, ub = "1..64", threads, fa = "auto", out, resume;
     ArmFlags flags;
     bool force = false;
   };
@@ -19,9 +20,10 @@ void add_floor(CLI::App& app, Context& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "floor", "which ubatch splits (threads, flash attention) reproduce a run bit for bit");
   in_group(*cmd, "Inputs", [&] {
-    cmd->add_option("--model,-m", o->model, "the GGUF")->required();
-    cmd->add_option("--text-file,-f", o->cfg.text_file, "the text ('-': standard input)")
-        ->required();
+    cmd->add_option("--model,-m", o->model, "the GGUF");
+    cmd->add_option("--text-file,-f", o->cfg.text_file,
+                    "the text ('-': standard input); with --resume, the text again (checked "
+                    "against the stored sha256)");
     cmd->add_option("--chunk,-c", o->cfg.chunk, "tokens per chunk")->capture_default_str();
     cmd->add_option("--max-chunks", o->cfg.max_chunks, "at most this many chunks (0: all)")
         ->capture_default_str();
@@ -40,21 +42,29 @@ void add_floor(CLI::App& app, Context& ctx) {
     // -ctk, -ctv and where the arm runs, as diff spells them (the swept ones are lists above).
     add_single_arm_flags(*cmd, o->flags, run::floor_swept_settings());
   });
-  in_group(*cmd, "Output", [&] {
-    cmd->add_option("-o,--output", o->out, "experiment file to write")->required();
-    cmd->add_flag("--force", o->force, "replace an existing output file");
-  });
-  cmd->callback([o, &ctx] {
-    run::FloorConfig cfg = o->cfg;
-    cfg.arm = resolve_arm(stored_path(o->model), o->flags, ArmFlags{});
-    cfg.text_file = stored_path(cfg.text_file);
-    cfg.ubatches = run::parse_int_list(o->ub);
-    if (!o->threads.empty()) cfg.threads = run::parse_int_list(o->threads);
-    cfg.flash_attn = split_list(o->fa);
-    if (cfg.reference_ubatch < 1) throw InputError("--ref-ub must be at least 1");
-    run::floor_run(cfg, o->out, o->force, ctx.command_line, progress_line);
-    progress_line("wrote " + o->out + "  (heterodyne show " + o->out + ")");
-    ctx.exit_code = 0;
+  add_output_and_resume(*cmd, o->out, o->force, o->resume);
+  cmd->callback([o, cmd, &ctx] {
+    ResumableRun r{o->resume,
+                   o->out,
+                   {{!o->model.empty(), "--model MODEL.gguf"},
+                    {!o->cfg.text_file.empty(), "--text-file FILE"},
+                    {!o->out.empty(), "-o FILE.hdy"}},
+                   {},
+                   {}};
+    r.resume_run = [&] {
+      return run::floor_resume(o->resume, ctx.command_line, progress_line, o->cfg.text_file);
+    };
+    r.new_run = [&] {
+      run::FloorConfig cfg = o->cfg;
+      cfg.arm = resolve_arm(stored_path(o->model), o->flags, ArmFlags{});
+      cfg.text_file = stored_path(cfg.text_file);
+      cfg.ubatches = run::parse_int_list(o->ub);
+      if (!o->threads.empty()) cfg.threads = run::parse_int_list(o->threads);
+      cfg.flash_attn = split_list(o->fa);
+      if (cfg.reference_ubatch < 1) throw InputError("--ref-ub must be at least 1");
+      return run::floor_run(cfg, o->out, o->force, ctx.command_line, progress_line);
+    };
+    ctx.exit_code = run_or_resume(*cmd, r);
   });
 }
 

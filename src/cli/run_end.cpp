@@ -1,5 +1,5 @@
-// A chunked run (diff, sweep) from the command line: a new run or a resumed one, and its last
-// line, the same for every command that has --resume.
+// A chunked run (diff, sweep, floor) from the command line: a new run or a resumed one, and its
+// last line, the same for every command that has --resume.
 #include "cli/commands.h"
 #include "errors.h"
 
@@ -7,13 +7,13 @@ namespace hd::cli {
 
 int report_run_end(const run::RunEnd& end, const std::string& command, const std::string& path) {
   if (!end.written) {
-    progress_line("stopped before the first chunk was stored: nothing written ('" + path +
-                  "' is as it was)");
+    progress_line("stopped before the first " + end.unit + " was stored: nothing written ('" +
+                  path + "' is as it was)");
     return 130;
   }
   if (end.missing > 0) {
-    progress_line("stopped with " + std::to_string(end.missing) +
-                  " chunks to go; finish with: heterodyne " + command + " --resume " + path);
+    progress_line("stopped with " + std::to_string(end.missing) + " " + end.unit +
+                  "s to go; finish with: heterodyne " + command + " --resume " + path);
     return 130;
   }
   progress_line("wrote " + path + "  (heterodyne show " + path + ")");

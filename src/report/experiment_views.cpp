@@ -13,6 +13,7 @@
 #include "report/sweep.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
+#include "store/floor_rows.h"
 
 namespace hd::report {
 namespace {
@@ -45,9 +46,14 @@ Shown show_diff(const std::string& path, const ShowRequest& r) {
   return {out.str(), l.integrity == "MISMATCH"};
 }
 
-// A kind whose stored result is one summary in its meta table (stored_result.h), printed by
-// `print`; show's diff flags do not apply to it.
-template <void (*print)(std::ostream&, const LoadedResult&)>
+// A floor keeps its rows in tables (store/floor_rows.h); files from before, in its summary.
+void add_floor_rows(const store::Experiment& e, nlohmann::json& floor) {
+  if (!floor.contains("rows")) floor.update(store::floor_groups_json(store::read_floor_groups(e)));
+}
+
+// A kind whose stored result is one summary in its meta table (stored_result.h), with the rows
+// `add_rows` reads, printed by `print`; show's diff flags do not apply to it.
+template <void (*print)(std::ostream&, const LoadedResult&), AddRows add_rows = nullptr>
 Shown show_summary(const std::string& path, const ShowRequest& r) {
   const store::Kind kind = store::kind_of(store::Experiment::open(path, false));
   if (r.worst || r.transplants || r.components || r.flips || r.position) {
@@ -55,7 +61,7 @@ Shown show_summary(const std::string& path, const ShowRequest& r) {
                      ": --worst, --transplants, --components, --flips and --position are for "
                      "diffs");
   }
-  const LoadedResult l = load_result(path, std::string(store::kind_info(kind).name));
+  const LoadedResult l = load_result(path, std::string(store::kind_info(kind).name), add_rows);
   std::ostringstream out;
   if (r.json) {
     out << dump(result_json(l));
@@ -65,10 +71,10 @@ Shown show_summary(const std::string& path, const ShowRequest& r) {
   return {out.str(), l.integrity == "MISMATCH"};
 }
 
-template <void (*print)(std::ostream&, const LoadedResult&)>
+template <void (*print)(std::ostream&, const LoadedResult&), AddRows add_rows = nullptr>
 nlohmann::json summary_document(const std::string& path) {
   const store::Kind kind = store::kind_of(store::Experiment::open(path, false));
-  const LoadedResult l = load_result(path, std::string(store::kind_info(kind).name));
+  const LoadedResult l = load_result(path, std::string(store::kind_info(kind).name), add_rows);
   nlohmann::json doc = result_json(l);
   std::ostringstream text;
   print(text, l);
@@ -128,7 +134,8 @@ constexpr std::array<View, store::kKindCount> kViews = {{
     {show_diff, [](const std::string& path) { return result_json(load_experiment(path)); },
      diff_entry},
     {show_summary<print_sweep>, summary_document<print_sweep>, config_entry},
-    {show_summary<print_floor>, summary_document<print_floor>, config_entry},
+    {show_summary<print_floor, add_floor_rows>, summary_document<print_floor, add_floor_rows>,
+     config_entry},
 }};
 
 const View& view_of(const std::string& path) {

@@ -6,7 +6,7 @@
 
 namespace hd::report {
 
-LoadedResult load_result(const std::string& path, const std::string& kind) {
+LoadedResult load_result(const std::string& path, const std::string& kind, AddRows add_rows) {
   const store::Experiment e = store::Experiment::open(path, false);
   LoadedResult l;
   l.path = path;
@@ -25,12 +25,18 @@ LoadedResult load_result(const std::string& path, const std::string& kind) {
   } catch (const nlohmann::json::exception&) {
     throw InputError("'" + path + "' is damaged: its stored " + kind + " is not valid JSON");
   }
-  if (!l.result.is_object()) throw InputError("'" + path + "' is damaged: its " + kind + " is not an object");
+  if (!l.result.is_object())
+    throw InputError("'" + path + "' is damaged: its " + kind + " is not an object");
+  if (add_rows) add_rows(e, l.result);
   return l;
 }
 
 nlohmann::json result_json(const LoadedResult& l) {
-  return {{l.kind, l.result}, {"kind", l.kind}, {"path", l.path}, {"status", l.status}, {"integrity", l.integrity}};
+  return {{l.kind, l.result},
+          {"kind", l.kind},
+          {"path", l.path},
+          {"status", l.status},
+          {"integrity", l.integrity}};
 }
 
 }  // namespace hd::report

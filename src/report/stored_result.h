@@ -4,6 +4,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+namespace hd::store {
+class Experiment;
+}
+
 namespace hd::report {
 
 struct LoadedResult {
@@ -12,8 +16,13 @@ struct LoadedResult {
   nlohmann::json provenance;
 };
 
+
+// Adds to a stored summary the rows its kind keeps in tables (a floor's), or nothing.
+using AddRows = void (*)(const store::Experiment& e, nlohmann::json& result);
+
 // InputError when the run never finished (its summary is written at the end).
-LoadedResult load_result(const std::string& path, const std::string& kind);
+LoadedResult load_result(const std::string& path, const std::string& kind,
+                         AddRows add_rows = nullptr);
 
 // {<kind>: {...summary...}, kind, path, status, integrity}
 nlohmann::json result_json(const LoadedResult& l);

@@ -5,8 +5,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "build_info.h"
-#include "commit.h"
 #include "common/output_file.h"
 #include "common/sha256.h"
 #include "engine/hook.h"
@@ -15,6 +13,7 @@
 #include "engine/system.h"
 #include "errors.h"
 #include "run/config.h"
+#include "run/provenance.h"
 #include "run/text.h"
 #include "store/safetensors.h"
 
@@ -168,9 +167,10 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
       {"tokens", tokens},
       {"decode", {{"steps", c.decode_steps}, {"tokens", captured.continuation}}},
       {"taps", tap_list},
-      {"llama_cpp", {{"commit", build::kLlamaCommit}, {"flags", build::kLlamaFlags}}},
-      {"machine", {{"cpu", engine::cpu_model()}, {"cpu_features", engine::cpu_features()}}},
-      {"heterodyne", {{"version", build::kVersion}, {"commit", build::kCommit}}},
+      // As every experiment's provenance records them (the machine's os since issue 16).
+      {"llama_cpp", llama_cpp_facts()},
+      {"machine", machine_facts()},
+      {"heterodyne", heterodyne_facts()},
       {"command_line", command_line}};
 
   fs::create_directories(out, ec);

@@ -24,9 +24,9 @@ static std::string nothing_stored(const store::Experiment& e) {
   return "nothing was stored ('" + e.path() + "' is as it was)";
 }
 
-static std::string kept_chunks(const store::Experiment& e, const std::string& command, size_t n) {
-  return "the " + std::to_string(n) + " chunks already stored are kept: finish with " +
-         "heterodyne " + command + " --resume " + e.path();
+static std::string kept_chunks(const store::Experiment& e, const ChunkLoop& loop, size_t n) {
+  return "the " + std::to_string(n) + " " + loop.unit + "s already stored are kept: finish with " +
+         "heterodyne " + loop.command + " --resume " + e.path();
 }
 
 // Runs every missing chunk; returns how many are still missing (after a stop).
@@ -38,13 +38,13 @@ static int run_missing(store::Experiment& e, const ChunkLoop& loop, const Progre
     const ChunkDone d = loop.run_chunk(c, finished);
     e.publish();  // the file appears (or replaces the old one) with its first chunk
     ++finished;
-    fatal::set_resume_hint(kept_chunks(e, loop.command, static_cast<size_t>(finished)));
-    Progress p =
-        Progress::chunk(finished, loop.total,
-                        std::isnan(d.mean_kl)
-                            ? fmt::format("chunk {}/{}  {:.2f} s", finished, loop.total, d.seconds)
-                            : fmt::format("chunk {}/{}  mean KL {:.6f}  {:.2f} s", finished,
-                                          loop.total, d.mean_kl, d.seconds));
+    fatal::set_resume_hint(kept_chunks(e, loop, static_cast<size_t>(finished)));
+    Progress p = Progress::chunk(
+        finished, loop.total,
+        std::isnan(d.mean_kl)
+            ? fmt::format("{} {}/{}  {:.2f} s", loop.unit, finished, loop.total, d.seconds)
+            : fmt::format("{} {}/{}  mean KL {:.6f}  {:.2f} s", loop.unit, finished, loop.total,
+                          d.mean_kl, d.seconds));
     p.mean_kl = d.mean_kl;
     p.seconds = d.seconds;
     progress(p);
@@ -65,22 +65,23 @@ RunEnd run_chunk_loop(store::Experiment& e, const ChunkLoop& loop, const Progres
   // A stored chunk the text no longer has (a tokenizer that changed under the same file hash)
   // would be counted as done and the run never sealed: refuse it.
   if (!loop.done.empty() && (*loop.done.begin() < 0 || *loop.done.rbegin() >= loop.total)) {
-    throw InputError("'" + e.path() + "' holds chunk " + std::to_string(*loop.done.rbegin()) +
-                     " but the text gives " + std::to_string(loop.total) +
-                     " chunks now: the tokenization changed since the run started");
+    throw InputError("'" + e.path() + "' holds " + loop.unit + " " +
+                     std::to_string(*loop.done.rbegin()) + " but the text gives " +
+                     std::to_string(loop.total) + " " + loop.unit +
+                     "s now: the tokenization changed since the run started");
   }
-  fatal::set_resume_hint(e.published() ? kept_chunks(e, loop.command, loop.done.size())
+  fatal::set_resume_hint(e.published() ? kept_chunks(e, loop, loop.done.size())
                                        : nothing_stored(e));
   int finished = static_cast<int>(loop.done.size());
   try {
     const int missing = run_missing(e, loop, progress, finished);
     fatal::set_resume_hint("");
-    return {missing, e.published()};
+    return {missing, e.published(), loop.unit};
   } catch (const RuntimeError& err) {
     fatal::set_resume_hint("");
     if (!e.published()) throw RuntimeError(std::string(err.what()) + "; " + nothing_stored(e));
     throw RuntimeError(std::string(err.what()) + "; " +
-                       kept_chunks(e, loop.command, static_cast<size_t>(finished)));
+                       kept_chunks(e, loop, static_cast<size_t>(finished)));
   }
 }
 

@@ -1,8 +1,9 @@
-// The one chunk loop of every chunked run (diff, sweep): runs the chunks not yet stored in
-// order, stops cleanly after the chunk in flight when asked (SIGINT, SIGTERM), publishes the
-// file with its first chunk, reports structured progress, and seals the file when every chunk
-// is there. A failure mid-run loses only the chunk in flight; every message says how to finish
-// (`heterodyne <command> --resume FILE`).
+// The one chunk loop of every chunked run (diff, sweep, floor): runs the units not yet stored
+// in order (a diff's or sweep's chunks, a floor's groups), stops cleanly after the unit in
+// flight when asked (SIGINT, SIGTERM), publishes the file with its first unit, reports
+// structured progress, and seals the file when every unit is there. A failure mid-run loses
+// only the unit in flight; every message says how to finish (`heterodyne <command> --resume
+// FILE`).
 #pragma once
 #include <cmath>
 #include <functional>
@@ -23,6 +24,7 @@ namespace hd::run {
 struct RunEnd {
   int missing = 0;
   bool written = true;
+  std::string unit = "chunk";  // what `missing` counts, as the messages name it
 };
 
 // What one chunk reports when it is stored.
@@ -32,7 +34,8 @@ struct ChunkDone {
 };
 
 struct ChunkLoop {
-  std::string command;  // "diff", "sweep": what --resume is spelled with
+  std::string command;         // "diff", "sweep", "floor": what --resume is spelled with
+  std::string unit = "chunk";  // what the messages call one unit ("group" for floor)
   int total = 0;
   std::set<int> done;  // chunks already stored
   // Computes chunk c and stores it in the file (one transaction); `finished` chunks are stored.

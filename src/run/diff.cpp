@@ -4,47 +4,14 @@
 
 #include <chrono>
 
-#include "build_info.h"
-#include "commit.h"
-#include "common/sha256.h"
-#include "engine/system.h"
 #include "errors.h"
+#include "run/provenance.h"
 #include "run/session.h"
 #include "run/text.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
 
 namespace hd::run {
-
-static std::string sha256_of_tokens(const std::vector<std::vector<int32_t>>& chunks) {
-  std::string bytes;
-  for (const auto& c : chunks) {
-    for (int32_t t : c) {
-      for (int i = 0; i < 4; ++i)
-        bytes.push_back(static_cast<char>((static_cast<uint32_t>(t) >> (8 * i)) & 0xff));
-    }
-  }
-  return sha256_bytes(bytes);
-}
-
-nlohmann::json run_provenance(const std::string& text_path, const std::string& text,
-                              const std::vector<std::vector<int32_t>>& chunks,
-                              const std::string& command_line) {
-  nlohmann::json p;
-  p["heterodyne"] = {{"version", build::kVersion}, {"commit", build::kCommit}};
-  p["llama_cpp"] = {{"commit", build::kLlamaCommit}, {"flags", build::kLlamaFlags}};
-  p["machine"] = {{"cpu", engine::cpu_model()},
-                  {"cpu_features", engine::cpu_features()},
-                  {"os", engine::os_description()}};
-  p["text"] = {{"path", text_path}, {"sha256", sha256_bytes(text)}, {"bytes", text.size()}};
-  size_t n_tokens = 0;
-  for (const auto& c : chunks) n_tokens += c.size();
-  p["tokens"] = {
-      {"n_chunks", chunks.size()}, {"count", n_tokens}, {"sha256", sha256_of_tokens(chunks)}};
-  p["command_line"] = command_line;
-  p["started_at"] = now_utc();
-  return p;
-}
 
 static nlohmann::json provenance(const Session& s, const std::string& text,
                                  const std::vector<std::vector<int32_t>>& chunks,
@@ -150,14 +117,6 @@ RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
   e.set_meta("config", to_json(s.config()).dump());
   e.set_meta("provenance", provenance(s, text, chunks, command_line, dropped).dump());
   return run_missing(e, s, chunks, progress);
-}
-
-void require_same_llama_commit(const nlohmann::json& provenance, bool force) {
-  const std::string commit = provenance.at("llama_cpp").at("commit");
-  if (commit == build::kLlamaCommit || force) return;
-  throw InputError("this run was made with llama.cpp " + commit.substr(0, 12) +
-                   ", this build uses " + std::string(build::kLlamaCommit).substr(0, 12) +
-                   " (--force to compare anyway)");
 }
 
 RunEnd diff_resume(const std::string& path, const std::string& command_line,

@@ -9,24 +9,13 @@
 #include "common/progress.h"
 #include "run/chunk_loop.h"
 #include "run/config.h"
+#include "run/provenance.h"  // run_provenance, require_same_llama_commit
 
 namespace hd::run {
-
-
 
 // Runs a new diff into `out`.
 RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
              const std::string& command_line, const ProgressFn& progress);
-
-// What every run records: heterodyne and llama.cpp builds, the machine, the text and its
-// tokens, the command line, the start time (UTC, ISO 8601).
-nlohmann::json run_provenance(const std::string& text_path, const std::string& text,
-                              const std::vector<std::vector<int32_t>>& chunks,
-                              const std::string& command_line);
-
-// What verify re-runs must be computed by the llama.cpp the run used: InputError naming both
-// commits otherwise, unless `force`.
-void require_same_llama_commit(const nlohmann::json& provenance, bool force);
 
 // Finishes an interrupted diff from its own stored configuration. `text_again` ("" or a path,
 // "-" for standard input) gives the text anew, for a run that read standard input (or whose

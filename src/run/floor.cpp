@@ -3,20 +3,22 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
+#include <chrono>
+#include <optional>
 #include <set>
 
-#include "analysis/invariance.h"
-#include "analysis/kl.h"
 #include "common/sha256.h"
 #include "engine/arm.h"
 #include "engine/model.h"
-#include "engine/system.h"
 #include "errors.h"
+#include "run/chunk_loop.h"
+#include "run/floor_explore.h"
+#include "run/provenance.h"
 #include "run/session.h"
 #include "run/text.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
+#include "store/floor_rows.h"
 
 namespace hd::run {
 
@@ -89,7 +91,6 @@ FloorConfig floor_config_from_json(const nlohmann::json& j) {
 
 namespace {
 
-// Every row of the exploration, and the pattern per thread count and flash-attention value.
 void check_config(const FloorConfig& c) {
   DiffConfig dc;  // for the shared checks of chunk and score-from
   dc.chunk = c.chunk;
@@ -101,110 +102,42 @@ void check_config(const FloorConfig& c) {
   }
 }
 
-// Memory: two runs' logits for every chunk (chunks × chunk × n_vocab floats each).
-nlohmann::json explore(const FloorConfig& c, const std::shared_ptr<engine::Model>& model,
-                       const std::vector<std::vector<int32_t>>& chunks,
-                       const ProgressFn& progress) {
-  const int first_output = first_scored_target(c.score_from, c.chunk) - 1;
-  const size_t v = static_cast<size_t>(model->info().n_vocab);
-  auto settings = [&](int ub, int threads, const std::string& fa) {
-    engine::ArmSettings s = c.arm;
-    s.flash_attn = fa;
-    s.n_ubatch = std::min(ub, c.chunk);
-    s.n_threads = threads > 0 ? threads : engine::default_threads();
-    return s;
+// The groups not yet in the file (`done` are), one transaction each; meta "floor" (the
+// header show prints above the rows) is written when the last is stored.
+RunEnd run_groups(store::Experiment& e, FloorExplorer& x, const std::set<int>& done,
+                  const ProgressFn& progress) {
+  ChunkLoop loop;
+  loop.command = "floor";
+  loop.unit = "group";
+  loop.total = x.groups();
+  loop.done = done;
+  loop.run_chunk = [&](int g, int) {
+    const auto t0 = std::chrono::steady_clock::now();
+    store::put_floor_group(e, x.group(g));
+    return ChunkDone{std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
   };
-  // A run's logits for every chunk, kept while the runs compared with it go.
-  auto run_all = [&](const engine::ArmSettings& s) {
-    engine::Arm arm(model, s, c.chunk);
-    std::vector<std::vector<float>> out(chunks.size());
-    for (size_t k = 0; k < chunks.size(); ++k) arm.run_chunk(chunks[k], nullptr, out[k], first_output);
-    return out;
-  };
-  const engine::ArmSettings ref_s = settings(c.reference_ubatch, c.threads[0], c.flash_attn[0]);
-  const std::vector<std::vector<float>> global_ref = run_all(ref_s);
-  auto bitwise_equal = [&](const std::vector<std::vector<float>>& x,
-                           const std::vector<std::vector<float>>& y) {
-    for (size_t k = 0; k < x.size(); ++k) {
-      if (std::memcmp(x[k].data(), y[k].data(), x[k].size() * sizeof(float)) != 0) return false;
-    }
-    return true;
-  };
-  std::set<int> effective;
-  for (int ub : c.ubatches) effective.insert(std::min(ub, c.chunk));
-  if (effective.size() < c.ubatches.size()) {
-    progress(fmt::format("ubatches above the chunk ({}) run as one batch: {} distinct sizes",
-                         c.chunk, effective.size()));
-  }
-  nlohmann::json rows = nlohmann::json::array(), patterns = nlohmann::json::array();
-  analysis::ScoreScratch scratch;
-  std::vector<float> logits;
-  const size_t total = effective.size() * c.threads.size() * c.flash_attn.size();
-  size_t done = 0;
-  for (const std::string& fa : c.flash_attn) {
-    for (int threads : c.threads) {
-      // Batch invariance is about the split: each thread count and flash-attention value is
-      // compared with its own run at the reference ubatch, which is compared with the reference.
-      const engine::ArmSettings group_s = settings(c.reference_ubatch, threads, fa);
-      const auto group_ref = run_all(group_s);
-      std::vector<analysis::InvarianceRow> group;
-      for (int ub : effective) {
-        const engine::ArmSettings s = settings(ub, threads, fa);
-        engine::Arm arm(model, s, c.chunk);
-        size_t positions = 0, differing = 0, flips = 0;
-        double kl_sum = 0, kl_max = 0;
-        for (size_t k = 0; k < chunks.size(); ++k) {
-          arm.run_chunk(chunks[k], nullptr, logits, first_output);
-          const auto& ref = group_ref[k];
-          for (int p = first_output; p < c.chunk - 1; ++p) {
-            const size_t off = static_cast<size_t>(p - first_output) * v;
-            ++positions;
-            // Bitwise, not float ==: -0 and 0 differ, as a kernel's output bits do.
-            if (std::memcmp(ref.data() + off, logits.data() + off, v * sizeof(float)) == 0) continue;
-            ++differing;
-            const auto sc = analysis::score_position({ref.data() + off, v}, {logits.data() + off, v},
-                                                     chunks[k][static_cast<size_t>(p + 1)], scratch);
-            kl_sum += sc.kl;
-            kl_max = std::max(kl_max, sc.kl);
-            flips += sc.top_a.id[0] != sc.top_b.id[0];
-          }
-        }
-        group.push_back({ub, differing == 0});
-        rows.push_back({{"n_ubatch", ub},
-                        {"n_threads", s.n_threads},
-                        {"flash_attn", fa},
-                        {"identical", differing == 0},
-                        {"positions", positions},
-                        {"positions_differing", differing},
-                        {"kl_mean", kl_sum / static_cast<double>(positions)},
-                        {"kl_max", kl_max},
-                        {"top1_change_rate", static_cast<double>(flips) / static_cast<double>(positions)}});
-        if (++done % 16 == 0 || done == total) {
-          progress(Progress::chunk(static_cast<int>(done), static_cast<int>(total),
-                                   fmt::format("{}/{} runs", done, total)));
-        }
-      }
-      patterns.push_back({{"n_threads", group_s.n_threads},
-                          {"flash_attn", fa},
-                          {"summary", analysis::invariance_pattern(group, c.chunk)},
-                          {"same_as_reference", bitwise_equal(group_ref, global_ref)}});
-    }
-  }
-  return {{"model", model->info().description},
-          {"reference",
-           {{"n_ubatch", ref_s.n_ubatch}, {"n_threads", ref_s.n_threads}, {"flash_attn", ref_s.flash_attn}}},
-          {"cache_type_k", c.arm.cache_type_k},
-          {"cache_type_v", c.arm.cache_type_v},
-          {"chunk", c.chunk},
-          {"chunks", chunks.size()},
-          {"rows", rows},
-          {"patterns", patterns}};
+  loop.before_seal = [&] { e.set_meta("floor", x.header().dump()); };
+  return run_chunk_loop(e, loop, progress);
+}
+
+// The model, the text and its chunks of a stored floor, checked against its provenance.
+struct Loaded {
+  std::shared_ptr<engine::Model> model;
+  std::vector<std::vector<int32_t>> chunks;
+};
+Loaded load_stored(const FloorConfig& c, const nlohmann::json& prov, const std::string& text_again,
+                   const std::string& again_command, const ProgressFn& progress) {
+  const std::string text = read_stored_text(c.text_file, prov, text_again, again_command);
+  Loaded l{engine::model_load(c.arm.model), {}};
+  l.chunks = chunk_text(*l.model, encodable_text(*l.model, text, c.skip_unencodable, progress),
+                        c.chunk, c.max_chunks);
+  return l;
 }
 
 }  // namespace
 
-void floor_run(const FloorConfig& c, const std::string& out, bool replace,
-               const std::string& command_line, const ProgressFn& progress) {
+RunEnd floor_run(const FloorConfig& c, const std::string& out, bool replace,
+                 const std::string& command_line, const ProgressFn& progress) {
   check_config(c);
   store::Experiment::check_creatable(out, replace, {c.arm.model, c.text_file});
   const std::string text = read_text_file(c.text_file);
@@ -216,43 +149,100 @@ void floor_run(const FloorConfig& c, const std::string& out, bool replace,
   nlohmann::json prov = run_provenance(c.text_file, text, chunks, command_line);
   if (c.skip_unencodable) prov["text"]["unencodable_lines_dropped"] = dropped;
   prov["model_sha256"] = sha256_file(c.arm.model);
-  const nlohmann::json result = explore(c, model, chunks, progress);
   store::Experiment e = store::Experiment::create(out, replace, {c.arm.model, c.text_file});
   store::set_kind(e, store::Kind::kFloor);
   e.set_meta("config", to_json(c).dump());
-  prov["finished_at"] = now_utc();
+  FloorExplorer x(c, model, chunks, progress);
+  // The reference run's arm; the others differ from it in n_ubatch, n_threads or flash_attn.
+  prov["arms"] = {{"reference", arm_facts(engine::Arm(model, x.reference_settings(), c.chunk),
+                                          prov["model_sha256"])}};
   e.set_meta("provenance", prov.dump());
-  e.set_meta("floor", result.dump());
-  e.seal();
-  e.publish();
+  store::create_floor_tables(e);
+  return run_groups(e, x, {}, progress);
 }
 
-// Each group's summary sentence follows from its rows, and its wording may be made more careful
-// between versions (issue 16): verify compares every measurement, not the sentence.
-static nlohmann::json without_wording(nlohmann::json floor) {
-  for (auto& p : floor["patterns"]) p.erase("summary");
-  return floor;
+RunEnd floor_resume(const std::string& path, const std::string& command_line,
+                    const ProgressFn& progress, const std::string& text_again) {
+  store::Experiment e = store::Experiment::open(path, true);
+  store::require_kind(e, store::Kind::kFloor);
+  // Files from before the tables were written whole, at the end.
+  if (e.meta("status").value_or("") == "complete" || !store::has_floor_tables(e)) {
+    progress("'" + path + "' is already complete");
+    return {0, true, "group"};
+  }
+  const FloorConfig c = floor_config_from_json(nlohmann::json::parse(e.stored_config()));
+  check_config(c);
+  auto prov = nlohmann::json::parse(e.required_meta("provenance"));
+  // Before minutes of loading, and before anything is written: never add to edited rows.
+  const int n_groups = static_cast<int>(c.flash_attn.size() * c.threads.size());
+  const auto done = store::stored_floor_groups(e, n_groups);
+  if (prov.value("model_sha256", "") != sha256_file(c.arm.model))
+    throw InputError("the model is not the one this floor used: cannot resume");
+  const Loaded l = load_stored(c, prov, text_again, "heterodyne floor --resume " + path, progress);
+  if (run_provenance(c.text_file, "", l.chunks, "")["tokens"] != prov.at("tokens"))
+    throw InputError("the text tokenizes differently than when the floor began: cannot resume");
+  prov["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
+  e.set_meta("provenance", prov.dump());
+  progress(fmt::format("resuming: {} of {} groups already stored", done.size(), n_groups));
+  FloorExplorer x(c, l.model, l.chunks, progress);
+  return run_groups(e, x, done, progress);
+}
+
+// The first measurement of `again` (recomputed) that differs from `stored`, described; the
+// pattern sentences aside: they follow from the rows, and their wording may be made more
+// careful between versions (issue 16).
+static std::optional<std::string> first_difference(const std::vector<store::FloorGroup>& stored,
+                                                   const std::vector<store::FloorGroup>& again) {
+  if (stored.size() != again.size())
+    return fmt::format("{} groups stored, {} recomputed", stored.size(), again.size());
+  for (size_t g = 0; g < stored.size(); ++g) {
+    auto as_json = [](const store::FloorGroup& x) {
+      store::FloorGroup y = x;
+      y.summary.clear();
+      return store::floor_groups_json({y});
+    };
+    const nlohmann::json s = as_json(stored[g]), a = as_json(again[g]);
+    if (s["patterns"] != a["patterns"] || s["rows"].size() != a["rows"].size())
+      return fmt::format("group {}: stored {}, recomputed {}", g, s["patterns"][0].dump(),
+                         a["patterns"][0].dump());
+    for (size_t i = 0; i < s["rows"].size(); ++i) {
+      // Dumped, so that every double compares by its shortest exact digits (-0 and 0 differ).
+      if (s["rows"][i].dump() != a["rows"][i].dump())
+        return fmt::format("group {}: stored {}, recomputed {}", g, s["rows"][i].dump(),
+                           a["rows"][i].dump());
+    }
+  }
+  return std::nullopt;
 }
 
 void floor_verify(const std::string& path, bool force, const ProgressFn& progress,
                   const std::string& text_again) {
   const store::Experiment e = store::Experiment::open(path, false);
-  const FloorConfig c = floor_config_from_json(nlohmann::json::parse(e.required_meta("config")));
+  const FloorConfig c = floor_config_from_json(nlohmann::json::parse(e.stored_config()));
   const auto prov = nlohmann::json::parse(e.required_meta("provenance"));
   require_same_llama_commit(prov, force);
   if (!force && prov["model_sha256"] != sha256_file(c.arm.model)) {
     throw InputError("the model is not the one this run used (--force to compare anyway)");
   }
   check_config(c);
-  const std::string text =
-      read_stored_text(c.text_file, prov, text_again, "heterodyne verify " + path);
-  auto model = engine::model_load(c.arm.model);
-  const auto chunks = chunk_text(*model, encodable_text(*model, text, c.skip_unencodable, progress),
-                                 c.chunk, c.max_chunks);
-  if (without_wording(explore(c, model, chunks, [](const Progress&) {})).dump() !=
-      without_wording(nlohmann::json::parse(e.required_meta("floor"))).dump()) {
-    throw RuntimeError("verify failed: the floor exploration does not reproduce");
+  // Files from before the tables hold the rows in meta "floor", beside the header.
+  nlohmann::json header = nlohmann::json::parse(e.required_meta("floor"));
+  const std::vector<store::FloorGroup> stored = store::has_floor_tables(e)
+                                                    ? store::read_floor_groups(e)
+                                                    : store::floor_groups_from_json(header, path);
+  header.erase("rows");
+  header.erase("patterns");
+  const Loaded l = load_stored(c, prov, text_again, "heterodyne verify " + path, progress);
+  FloorExplorer x(c, l.model, l.chunks, [](const Progress&) {});
+  if (x.header() != header)
+    throw RuntimeError("verify failed: the floor's model or chunks are not those stored");
+  std::vector<store::FloorGroup> again;
+  for (int g = 0; g < x.groups(); ++g) {
+    again.push_back(x.group(g));
+    progress(fmt::format("group {}/{} recomputed", g + 1, x.groups()));
   }
+  if (const auto d = first_difference(stored, again))
+    throw RuntimeError("verify failed: the floor exploration does not reproduce: " + *d);
   progress("verify: every run of the floor exploration reproduces bitwise");
 }
 

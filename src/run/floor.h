@@ -6,14 +6,17 @@
 // and how far the others move, is the numerical floor a diff has to beat; the pattern is
 // summarized from the data (analysis/invariance.h).
 //
-// Stored in an experiment file of kind "floor": meta "config", "provenance" and, at the end,
-// "floor" (every row and the patterns); verify re-runs it and compares byte for byte.
+// Stored in an experiment file of kind "floor": meta "config" and "provenance", the tables
+// floor_runs and floor_patterns (store/floor_rows.h), written group by group (a group: one
+// flash-attention value × thread count), and at the end meta "floor" (the header show prints).
+// A stopped or killed floor resumes (floor_resume); verify re-runs it and compares every value.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "run/chunk_loop.h"
 #include "run/diff.h"
 
 namespace hd::run {
@@ -43,8 +46,13 @@ std::vector<int> parse_int_list(const std::string& spec);
 nlohmann::json to_json(const FloorConfig& c);
 FloorConfig floor_config_from_json(const nlohmann::json& j);
 
-void floor_run(const FloorConfig& config, const std::string& out, bool replace,
-               const std::string& command_line, const ProgressFn& progress);
+RunEnd floor_run(const FloorConfig& config, const std::string& out, bool replace,
+                 const std::string& command_line, const ProgressFn& progress);
+
+// `floor --resume`: checks the stored groups, the model and the text (`text_again` for one
+// read from standard input), runs the groups still missing and seals the file.
+RunEnd floor_resume(const std::string& path, const std::string& command_line,
+                    const ProgressFn& progress, const std::string& text_again = "");
 
 void floor_verify(const std::string& path, bool force, const ProgressFn& progress,
                   const std::string& text_again = "");

@@ -12,6 +12,7 @@
 #include "engine/points.h"
 #include "errors.h"
 #include "run/arms.h"
+#include "run/provenance.h"
 #include "run/text.h"
 
 namespace hd::run {
@@ -298,27 +299,11 @@ std::map<int32_t, std::string> Session::pieces_of(const ChunkResult& c) const {
   return out;
 }
 
-static nlohmann::json arm_json(const engine::Arm& arm, const std::string& sha) {
-  const auto& m = arm.model_info();
-  nlohmann::json j = to_json(arm.settings());
-  j["n_threads_used"] = arm.n_threads();
-  j["model_sha256"] = sha;
-  j["model_size"] = m.file_size;
-  j["model_description"] = m.description;
-  j["architecture"] = m.architecture;
-  j["n_layer"] = m.n_layer;
-  j["n_embd"] = m.n_embd;
-  j["n_vocab"] = m.n_vocab;
-  j["n_params"] = m.n_params;
-  j["runs_on"] = arm.facts();  // the process and llama.cpp build, the devices
-  return j;
-}
-
 nlohmann::json Session::arms_provenance() const {
   nlohmann::json j;
-  j["a"] = arm_json(*a_.arm, sha256_.at(config_.a.model));
-  j["b"] = arm_json(*b_.arm, sha256_.at(config_.b.model));
-  if (floor_.arm) j["floor"] = arm_json(*floor_.arm, sha256_.at(config_.a.model));
+  j["a"] = arm_facts(*a_.arm, sha256_.at(config_.a.model));
+  j["b"] = arm_facts(*b_.arm, sha256_.at(config_.b.model));
+  if (floor_.arm) j["floor"] = arm_facts(*floor_.arm, sha256_.at(config_.a.model));
   return j;
 }
 

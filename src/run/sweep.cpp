@@ -16,6 +16,7 @@
 #include "engine/model.h"
 #include "errors.h"
 #include "run/arms.h"
+#include "run/provenance.h"
 #include "run/session.h"
 #include "run/text.h"
 #include "store/experiment.h"
@@ -108,6 +109,21 @@ class Sweeper {
   }
 
   int floor_ubatch() const { return floor_ ? floor_->settings().n_ubatch : 0; }
+
+  // Provenance "arms": A and B as a diff records them, the floor arm, and every combination's
+  // arm by mask (null where it cannot run): what each ran on, when a sweep crosses devices or
+  // llama.cpp builds.
+  nlohmann::json arms_provenance() const {
+    auto facts = [&](const engine::Arm& arm) {
+      return arm_facts(arm, sha256_.at(arm.settings().model));
+    };
+    nlohmann::json j = {{"a", facts(*arms_.front())}, {"b", facts(*arms_.back())}};
+    if (floor_) j["floor"] = facts(*floor_);
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& arm : arms_) all.push_back(arm ? facts(*arm) : nlohmann::json(nullptr));
+    j["combinations"] = all;
+    return j;
+  }
 
   // Every scored position of one chunk: A's NLL, and per combination (and the floor) KL(A || it),
   // its NLL and how many top-1 tokens changed.
@@ -270,6 +286,7 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
   e.set_meta("config", cfg.dump());
   nlohmann::json prov = run_provenance(config.text_file, text, chunks, command_line);
   if (config.skip_unencodable) prov["text"]["unencodable_lines_dropped"] = dropped;
+  prov["arms"] = s.arms_provenance();
   prov["floor_ubatch"] = s.floor_ubatch();
   e.set_meta("provenance", prov.dump());
   e.set_meta("sweep_combinations", combos.dump());

@@ -76,6 +76,10 @@ class Experiment {
   // differs from `recomputed`'s, which holds the same chunk computed again; nullopt when none.
   std::optional<std::string> first_difference(int chunk, const Experiment& recomputed) const;
 
+  // The database itself, for the tables of one kind of experiment (store/floor_rows.h); only
+  // store/ can use it (store/sqlite.h is its own).
+  Database& database() const { return *db_; }
+
   // An experiment that lives in memory only (verify writes a recomputed chunk into one).
   static Experiment in_memory();
   // Records the hash and marks the run complete.

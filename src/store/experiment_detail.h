@@ -7,6 +7,7 @@ namespace hd::store {
 
 class Database;
 class Experiment;
+class Statement;
 
 namespace detail {
 
@@ -42,6 +43,17 @@ inline constexpr TableDef kTables[] = {
      "CREATE TABLE residuals (chunk INTEGER, arm TEXT, layer INTEGER, n_tokens INTEGER NOT NULL,"
      " width INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (chunk, arm, layer)) WITHOUT ROWID"},
 };
+
+// The tables only some kinds of experiment hold (made by that kind's run, store/floor_rows.h),
+// hashed after the others when present: files without them hash as they always did.
+inline constexpr TableDef kKindTables[] = {
+    {"floor_patterns", "group_index", ""},
+    {"floor_runs", "group_index, n_ubatch", ""},
+};
+
+// The column `col` of the row `q` is on, in the tagged encoding every hash uses ('N'; 'I'
+// int64; 'R' f64 bits; 'T'/'B' length + bytes; docs/experiment-format.md, *Integrity*).
+std::string canonical_value(const Statement& q, int col);
 
 // The meta key of chunk `chunk`'s hash, and the hash itself: the chunk's rows (with its run
 // time) and the configuration they came from, as resume checks them.

@@ -9,7 +9,7 @@ namespace {
 constexpr std::array<KindInfo, kKindCount> kKinds = {{
     {Kind::kDiff, "diff", "diff", true},
     {Kind::kSweep, "sweep", "sweep", true},
-    {Kind::kFloor, "floor", "floor", false},
+    {Kind::kFloor, "floor", "floor", true},
 }};
 
 constexpr bool in_enum_order() {

@@ -1,0 +1,80 @@
+#include "run/provenance.h"
+
+#include "build_info.h"
+#include "commit.h"
+#include "common/sha256.h"
+#include "engine/arm.h"
+#include "engine/system.h"
+#include "errors.h"
+#include "run/chunk_loop.h"
+#include "run/config.h"
+
+namespace hd::run {
+
+nlohmann::json heterodyne_facts() {
+  return {{"version", build::kVersion}, {"commit", build::kCommit}};
+}
+
+nlohmann::json llama_cpp_facts() {
+  return {{"commit", build::kLlamaCommit}, {"flags", build::kLlamaFlags}};
+}
+
+nlohmann::json machine_facts() {
+  return {{"cpu", engine::cpu_model()},
+          {"cpu_features", engine::cpu_features()},
+          {"os", engine::os_description()}};
+}
+
+static std::string sha256_of_tokens(const std::vector<std::vector<int32_t>>& chunks) {
+  std::string bytes;
+  for (const auto& c : chunks) {
+    for (int32_t t : c) {
+      for (int i = 0; i < 4; ++i)
+        bytes.push_back(static_cast<char>((static_cast<uint32_t>(t) >> (8 * i)) & 0xff));
+    }
+  }
+  return sha256_bytes(bytes);
+}
+
+nlohmann::json run_provenance(const std::string& text_path, const std::string& text,
+                              const std::vector<std::vector<int32_t>>& chunks,
+                              const std::string& command_line) {
+  nlohmann::json p;
+  p["heterodyne"] = heterodyne_facts();
+  p["llama_cpp"] = llama_cpp_facts();
+  p["machine"] = machine_facts();
+  p["text"] = {{"path", text_path}, {"sha256", sha256_bytes(text)}, {"bytes", text.size()}};
+  size_t n_tokens = 0;
+  for (const auto& c : chunks) n_tokens += c.size();
+  p["tokens"] = {
+      {"n_chunks", chunks.size()}, {"count", n_tokens}, {"sha256", sha256_of_tokens(chunks)}};
+  p["command_line"] = command_line;
+  p["started_at"] = now_utc();
+  return p;
+}
+
+nlohmann::json arm_facts(const engine::Arm& arm, const std::string& model_sha256) {
+  const auto& m = arm.model_info();
+  nlohmann::json j = to_json(arm.settings());
+  j["n_threads_used"] = arm.n_threads();
+  j["model_sha256"] = model_sha256;
+  j["model_size"] = m.file_size;
+  j["model_description"] = m.description;
+  j["architecture"] = m.architecture;
+  j["n_layer"] = m.n_layer;
+  j["n_embd"] = m.n_embd;
+  j["n_vocab"] = m.n_vocab;
+  j["n_params"] = m.n_params;
+  j["runs_on"] = arm.facts();  // the process and llama.cpp build, the devices
+  return j;
+}
+
+void require_same_llama_commit(const nlohmann::json& provenance, bool force) {
+  const std::string commit = provenance.at("llama_cpp").at("commit");
+  if (commit == build::kLlamaCommit || force) return;
+  throw InputError("this run was made with llama.cpp " + commit.substr(0, 12) +
+                   ", this build uses " + std::string(build::kLlamaCommit).substr(0, 12) +
+                   " (--force to compare anyway)");
+}
+
+}  // namespace hd::run

@@ -1,0 +1,38 @@
+// What a stored run records about how it was made: the run facts every experiment has (the
+// heterodyne and llama.cpp builds, the machine, the text and its tokens, the command line,
+// the start time) and the arm facts (an arm's settings, its model, where it ran). diff, sweep
+// and floor store them in meta "provenance"; capture's manifest takes the build and machine
+// parts. docs/experiment-format.md lists every key.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace hd::engine {
+class Arm;
+}
+
+namespace hd::run {
+
+// {version, commit} of this heterodyne, {commit, flags} of the llama.cpp it was built with,
+// {cpu, cpu_features, os} of this machine.
+nlohmann::json heterodyne_facts();
+nlohmann::json llama_cpp_facts();
+nlohmann::json machine_facts();
+
+// The three above (keys heterodyne, llama_cpp, machine), the text {path, sha256, bytes}, its
+// tokens {n_chunks, count, sha256}, the command line and the start time (UTC, ISO 8601).
+nlohmann::json run_provenance(const std::string& text_path, const std::string& text,
+                              const std::vector<std::vector<int32_t>>& chunks,
+                              const std::string& command_line);
+
+// One arm: its settings, n_threads_used, model_sha256, the model's size, description,
+// architecture and shape, and runs_on (the process and llama.cpp build, the devices).
+nlohmann::json arm_facts(const engine::Arm& arm, const std::string& model_sha256);
+
+// What verify re-runs must be computed by the llama.cpp the run used: InputError naming both
+// commits otherwise, unless `force`.
+void require_same_llama_commit(const nlohmann::json& provenance, bool force);
+
+}  // namespace hd::run
