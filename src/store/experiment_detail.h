@@ -7,6 +7,7 @@ namespace hd::store {
 
 class Database;
 class Experiment;
+class Statement;
 
 namespace detail {
 
@@ -42,6 +43,24 @@ inline constexpr TableDef kTables[] = {
      "CREATE TABLE residuals (chunk INTEGER, arm TEXT, layer INTEGER, n_tokens INTEGER NOT NULL,"
      " width INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (chunk, arm, layer)) WITHOUT ROWID"},
 };
+
+// A sweep's tables (store/sweep_rows.h), made with its first chunk: only sweeps have them, and
+// the integrity hash covers them after kTables when they exist (other files hash as before).
+inline constexpr TableDef kSweepTables[] = {
+    {"sweep_positions", "chunk, comparison, mask, pos",
+     "CREATE TABLE IF NOT EXISTS sweep_positions (chunk INTEGER, comparison TEXT, mask INTEGER,"
+     " pos INTEGER, kl REAL, nll REAL, PRIMARY KEY (chunk, comparison, mask, pos)) WITHOUT ROWID"},
+    {"sweep_flips", "chunk, comparison, mask",
+     "CREATE TABLE IF NOT EXISTS sweep_flips (chunk INTEGER, comparison TEXT, mask INTEGER,"
+     " flips INTEGER, PRIMARY KEY (chunk, comparison, mask)) WITHOUT ROWID"},
+};
+
+// Whether the file holds table `name`.
+bool has_table(Database& db, const char* name);
+
+// One column of the current row in the canonical serialization (docs/experiment-format.md,
+// *Integrity*): a tag byte and its little-endian payload.
+std::string canonical_value(const Statement& q, int col);
 
 // The meta key of chunk `chunk`'s hash, and the hash itself: the chunk's rows (with its run
 // time) and the configuration they came from, as resume checks them.

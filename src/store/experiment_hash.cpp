@@ -19,6 +19,7 @@ using detail::kTables;
 using detail::TableDef;
 using detail::chunk_hash_key;
 using detail::chunk_sha256;
+using detail::canonical_value;
 
 // Canonical serialization (docs/experiment-format.md): every column as a tag byte and
 // little-endian payload: 'N'; 'I' int64; 'R' IEEE-754 f64 bits; 'T'/'B' u64 length + bytes.
@@ -26,7 +27,7 @@ static void append_u64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-static std::string canonical_value(const Statement& q, int col) {
+std::string detail::canonical_value(const Statement& q, int col) {
   std::string out;  // the tag is appended as a char: GCC 12 warns falsely (-Wrestrict) on "N"
   switch (q.type(col)) {
     case SQLITE_NULL:
@@ -83,10 +84,14 @@ std::string Experiment::compute_integrity() const {
   // For each table in the fixed order above, its name and a newline, then every row in key
   // order; meta rows with key 'integrity_sha256' are left out: the hash cannot cover itself.
   Sha256 md;
-  // Then each plug-in analysis' table, by name (a file without them hashes as it always did).
+  // Then a sweep's tables and each plug-in analysis' table, by name (a file without them hashes
+  // as it always did).
   std::vector<TableDef> tables(std::begin(kTables), std::end(kTables));
   std::vector<std::string> names;
   for (const auto& a : stored_analyses(*db_)) names.push_back(analysis_table(a));
+  for (const auto& t : detail::kSweepTables) {
+    if (detail::has_table(*db_, t.name)) tables.push_back(t);
+  }
   for (const auto& n : names) tables.push_back({n.c_str(), "chunk, row", ""});
   for (const auto& table : tables) {
     md.update(table.name, std::strlen(table.name));
