@@ -40,10 +40,26 @@ const std::string& new_sweep() {
                                  dir() + "/m.gguf", "--force"})
                   .exit_code,
               0);
-    const auto r = hd::test::run_cli(
-        {"sweep", "--a", dir() + "/m.gguf", "--b-ctv", "q8_0", "--a-fa", "off", "--b-fa", "on",
-         "-f", hd::test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "32", "--max-chunks",
-         "3", "--score-from", "half", "-o", p, "--force"});
+    const auto r = hd::test::run_cli({"sweep",
+                                      "--a",
+                                      dir() + "/m.gguf",
+                                      "--b-ctv",
+                                      "q8_0",
+                                      "--a-fa",
+                                      "off",
+                                      "--b-fa",
+                                      "on",
+                                      "-f",
+                                      hd::test::shared_path("corpora/tom-sawyer.txt"),
+                                      "--chunk",
+                                      "32",
+                                      "--max-chunks",
+                                      "3",
+                                      "--score-from",
+                                      "half",
+                                      "-o",
+                                      p,
+                                      "--force"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return p;
   }();
@@ -88,8 +104,9 @@ void to_old_layout(const std::string& path) {
                     hd::sha256_bytes(config + "\n" + row) + "');";
     }
   }
-  sql(path, statements + "DROP TABLE sweep_positions; DROP TABLE sweep_flips;"
-                         "DELETE FROM meta WHERE key LIKE 'sweep_rows_sha256/%';");
+  sql(path, statements +
+                "DROP TABLE sweep_positions; DROP TABLE sweep_flips;"
+                "DELETE FROM meta WHERE key LIKE 'sweep_rows_sha256/%';");
   hd::store::Experiment::open(path, true).seal();
 }
 
@@ -106,12 +123,14 @@ TEST(SweepStorage, RowsAreTablesAPandasUserReads) {
   const std::string& p = new_sweep();
   // Every scored position (16…30) of every chunk for A (mask 0), the combinations that ran (1
   // cannot) and the floor; A's KL against itself is 0.
-  EXPECT_EQ(hd::test::rows_text(p, "SELECT comparison, mask, count(*), min(pos), max(pos) FROM "
-                                   "sweep_positions GROUP BY 1, 2 ORDER BY 1, 2"),
+  EXPECT_EQ(hd::test::rows_text(p,
+                                "SELECT comparison, mask, count(*), min(pos), max(pos) FROM "
+                                "sweep_positions GROUP BY 1, 2 ORDER BY 1, 2"),
             "combination|0|45|16|30|\ncombination|2|45|16|30|\ncombination|3|45|16|30|\n"
             "floor|0|45|16|30|\n");
-  EXPECT_EQ(hd::test::rows_text(p, "SELECT max(kl) FROM sweep_positions WHERE mask = 0 AND "
-                                   "comparison = 'combination'"),
+  EXPECT_EQ(hd::test::rows_text(p,
+                                "SELECT max(kl) FROM sweep_positions WHERE mask = 0 AND "
+                                "comparison = 'combination'"),
             "R0|\n");
   EXPECT_EQ(hd::test::rows_text(p, "SELECT count(*) FROM sweep_flips"), "12|\n");
   // The summary's mean KL of B is the mean of its rows.
@@ -144,12 +163,14 @@ TEST(SweepStorage, AFileWithRowsInMetaStillShowsVerifiesAndResumes) {
   // whole run's byte for byte.
   const std::string cut = dir() + "/old-cut.hdy";
   fs::copy_file(old, cut, fs::copy_options::overwrite_existing);
-  sql(cut, "DELETE FROM meta WHERE key IN ('sweep_chunk_2', 'sweep_chunk_sha256/2', 'sweep', "
-           "'integrity_sha256'); UPDATE meta SET value = 'running' WHERE key = 'status';");
+  sql(cut,
+      "DELETE FROM meta WHERE key IN ('sweep_chunk_2', 'sweep_chunk_sha256/2', 'sweep', "
+      "'integrity_sha256'); UPDATE meta SET value = 'running' WHERE key = 'status';");
   const std::string tampered = dir() + "/old-tampered.hdy";
   fs::copy_file(cut, tampered, fs::copy_options::overwrite_existing);
-  sql(tampered, "UPDATE meta SET value = replace(value, '\"chunk\":1', '\"chunk\":1 ') "
-                "WHERE key = 'sweep_chunk_1'");
+  sql(tampered,
+      "UPDATE meta SET value = replace(value, '\"chunk\":1', '\"chunk\":1 ') "
+      "WHERE key = 'sweep_chunk_1'");
   hd::test::expect_refused({"sweep", "--resume", tampered}, "sweep chunk 1 was changed");
   const auto r = hd::test::run_cli({"sweep", "--resume", cut});
   ASSERT_EQ(r.exit_code, 0) << r.err;

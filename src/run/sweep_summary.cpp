@@ -159,7 +159,8 @@ void attribution(const std::vector<std::vector<double>>& v, const std::vector<st
 
 }  // namespace
 
-nlohmann::json sweep_summary(const nlohmann::json& config, const std::vector<SweepChunkRows>& chunks,
+nlohmann::json sweep_summary(const nlohmann::json& config,
+                             const std::vector<SweepChunkRows>& chunks,
                              const nlohmann::json& combinations) {
   const engine::ArmSettings a = arm_settings_from_json(config.at("a"));
   const engine::ArmSettings b = arm_settings_from_json(config.at("b"));
@@ -180,14 +181,10 @@ nlohmann::json sweep_summary(const nlohmann::json& config, const std::vector<Swe
   const std::vector<std::string> pnames = player_names(players, names);
   size_t impossible = 0;
   for (const auto& c : combos) impossible += c["possible"].get<bool>() ? 0 : 1;
-  nlohmann::json out = {{"settings", names},
-                        {"a", to_json(a)},
-                        {"b", to_json(b)},
-                        {"chunks", G},
-                        {"combinations", combos},
-                        {"impossible", impossible},
-                        {"floor", floor},
-                        {"total", combos[n_comb - 1]["kl_mean"]},
+  nlohmann::json out = {{"settings", names},        {"a", to_json(a)},
+                        {"b", to_json(b)},          {"chunks", G},
+                        {"combinations", combos},   {"impossible", impossible},
+                        {"floor", floor},           {"total", combos[n_comb - 1]["kl_mean"]},
                         {"shapley_players", pnames}};
   attribution(v, names, players, pnames, floor_hi, out);
   return out;

@@ -117,12 +117,14 @@ bool same_bits(double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; 
 std::optional<std::string> arm_difference(const std::string& arm, int first_pos,
                                           const std::optional<SweepArmRows>& s,
                                           const std::optional<SweepArmRows>& r) {
-  if (s.has_value() != r.has_value()) return arm + (s ? " is stored, not recomputed" : " is not stored");
+  if (s.has_value() != r.has_value())
+    return arm + (s ? " is stored, not recomputed" : " is not stored");
   if (!s) return std::nullopt;
   for (const auto* column : {"kl", "nll"}) {
     const auto& xs = std::string_view(column) == "kl" ? s->kl : s->nll;
     const auto& ys = std::string_view(column) == "kl" ? r->kl : r->nll;
-    if (xs.size() != ys.size()) return fmt::format("{}: {} stored positions, {} recomputed", arm, xs.size(), ys.size());
+    if (xs.size() != ys.size())
+      return fmt::format("{}: {} stored positions, {} recomputed", arm, xs.size(), ys.size());
     for (size_t i = 0; i < xs.size(); ++i) {
       if (!same_bits(xs[i], ys[i])) {
         return fmt::format("{} pos {} {}: stored {:.17g}, recomputed {:.17g}", arm,
@@ -130,7 +132,8 @@ std::optional<std::string> arm_difference(const std::string& arm, int first_pos,
       }
     }
   }
-  if (s->flips != r->flips) return fmt::format("{} flips: stored {}, recomputed {}", arm, s->flips, r->flips);
+  if (s->flips != r->flips)
+    return fmt::format("{} flips: stored {}, recomputed {}", arm, s->flips, r->flips);
   return std::nullopt;
 }
 

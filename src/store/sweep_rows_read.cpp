@@ -49,9 +49,9 @@ void read_positions(Database& db, const std::string& path, int chunk, const Swee
     SweepArmRows& arm = arms[key];
     const int64_t expected = shape.first_pos + static_cast<int64_t>(arm.kl.size());
     if (q.integer(2) != expected || arm.kl.size() >= static_cast<size_t>(shape.n_positions)) {
-      damaged(path, chunk,
-              fmt::format("{}: position {} where {} belongs", arm_name(key), q.integer(2),
-                          expected));
+      damaged(
+          path, chunk,
+          fmt::format("{}: position {} where {} belongs", arm_name(key), q.integer(2), expected));
     }
     for (int col : {3, 4}) {
       if (q.type(col) != SQLITE_FLOAT || !std::isfinite(q.real(col))) {
@@ -87,8 +87,8 @@ std::set<ArmKey> read_flips(Database& db, const std::string& path, int chunk,
 }
 
 // The chunk's rows in the tables, each arm whole; mask 0 is A against itself.
-SweepChunkRows from_tables(const std::string& path, int chunk,
-                           const SweepShape& shape, std::map<ArmKey, SweepArmRows>& arms,
+SweepChunkRows from_tables(const std::string& path, int chunk, const SweepShape& shape,
+                           std::map<ArmKey, SweepArmRows>& arms,
                            const std::set<ArmKey>& with_flips) {
   const auto take = [&](const ArmKey& key) {
     const auto it = arms.find(key);
@@ -111,8 +111,10 @@ SweepChunkRows from_tables(const std::string& path, int chunk,
   if (a.flips != 0) damaged(path, chunk, "gives A flips against itself");
   r.nll_a = a.nll;
   for (size_t m = 1; m < shape.possible.size(); ++m) {
-    if (shape.possible[m]) r.combos.push_back(take({"combination", static_cast<int64_t>(m)}));
-    else r.combos.push_back(std::nullopt);
+    if (shape.possible[m])
+      r.combos.push_back(take({"combination", static_cast<int64_t>(m)}));
+    else
+      r.combos.push_back(std::nullopt);
   }
   if (shape.floor) r.floor = take({"floor", 0});
   return r;
@@ -158,8 +160,10 @@ SweepChunkRows from_json_row(const std::string& text, const std::string& path, i
       const auto& c = combos[m - 1];
       if (!c.is_object() || c.at("mask") != m || c.contains("kl") != shape.possible[m])
         damaged(path, chunk, fmt::format("holds another row where mask {} belongs", m));
-      if (shape.possible[m]) r.combos.push_back(old_arm(c, path, chunk, shape));
-      else r.combos.push_back(std::nullopt);
+      if (shape.possible[m])
+        r.combos.push_back(old_arm(c, path, chunk, shape));
+      else
+        r.combos.push_back(std::nullopt);
     }
     if (j.contains("floor") != shape.floor) damaged(path, chunk, "has a floor the sweep has not");
     if (shape.floor) r.floor = old_arm(j.at("floor"), path, chunk, shape);
