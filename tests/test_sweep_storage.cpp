@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/sha256.h"
@@ -143,6 +144,14 @@ TEST(SweepStorage, RowsAreTablesAPandasUserReads) {
   const double total = s["total"].get<double>();
   EXPECT_GT(total, 0.0);
   EXPECT_NEAR(avg, total, 1e-12 * total);
+  // The integrity hash as docs/experiment-format.md defines it, computed without our code.
+  const std::string py = dir() + "/read.json";
+  const std::string cmd = "python3 " + std::string(HD_SOURCE_DIR) +
+                          "/tests/python/read_experiment.py " + p + " > " + py;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(py);
+  const json j = json::parse(in);
+  EXPECT_EQ(j["integrity_recomputed"], j["integrity_stored"]);
 }
 
 TEST(SweepStorage, AFileWithRowsInMetaStillShowsVerifiesAndResumes) {

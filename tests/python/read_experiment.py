@@ -11,11 +11,15 @@ import sys
 TABLES = [("meta", "key"), ("chunks", "chunk"), ("tokens", "chunk, pos"), ("vocab", "token_id"),
           ("positions", "comparison, chunk, pos"), ("layers", "comparison, chunk, layer, pos"),
           ("transplants", "chunk, direction, step, pos"), ("residuals", "chunk, arm, layer")]
+# A sweep's tables, hashed after those where the file has them.
+SWEEP_TABLES = [("sweep_positions", "chunk, comparison, mask, pos"),
+                ("sweep_flips", "chunk, comparison, mask")]
 
 
 def integrity(db):
     h = hashlib.sha256()
-    for name, order in TABLES:
+    present = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for name, order in TABLES + [t for t in SWEEP_TABLES if t[0] in present]:
         h.update(name.encode() + b"\n")
         where = " WHERE key != 'integrity_sha256'" if name == "meta" else ""
         cols = [r[1] for r in db.execute(f"PRAGMA table_info({name})")]
@@ -46,7 +50,7 @@ def main(path):
         "format": meta["format"],
         "chunk": config["chunk"],
         "n_scored": len(kl),
-        "kl_mean": sum(kl) / len(kl),
+        "kl_mean": sum(kl) / len(kl) if kl else None,
         "integrity_stored": meta.get("integrity_sha256"),
         "integrity_recomputed": integrity(db),
     }))
