@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "store/experiment.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -173,4 +174,78 @@ TEST(DamagedFiles, EveryReaderRefusesOrShowsWhatItReadsNeverCrashes) {
   // status) leave a file that still reads.
   EXPECT_GT(refused, 100);
   EXPECT_GT(shown, 0);
+}
+
+namespace {
+
+// A sweep's rows edited to what no sweep writes: `sweep --resume` (of the file made unfinished)
+// and `verify` (of the file sealed again, so that the rows are what it meets) refuse each with
+// one line. An edited value that still has the form of a row is caught by the chunk's hash.
+const std::vector<std::string> kSweepEdits = {
+    "UPDATE sweep_positions SET kl = NULL WHERE chunk = 0 AND mask = 1 AND pos = 3",
+    "UPDATE sweep_positions SET kl = 'x' WHERE chunk = 1 AND mask = 1 AND pos = 4",
+    "UPDATE sweep_positions SET nll = 9e999 WHERE chunk = 0 AND comparison = 'floor' AND pos = 5",
+    "UPDATE sweep_positions SET pos = 1000 WHERE chunk = 0 AND mask = 1 AND pos = 6",
+    "UPDATE sweep_positions SET pos = -1 WHERE chunk = 0 AND mask = 1 AND pos = 0",
+    "DELETE FROM sweep_positions WHERE chunk = 1 AND mask = 1 AND pos = 10",
+    "UPDATE sweep_positions SET mask = 9 WHERE chunk = 0 AND mask = 1",
+    "UPDATE sweep_positions SET comparison = 'sideways' WHERE chunk = 0 AND comparison = 'floor'",
+    "UPDATE sweep_positions SET kl = 0.5 WHERE chunk = 0 AND mask = 0 AND pos = 2",
+    "UPDATE sweep_positions SET kl = kl + 0.25 WHERE chunk = 1 AND mask = 1 AND pos = 7",
+    "UPDATE sweep_flips SET flips = -1 WHERE chunk = 0 AND mask = 1",
+    "UPDATE sweep_flips SET flips = 'many' WHERE chunk = 0 AND mask = 1",
+    "DELETE FROM sweep_flips WHERE chunk = 1 AND comparison = 'floor'",
+    "DROP TABLE sweep_flips",
+    "DELETE FROM meta WHERE key = 'sweep_rows_sha256/1'",
+    "UPDATE meta SET value = '[]' WHERE key = 'sweep_combinations'",
+    "UPDATE meta SET value = '[{\"possible\": 3}]' WHERE key = 'sweep_combinations'",
+    "INSERT INTO meta VALUES ('sweep_chunk_0', '{}'), ('sweep_chunk_sha256/0', 'x')",
+    "INSERT INTO meta VALUES ('sweep_chunk_1', 'not json'), ('sweep_chunk_sha256/1', 'x')",
+};
+
+// One error line, the last (verify's progress lines, "integrity: ok", may come before it).
+void expect_one_line(const CliResult& r, const std::string& what) {
+  SCOPED_TRACE(what);
+  ASSERT_TRUE(r.exit_code == 1 || r.exit_code == 2) << "exit " << r.exit_code << "\n" << r.err;
+  const std::string error = "heterodyne: error: ";
+  const size_t at = r.err.find(error);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  EXPECT_TRUE(at == 0 || r.err[at - 1] == '\n') << r.err;
+  EXPECT_EQ(r.err.find('\n', at), r.err.size() - 1) << r.err;
+  EXPECT_EQ(r.err.find(error, at + 1), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+}
+
+}  // namespace
+
+TEST(DamagedFiles, SweepRowsNoSweepWritesAreRefusedInOneLine) {
+  HD_REQUIRE_SHARED();
+  const std::string sweep = dir() + "/sweep.hdy";
+  const CliResult made = run_cli({"sweep", "--a", shared_path("models/stories260K.gguf"),
+                                  "--b-ub", "16", "-f", shared_path("corpora/tom-sawyer.txt"),
+                                  "--chunk", "32", "--max-chunks", "2", "-o", sweep, "--force"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  for (size_t i = 0; i < kSweepEdits.size(); ++i) {
+    const std::string& sql = kSweepEdits[i];
+    std::string error;
+    const std::string unfinished = dir() + "/sweep-resume" + std::to_string(i) + ".hdy";
+    fs::copy_file(sweep, unfinished, fs::copy_options::overwrite_existing);
+    ASSERT_EQ(exec_sql(unfinished,
+                       "DELETE FROM meta WHERE key IN ('sweep', 'integrity_sha256'); UPDATE meta "
+                       "SET value = 'running' WHERE key = 'status'; " + sql,
+                       error),
+              SQLITE_OK)
+        << sql << ": " << error;
+    const CliResult resumed = run_cli({"sweep", "--resume", unfinished});
+    EXPECT_EQ(resumed.exit_code, 2) << sql << "\n" << resumed.err;
+    expect_one_line(resumed, "sweep --resume after " + sql);
+
+    const std::string sealed = dir() + "/sweep-verify" + std::to_string(i) + ".hdy";
+    fs::copy_file(sweep, sealed, fs::copy_options::overwrite_existing);
+    ASSERT_EQ(exec_sql(sealed, sql, error), SQLITE_OK) << sql << ": " << error;
+    hd::store::Experiment::open(sealed, true).seal();
+    expect_one_line(run_cli({"verify", sealed}), "verify after " + sql);
+    const CliResult shown = run_cli({"show", sealed, "--json"});
+    EXPECT_TRUE(shown.exit_code == 0 || shown.exit_code == 2) << shown.err;
+  }
 }

@@ -2,7 +2,6 @@
 // kind shows, shows as JSON, becomes a report and is listed by serve through one table per
 // layer; a kind this build does not know is one clear line everywhere, never read as a diff.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -44,11 +43,7 @@ struct ExperimentKinds : testing::Test {
 std::string* ExperimentKinds::dir_ = nullptr;
 
 void set_kind(const std::string& path, const std::string& kind) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  const std::string q = "UPDATE meta SET value = '" + kind + "' WHERE key = 'kind'";
-  EXPECT_EQ(sqlite3_exec(db, q.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
+  hd::test::sql(path, "UPDATE meta SET value = '" + kind + "' WHERE key = 'kind'");
 }
 
 }  // namespace

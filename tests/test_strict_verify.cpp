@@ -22,6 +22,8 @@ using hd::test::read_file;
 using hd::test::run_cli;
 using hd::test::shared_path;
 
+using hd::test::sql;
+
 namespace {
 
 std::string dir() {
@@ -44,16 +46,6 @@ const std::string& experiment() {
 const std::string& two_chunks() {
   static const std::string p = make_experiment("two.hdy", false);
   return p;
-}
-
-void sql(const std::string& path, const std::string& statement) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &err), SQLITE_OK)
-      << statement << ": " << (err ? err : "");
-  sqlite3_free(err);
-  sqlite3_close(db);
 }
 
 // The documented way to seal a file again: the hash of the canonical serialization.

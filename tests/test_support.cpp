@@ -3,11 +3,13 @@
 #include "ggml.h"
 #include "gguf.h"
 
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <csignal>
 #include <filesystem>
 #include <regex>
@@ -71,6 +73,33 @@ void expect_refusal(const CliResult& r, int code, const std::string& phrase,
   EXPECT_NE(r.err.find(phrase), std::string::npos) << what << "\n" << r.err;
   EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << what << "\n" << r.err;
   EXPECT_TRUE(r.out.empty()) << what << ": printed before the error:\n" << r.out.substr(0, 300);
+}
+
+std::string rows_text(const std::string& path, const std::string& query) {
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* q = nullptr;
+  std::string out;
+  if (sqlite3_prepare_v2(db, query.c_str(), -1, &q, nullptr) != SQLITE_OK) out = "<bad query>";
+  while (q && sqlite3_step(q) == SQLITE_ROW) {
+    for (int col = 0; col < sqlite3_column_count(q); ++col) {
+      if (sqlite3_column_type(q, col) == SQLITE_FLOAT) {
+        const double d = sqlite3_column_double(q, col);
+        uint64_t bits;
+        std::memcpy(&bits, &d, sizeof bits);
+        out += "R" + std::to_string(bits);
+      } else if (const unsigned char* t = sqlite3_column_text(q, col)) {
+        out += reinterpret_cast<const char*>(t);
+      } else {
+        out += "NULL";
+      }
+      out += '|';
+    }
+    out += '\n';
+  }
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  return out;
 }
 
 void expect_refused(const std::vector<std::string>& args, const std::string& phrase) {

@@ -46,6 +46,10 @@ std::string serve_token(const ServeProcess& s);
 // (`extra` adds flags or overrides those), checked to succeed. Returns `out`.
 std::string make_experiment(const std::string& out, const std::vector<std::string>& extra = {});
 
+// Every row `query` returns from the SQLite file at `path`, one line each, every value exact
+// (a REAL as its IEEE-754 bits): what two files' rows are compared by, bit for bit.
+std::string rows_text(const std::string& path, const std::string& query);
+
 // The CLI contract for a refusal: exit `code`, exactly one line on stderr naming `phrase`,
 // nothing on stdout. `what` names the invocation in failure messages.
 void expect_refusal(const CliResult& r, int code, const std::string& phrase,

@@ -15,6 +15,8 @@
 
 using nlohmann::json;
 
+using hd::test::sql;
+
 namespace {
 
 struct Sweep : testing::Test {
@@ -171,16 +173,6 @@ TEST(Invariance, PatternsComeFromTheData) {
 
 namespace {
 
-// Runs SQL on an experiment file (a test's stand-in for a run killed part-way).
-void sql(const std::string& path, const std::string& statements) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, statements.c_str(), nullptr, nullptr, &err), SQLITE_OK) << err;
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
-
 std::string meta(const std::string& path, const std::string& key) {
   sqlite3* db = nullptr;
   sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
@@ -216,29 +208,33 @@ TEST_F(Sweep, ProvenanceRecordsTheFactsOfEveryArm) {
 
 // A sweep interrupted after its first chunks (the state a killed run leaves: rows of chunks 0
 // and 1, no summary, not sealed) is finished by --resume with the rows and summary a whole run
-// wrote, byte for byte; a stored row edited since is refused.
+// wrote, bit for bit; a stored row edited since is refused.
 TEST_F(Sweep, ResumeFinishesWithTheRowsOfAWholeRun) {
   auto args = base("sweep", "whole.hdy");
   for (const char* a : {"--b-ctk", "q8_0", "--b-ub", "16"}) args.push_back(a);
   ASSERT_EQ(hd::test::run_cli(args).exit_code, 0);
   const std::string whole = *dir_ + "/whole.hdy", cut = *dir_ + "/cut.hdy";
   std::filesystem::copy_file(whole, cut, std::filesystem::copy_options::overwrite_existing);
-  sql(cut, "DELETE FROM meta WHERE key IN ('sweep_chunk_2', 'chunk_sha256/2', 'sweep', "
-           "'integrity_sha256'); UPDATE meta SET value = 'running' WHERE key = 'status';");
+  sql(cut, "DELETE FROM sweep_positions WHERE chunk = 2; DELETE FROM sweep_flips WHERE chunk = 2;"
+           "DELETE FROM meta WHERE key IN ('sweep_rows_sha256/2', 'sweep', 'integrity_sha256');"
+           "UPDATE meta SET value = 'running' WHERE key = 'status';");
   const auto shown = hd::test::run_cli({"show", cut});
   EXPECT_NE(shown.err.find("sweep --resume"), std::string::npos) << shown.err;
 
   const std::string tampered = *dir_ + "/tampered.hdy";
   std::filesystem::copy_file(cut, tampered, std::filesystem::copy_options::overwrite_existing);
-  sql(tampered, "UPDATE meta SET value = replace(value, '\"chunk\":1', '\"chunk\":1 ') "
-                "WHERE key = 'sweep_chunk_1'");
+  sql(tampered, "UPDATE sweep_positions SET kl = kl + 0.25 WHERE chunk = 1 AND mask = 3 AND pos = 9");
   hd::test::expect_refused({"sweep", "--resume", tampered}, "sweep chunk 1 was changed");
 
   const auto r = hd::test::run_cli({"sweep", "--resume", cut});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("resuming: 2 of 3 chunks already stored"), std::string::npos) << r.err;
-  for (const char* key : {"sweep_chunk_0", "sweep_chunk_1", "sweep_chunk_2", "sweep"})
+  for (const char* key : {"sweep_rows_sha256/0", "sweep_rows_sha256/2", "sweep"})
     EXPECT_EQ(meta(cut, key), meta(whole, key)) << key;
+  for (const char* table : {"sweep_positions", "sweep_flips"}) {
+    const std::string all = std::string("SELECT * FROM ") + table + " ORDER BY 1, 2, 3";
+    EXPECT_EQ(hd::test::rows_text(cut, all), hd::test::rows_text(whole, all)) << table;
+  }
   EXPECT_EQ(meta(cut, "status"), "complete");
   EXPECT_EQ(hd::test::run_cli({"verify", cut}).exit_code, 0);
   hd::test::expect_refused({"sweep", "--resume", cut, "--chunk", "32"},

@@ -94,6 +94,16 @@ std::string shared_path(const std::string& rel) {
 
 bool shared_available() { return fs::exists(shared_path("models/stories260K.gguf")); }
 
+void sql(const std::string& path, const std::string& statements) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK) << path;
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, statements.c_str(), nullptr, nullptr, &err), SQLITE_OK)
+      << statements << ": " << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
 std::string temp_dir(const std::string& name) {
   const fs::path p =
       fs::path(testing::TempDir()) / ("hd-" + name + "-" + std::to_string(::getpid()));

@@ -23,6 +23,10 @@ bool shared_available();
 // A fresh directory under the test temp dir, removed by nothing: tests may inspect it later.
 std::string temp_dir(const std::string& name);
 
+// Runs SQL statements on an experiment file: a test's stand-in for a run killed part-way or a
+// file edited after it was written. A failing statement fails the test, naming it.
+void sql(const std::string& path, const std::string& statements);
+
 // A file's whole content ("" when it cannot be read).
 std::string read_file(const std::string& path);
 

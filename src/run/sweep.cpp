@@ -18,6 +18,7 @@
 #include "run/arms.h"
 #include "run/provenance.h"
 #include "run/session.h"
+#include "run/sweep_summary.h"
 #include "run/text.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
@@ -127,38 +128,36 @@ class Sweeper {
 
   // Every scored position of one chunk: A's NLL, and per combination (and the floor) KL(A || it),
   // its NLL and how many top-1 tokens changed.
-  nlohmann::json compute(int chunk, const std::vector<int32_t>& tokens) {
+  store::SweepChunkRows compute(int chunk, const std::vector<int32_t>& tokens) {
     const int n = static_cast<int>(tokens.size());
     const int first_output = first_scored_target(c_.score_from, n) - 1;
     arms_[0]->run_chunk(tokens, nullptr, logits_a_, first_output);
     const size_t v = static_cast<size_t>(arms_[0]->model_info().n_vocab);
-    nlohmann::json nll_a = nlohmann::json::array();
+    store::SweepChunkRows out;
+    out.chunk = chunk;
+    out.first_pos = first_output;
     for (int p = first_output; p < n - 1; ++p) {
       const std::span<const float> row(logits_a_.data() + static_cast<size_t>(p - first_output) * v, v);
-      nll_a.push_back(analysis::log_sum_exp(row) - row[static_cast<size_t>(tokens[p + 1])]);
+      out.nll_a.push_back(analysis::log_sum_exp(row) - row[static_cast<size_t>(tokens[p + 1])]);
     }
     auto score = [&](engine::Arm& arm) {
       arm.run_chunk(tokens, nullptr, logits_b_, first_output);
-      nlohmann::json kl = nlohmann::json::array(), nll = nlohmann::json::array();
-      int flips = 0;
+      store::SweepArmRows r;
       for (int p = first_output; p < n - 1; ++p) {
         const size_t off = static_cast<size_t>(p - first_output) * v;
         const auto s = analysis::score_position({logits_a_.data() + off, v},
                                                 {logits_b_.data() + off, v}, tokens[p + 1], scratch_);
-        kl.push_back(s.kl);
-        nll.push_back(s.nll_b);
-        flips += s.top_a.id[0] != s.top_b.id[0];
+        r.kl.push_back(s.kl);
+        r.nll.push_back(s.nll_b);
+        r.flips += s.top_a.id[0] != s.top_b.id[0];
       }
-      return nlohmann::json{{"kl", kl}, {"nll", nll}, {"flips", flips}};
+      return r;
     };
-    nlohmann::json combos = nlohmann::json::array();
     for (size_t m = 1; m < arms_.size(); ++m) {
-      nlohmann::json row = arms_[m] ? score(*arms_[m]) : nlohmann::json::object();
-      row["mask"] = m;
-      combos.push_back(row);
+      if (arms_[m]) out.combos.emplace_back(score(*arms_[m]));
+      else out.combos.emplace_back(std::nullopt);
     }
-    nlohmann::json out = {{"chunk", chunk}, {"nll_a", nll_a}, {"combos", combos}};
-    if (floor_) out["floor"] = score(*floor_);
+    if (floor_) out.floor = score(*floor_);
     return out;
   }
 
@@ -189,36 +188,53 @@ nlohmann::json sweep_config_json(const DiffConfig& c, int max_arms) {
   return j;
 }
 
-std::string chunk_key(int c) { return "sweep_chunk_" + std::to_string(c); }
 
 }  // namespace
 
 namespace {
 
-// What resume checks before it adds to a sweep: each chunk's row hashed with the configuration
-// it came from, written right after the row.
-std::string row_hash_key(int c) { return "sweep_chunk_sha256/" + std::to_string(c); }
-std::string row_hash(const std::string& config, const std::string& row) {
-  return sha256_bytes(config + "\n" + row);
+// What every stored chunk of this sweep looks like (the reader checks each against it).
+store::SweepShape sweep_shape(const DiffConfig& c, const nlohmann::json& combos,
+                              const std::string& path) {
+  store::SweepShape shape;
+  shape.first_pos = first_scored_target(c.score_from, c.chunk) - 1;
+  shape.n_positions = c.chunk - 1 - shape.first_pos;
+  shape.floor = c.floor;
+  if (combos.is_array()) {
+    for (const auto& x : combos) shape.possible.push_back(x.at("possible").get<bool>());
+  }
+  const size_t n = shape.possible.size();
+  if (n == 0 || (n & (n - 1)) != 0 || !shape.possible[0] || !shape.possible[n - 1])
+    throw InputError("'" + path + "' is damaged: its sweep_combinations are not a sweep's");
+  return shape;
 }
 
-// The chunks whose rows are stored and hash as recorded. A row without its hash (a run killed
-// between the two writes) is computed again; a row whose hash differs was edited: refused.
-std::set<int> stored_rows(const store::Experiment& e, int total) {
-  const std::string config = e.required_meta("config");
+// The chunks whose rows are stored and hash as recorded (a chunk whose rows were edited since
+// is refused), and every stored chunk's rows.
+std::set<int> stored_chunks(const store::Experiment& e, const store::SweepShape& shape,
+                            int total) {
   std::set<int> done;
   for (int c = 0; c < total; ++c) {
-    const auto row = e.meta(chunk_key(c));
-    const auto hash = e.meta(row_hash_key(c));
-    if (!row || !hash) continue;
-    if (*hash != row_hash(config, *row)) {
-      throw InputError("'" + e.path() + "': sweep chunk " + std::to_string(c) +
-                       " was changed after it was stored; it cannot be resumed (run the sweep "
-                       "again, with --force)");
+    if (!e.sweep_chunk(c, shape)) continue;
+    if (auto why = e.sweep_chunk_altered(c)) {
+      throw InputError("'" + e.path() + "': " + *why +
+                       "; it cannot be resumed (run the sweep again, with --force)");
     }
     done.insert(c);
   }
   return done;
+}
+
+// Every chunk's stored rows, in order (each read and checked).
+std::vector<store::SweepChunkRows> all_rows(const store::Experiment& e,
+                                            const store::SweepShape& shape, int total) {
+  std::vector<store::SweepChunkRows> rows;
+  for (int c = 0; c < total; ++c) {
+    auto r = e.sweep_chunk(c, shape);
+    if (!r) throw InputError("'" + e.path() + "' has no stored rows of sweep chunk " + std::to_string(c));
+    rows.push_back(std::move(*r));
+  }
+  return rows;
 }
 
 // `done`: the chunks already stored (checked by stored_rows), none for a new sweep.
@@ -230,19 +246,14 @@ RunEnd run_sweep_chunks(store::Experiment& e, Sweeper& s, const std::set<int>& d
   loop.command = "sweep";
   loop.total = static_cast<int>(chunks.size());
   loop.done = done;
-  const std::string config = e.required_meta("config");  // as stored_rows hashes it
+  const store::SweepShape shape = sweep_shape(s.config(), combos, e.path());
   loop.run_chunk = [&](int c, int) {
     const auto t0 = std::chrono::steady_clock::now();
-    const std::string row = s.compute(c, chunks[static_cast<size_t>(c)]).dump();
-    e.set_meta(chunk_key(c), row);
-    e.set_meta(row_hash_key(c), row_hash(config, row));
+    e.put_sweep_chunk(s.compute(c, chunks[static_cast<size_t>(c)]));
     return ChunkDone{std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
   };
-  loop.before_seal = [&] {
-    std::vector<nlohmann::json> rows;
-    for (int c = 0; c < loop.total; ++c)
-      rows.push_back(nlohmann::json::parse(e.required_meta(chunk_key(c))));
-    e.set_meta("sweep", sweep_summary(cfg, rows, combos).dump());
+  loop.before_seal = [&] {  // the summary of the rows as stored
+    e.set_meta("sweep", sweep_summary(cfg, all_rows(e, shape, loop.total), combos).dump());
   };
   return run_chunk_loop(e, loop, progress);
 }
@@ -304,13 +315,14 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
   const nlohmann::json cfg = nlohmann::json::parse(e.required_meta("config"));
   const DiffConfig config = diff_config_from_json(cfg);
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
+  const nlohmann::json combos = nlohmann::json::parse(e.required_meta("sweep_combinations"));
   // Before minutes of loading, and before anything is written: never add to edited rows.
-  const auto done = stored_rows(e, prov.at("tokens").at("n_chunks").get<int>());
+  const auto done = stored_chunks(e, sweep_shape(config, combos, path),
+                                  prov.at("tokens").at("n_chunks").get<int>());
   const std::string text = read_stored_text(config.text_file, prov, text_again,
                                             "heterodyne sweep --resume " + path);
   Sweeper s(config, cfg.at("max_arms").get<int>());
   // The combinations record every model's hash and which could run: they must be as stored.
-  const nlohmann::json combos = nlohmann::json::parse(e.required_meta("sweep_combinations"));
   if (s.combinations() != combos) {
     throw InputError("the models or settings are not those the sweep used: cannot resume");
   }
@@ -323,6 +335,18 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
   return run_sweep_chunks(e, s, done, chunks, cfg, combos, progress);
 }
 
+// The stored rows, read and checked before minutes of loading: each chunk must still hash as
+// recorded.
+static std::vector<store::SweepChunkRows> checked_rows(const store::Experiment& e,
+                                                       const store::SweepShape& shape,
+                                                       int total) {
+  const auto rows = all_rows(e, shape, total);
+  for (int c = 0; c < total; ++c) {
+    if (auto why = e.sweep_chunk_altered(c)) throw RuntimeError("verify failed: " + *why);
+  }
+  return rows;
+}
+
 void sweep_verify(const std::string& path, bool force, const ProgressFn& progress,
                   const std::string& text_again) {
   const store::Experiment e = store::Experiment::open(path, false);
@@ -330,8 +354,10 @@ void sweep_verify(const std::string& path, bool force, const ProgressFn& progres
   const nlohmann::json prov = nlohmann::json::parse(e.required_meta("provenance"));
   require_same_llama_commit(prov, force);
   const DiffConfig config = diff_config_from_json(cfg);
-  Sweeper s(config, cfg.at("max_arms").get<int>());
   const nlohmann::json combos = nlohmann::json::parse(e.required_meta("sweep_combinations"));
+  const auto stored = checked_rows(e, sweep_shape(config, combos, path),
+                                   prov.at("tokens").at("n_chunks").get<int>());
+  Sweeper s(config, cfg.at("max_arms").get<int>());
   if (s.combinations() != combos && !force) {
     throw InputError("the models or settings are not those the sweep used (--force to compare anyway)");
   }
@@ -340,13 +366,16 @@ void sweep_verify(const std::string& path, bool force, const ProgressFn& progres
   const auto chunks =
       chunk_text(s.model_a(), encodable_text(s.model_a(), text, config.skip_unencodable, progress),
                  config.chunk, config.max_chunks);
-  std::vector<nlohmann::json> rows;
+  if (chunks.size() != stored.size()) {
+    throw RuntimeError(fmt::format("verify failed: the text gives {} chunks, the sweep stored {}",
+                                   chunks.size(), stored.size()));
+  }
+  std::vector<store::SweepChunkRows> rows;
   for (size_t c = 0; c < chunks.size(); ++c) {
-    const std::string again = s.compute(static_cast<int>(c), chunks[c]).dump();
-    if (again != e.required_meta(chunk_key(static_cast<int>(c)))) {
-      throw RuntimeError(fmt::format("verify failed: sweep chunk {} differs", c));
+    rows.push_back(s.compute(static_cast<int>(c), chunks[c]));
+    if (auto d = store::sweep_rows_difference(stored[c], rows.back())) {
+      throw RuntimeError(fmt::format("verify failed: sweep chunk {} differs: {}", c, *d));
     }
-    rows.push_back(nlohmann::json::parse(again));
     progress(fmt::format("chunk {}/{}: identical", c + 1, chunks.size()));
   }
   if (sweep_summary(cfg, rows, combos).dump() != e.required_meta("sweep")) {

@@ -6,10 +6,10 @@
 // effects, pairwise interactions and exact Shapley values (analysis/attribution.h), each with
 // a 95 % interval over chunks, next to the numerical floor.
 //
-// Stored in an experiment file of kind "sweep": meta "config", "provenance", one
-// "sweep_chunk_<c>" row per finished chunk (every scored position's KL, NLL and top-1 flag per
-// combination) with its hash "chunk_sha256/<c>" and, at the end, "sweep" (the summary show
-// prints). The file appears with its first chunk; an interrupted sweep is finished with
+// Stored in an experiment file of kind "sweep": meta "config", "provenance",
+// "sweep_combinations", every scored position's KL and NLL per combination (and the floor) and
+// each chunk's top-1 changes in the tables of store/sweep_rows.h, and at the end meta "sweep"
+// (the summary show prints, run/sweep_summary.h). The file appears with its first chunk; an interrupted sweep is finished with
 // sweep --resume. verify re-runs every chunk and compares the rows byte for byte.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -47,9 +47,5 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
 // Re-runs a stored sweep chunk by chunk; RuntimeError at the first row that differs.
 void sweep_verify(const std::string& path, bool force, const ProgressFn& progress,
                   const std::string& text_again = "");
-
-// The summary of stored chunk rows (what `show` prints), from config and chunk rows alone.
-nlohmann::json sweep_summary(const nlohmann::json& config, const std::vector<nlohmann::json>& chunks,
-                             const nlohmann::json& combinations);
 
 }  // namespace hd::run

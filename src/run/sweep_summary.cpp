@@ -1,7 +1,8 @@
-// The summary of a sweep (what show prints), from its configuration and stored chunk rows
-// alone: per combination the mean KL with its interval, top-1 change and PPL; main effects,
-// pairwise interactions and Shapley values per chunk, each then averaged over chunks with its
-// interval; the floor.
+// The summary of a sweep: per combination the mean KL with its interval, top-1 change and PPL;
+// main effects, pairwise interactions and Shapley values per chunk, each then averaged over
+// chunks with its interval; the floor.
+#include "run/sweep_summary.h"
+
 #include <cmath>
 #include <limits>
 
@@ -15,6 +16,9 @@ namespace hd::run {
 
 namespace {
 
+using store::SweepArmRows;
+using store::SweepChunkRows;
+
 // A mean with its interval over chunks: one value per chunk, each its own cluster.
 analysis::MeanCI over_chunks(const std::vector<double>& per_chunk) {
   std::vector<int> cluster(per_chunk.size());
@@ -22,25 +26,22 @@ analysis::MeanCI over_chunks(const std::vector<double>& per_chunk) {
   return analysis::cluster_mean(per_chunk, cluster);
 }
 
+const SweepArmRows& ran(const std::optional<SweepArmRows>& rows, size_t mask) {
+  if (!rows) throw InputError("sweep rows of combination " + std::to_string(mask) + " are missing");
+  return *rows;
+}
 
-}  // namespace
-
-nlohmann::json sweep_summary(const nlohmann::json& config, const std::vector<nlohmann::json>& chunks,
-                             const nlohmann::json& combinations) {
-  const engine::ArmSettings a = arm_settings_from_json(config.at("a"));
-  const engine::ArmSettings b = arm_settings_from_json(config.at("b"));
-  const std::vector<std::string> names = differing_settings(a, b);
-  const size_t k = names.size(), n_comb = size_t{1} << k, G = chunks.size();
-  if (G == 0) throw InputError("the sweep has no finished chunk");
-  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-  // v[chunk][mask]: the chunk's mean KL(A || combination); NaN where it cannot run.
-  std::vector<std::vector<double>> v(G, std::vector<double>(n_comb, kNaN));
+// The combinations with their statistics over every scored position; v[chunk][mask] gets each
+// chunk's mean KL(A || combination), NaN where it cannot run.
+nlohmann::json combination_rows(const nlohmann::json& combinations,
+                                const std::vector<SweepChunkRows>& chunks,
+                                std::vector<std::vector<double>>& v) {
+  const size_t G = chunks.size(), n_comb = v.empty() ? 0 : v[0].size();
   nlohmann::json combos = nlohmann::json::array();
   std::vector<double> nll_a;
   std::vector<int> nll_a_cluster;
   for (size_t g = 0; g < G; ++g) {
-    for (const auto& x : chunks[g]["nll_a"]) nll_a.push_back(x), nll_a_cluster.push_back(int(g));
+    for (double x : chunks[g].nll_a) nll_a.push_back(x), nll_a_cluster.push_back(int(g));
     v[g][0] = 0;  // A against its own logits
   }
   for (size_t m = 0; m < n_comb; ++m) {
@@ -52,12 +53,12 @@ nlohmann::json sweep_summary(const nlohmann::json& config, const std::vector<nlo
       std::vector<int> cluster;
       size_t flips = 0;
       for (size_t g = 0; g < G; ++g) {
-        const auto& c = chunks[g]["combos"].at(m - 1);
+        const SweepArmRows& c = ran(chunks[g].combos.at(m - 1), m);
         double sum = 0;
-        for (const auto& x : c["kl"]) kl.push_back(x), sum += x.get<double>(), cluster.push_back(int(g));
-        for (const auto& x : c["nll"]) nll.push_back(x);
-        flips += c["flips"].get<size_t>();
-        v[g][m] = sum / static_cast<double>(c["kl"].size());
+        for (double x : c.kl) kl.push_back(x), sum += x, cluster.push_back(int(g));
+        for (double x : c.nll) nll.push_back(x);
+        flips += static_cast<size_t>(c.flips);
+        v[g][m] = sum / static_cast<double>(c.kl.size());
       }
       const auto mk = analysis::cluster_mean(kl, cluster);
       const auto mn = analysis::cluster_mean(nll, cluster);
@@ -69,41 +70,50 @@ nlohmann::json sweep_summary(const nlohmann::json& config, const std::vector<nlo
     combos.push_back(row);
   }
   combos[0]["ppl"] = std::exp(analysis::cluster_mean(nll_a, nll_a_cluster).mean);
+  return combos;
+}
 
-  nlohmann::json floor = nullptr;
-  double floor_hi = 0;
-  if (chunks[0].contains("floor")) {
-    std::vector<double> kl;
-    std::vector<int> cluster;
-    size_t flips = 0;
-    for (size_t g = 0; g < G; ++g) {
-      for (const auto& x : chunks[g]["floor"]["kl"]) kl.push_back(x), cluster.push_back(int(g));
-      flips += chunks[g]["floor"]["flips"].get<size_t>();
-    }
-    const auto m = analysis::cluster_mean(kl, cluster);
-    floor = {{"kl_mean", m.mean},
-             {"kl_ci95", json_number(m.ci95)},
-             {"top1_change_rate", static_cast<double>(flips) / static_cast<double>(kl.size())}};
-    floor_hi = m.mean + (std::isnan(m.ci95) ? 0 : m.ci95);
+// The floor's statistics (null without one); floor_hi gets the upper end of its interval.
+nlohmann::json floor_row(const std::vector<SweepChunkRows>& chunks, double& floor_hi) {
+  floor_hi = 0;
+  if (!chunks[0].floor) return nullptr;
+  std::vector<double> kl;
+  std::vector<int> cluster;
+  size_t flips = 0;
+  for (size_t g = 0; g < chunks.size(); ++g) {
+    if (!chunks[g].floor) throw InputError("the floor rows of a sweep chunk are missing");
+    for (double x : chunks[g].floor->kl) kl.push_back(x), cluster.push_back(int(g));
+    flips += static_cast<size_t>(chunks[g].floor->flips);
   }
+  const auto m = analysis::cluster_mean(kl, cluster);
+  floor_hi = m.mean + (std::isnan(m.ci95) ? 0 : m.ci95);
+  return {{"kl_mean", m.mean},
+          {"kl_ci95", json_number(m.ci95)},
+          {"top1_change_rate", static_cast<double>(flips) / static_cast<double>(kl.size())}};
+}
 
-  // Settings that cannot move alone (a quantized V cache needs flash attention) are one player
-  // for the Shapley values, so that every combination of players ran.
-  std::vector<bool> possible(n_comb);
-  for (size_t m = 0; m < n_comb; ++m) possible[m] = combos[m]["possible"].get<bool>();
-  const std::vector<unsigned> players = analysis::coupled_players(possible);
-  std::vector<std::string> player_names;
+// "a+b" for a player of several settings.
+std::vector<std::string> player_names(const std::vector<unsigned>& players,
+                                      const std::vector<std::string>& names) {
+  std::vector<std::string> out;
   for (unsigned p : players) {
     std::string name;
-    for (size_t i = 0; i < k; ++i) {
+    for (size_t i = 0; i < names.size(); ++i) {
       if (!(p & (1u << i))) continue;
       if (!name.empty()) name += '+';
       name += names[i];
     }
-    player_names.push_back(name);
+    out.push_back(name);
   }
+  return out;
+}
 
-  // Attribution per chunk, then each quantity's mean and interval over chunks.
+// Main effects, interactions and Shapley values: per chunk, then each quantity's mean and
+// interval over chunks, written into `out`.
+void attribution(const std::vector<std::vector<double>>& v, const std::vector<std::string>& names,
+                 const std::vector<unsigned>& players, const std::vector<std::string>& pnames,
+                 double floor_hi, nlohmann::json& out) {
+  const size_t G = v.size(), k = names.size();
   std::vector<analysis::Attribution> per(G), per_player(G);
   for (size_t g = 0; g < G; ++g) {
     per[g] = analysis::attribute(v[g]);
@@ -132,30 +142,52 @@ nlohmann::json sweep_summary(const nlohmann::json& config, const std::vector<nlo
   for (size_t p = 0; p < players.size(); ++p) {
     const auto sh =
         across(per_player, [p](const analysis::Attribution& at) { return at.shapley[p]; });
-    shapley[player_names[p]] = json_number(sh.mean);
-    shapley_ci[player_names[p]] = json_number(sh.ci95);
+    shapley[pnames[p]] = json_number(sh.mean);
+    shapley_ci[pnames[p]] = json_number(sh.ci95);
     // Within the floor: the interval of the value reaches down to the floor's upper end.
     if (std::fabs(sh.mean) - (std::isnan(sh.ci95) ? 0 : sh.ci95) <= floor_hi) {
-      within.push_back(player_names[p]);
+      within.push_back(pnames[p]);
     }
   }
+  out["main_effects"] = main;
+  out["main_effects_ci95"] = main_ci;
+  out["interactions"] = interactions;
+  out["shapley"] = shapley;
+  out["shapley_ci95"] = shapley_ci;
+  out["within_floor"] = within;
+}
+
+}  // namespace
+
+nlohmann::json sweep_summary(const nlohmann::json& config,
+                             const std::vector<SweepChunkRows>& chunks,
+                             const nlohmann::json& combinations) {
+  const engine::ArmSettings a = arm_settings_from_json(config.at("a"));
+  const engine::ArmSettings b = arm_settings_from_json(config.at("b"));
+  const std::vector<std::string> names = differing_settings(a, b);
+  const size_t n_comb = size_t{1} << names.size(), G = chunks.size();
+  if (G == 0) throw InputError("the sweep has no finished chunk");
+  std::vector<std::vector<double>> v(
+      G, std::vector<double>(n_comb, std::numeric_limits<double>::quiet_NaN()));
+  const nlohmann::json combos = combination_rows(combinations, chunks, v);
+  double floor_hi = 0;
+  const nlohmann::json floor = floor_row(chunks, floor_hi);
+
+  // Settings that cannot move alone (a quantized V cache needs flash attention) are one player
+  // for the Shapley values, so that every combination of players ran.
+  std::vector<bool> possible(n_comb);
+  for (size_t m = 0; m < n_comb; ++m) possible[m] = combos[m]["possible"].get<bool>();
+  const std::vector<unsigned> players = analysis::coupled_players(possible);
+  const std::vector<std::string> pnames = player_names(players, names);
   size_t impossible = 0;
   for (const auto& c : combos) impossible += c["possible"].get<bool>() ? 0 : 1;
-  return {{"settings", names},
-          {"a", to_json(a)},
-          {"b", to_json(b)},
-          {"chunks", G},
-          {"combinations", combos},
-          {"impossible", impossible},
-          {"floor", floor},
-          {"total", combos[n_comb - 1]["kl_mean"]},
-          {"main_effects", main},
-          {"main_effects_ci95", main_ci},
-          {"interactions", interactions},
-          {"shapley_players", player_names},
-          {"shapley", shapley},
-          {"shapley_ci95", shapley_ci},
-          {"within_floor", within}};
+  nlohmann::json out = {{"settings", names},        {"a", to_json(a)},
+                        {"b", to_json(b)},          {"chunks", G},
+                        {"combinations", combos},   {"impossible", impossible},
+                        {"floor", floor},           {"total", combos[n_comb - 1]["kl_mean"]},
+                        {"shapley_players", pnames}};
+  attribution(v, names, players, pnames, floor_hi, out);
+  return out;
 }
 
 }  // namespace hd::run

@@ -10,6 +10,7 @@
 
 #include "analysis/plugin.h"
 #include "analysis/records.h"
+#include "store/sweep_rows.h"
 
 namespace hd::store {
 
@@ -62,6 +63,15 @@ class Experiment {
   // rows of one (store/analysis_tables.h).
   std::vector<std::string> analyses() const;
   std::vector<analysis::StoredRow> analysis_rows(const std::string& name) const;
+
+  // A sweep's rows (store/sweep_rows.h). put_sweep_chunk stores one chunk with its hash in one
+  // transaction (replacing rows of the chunk stored without a hash). sweep_chunk reads one back,
+  // from the tables or from an older file's meta JSON row, checked against `shape`: nullopt when
+  // the chunk is not stored, InputError naming the file when its rows are not what a sweep
+  // writes. sweep_chunk_altered: why a stored chunk no longer hashes as recorded, if it does not.
+  void put_sweep_chunk(const SweepChunkRows& rows);
+  std::optional<SweepChunkRows> sweep_chunk(int chunk, const SweepShape& shape) const;
+  std::optional<std::string> sweep_chunk_altered(int chunk) const;
 
   // SHA-256 over the canonical serialization of every stored value but the hash itself.
   std::string compute_integrity() const;

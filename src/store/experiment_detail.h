@@ -1,7 +1,10 @@
 // What the parts of store/experiment (creating and opening, rows, hashes) share; not for use
 // outside store/.
 #pragma once
+#include <functional>
 #include <string>
+
+#include "common/sha256.h"
 
 namespace hd::store {
 
@@ -44,16 +47,35 @@ inline constexpr TableDef kTables[] = {
      " width INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (chunk, arm, layer)) WITHOUT ROWID"},
 };
 
-// The tables only some kinds of experiment hold (made by that kind's run, store/floor_rows.h),
-// hashed after the others when present: files without them hash as they always did.
-inline constexpr TableDef kKindTables[] = {
+// The tables only some kinds of experiment hold, made by that kind's run (store/sweep_rows.h,
+// store/floor_rows.h): the integrity hash covers them after the others where present, so files
+// without them hash as they always did. No file holds both kinds' tables, nor analysis tables.
+inline constexpr TableDef kSweepTables[] = {
+    {"sweep_positions", "chunk, comparison, mask, pos",
+     "CREATE TABLE IF NOT EXISTS sweep_positions (chunk INTEGER, comparison TEXT, mask INTEGER,"
+     " pos INTEGER, kl REAL, nll REAL, PRIMARY KEY (chunk, comparison, mask, pos)) WITHOUT ROWID"},
+    {"sweep_flips", "chunk, comparison, mask",
+     "CREATE TABLE IF NOT EXISTS sweep_flips (chunk INTEGER, comparison TEXT, mask INTEGER,"
+     " flips INTEGER, PRIMARY KEY (chunk, comparison, mask)) WITHOUT ROWID"},
+};
+inline constexpr TableDef kFloorTables[] = {
+    // created by floor_rows.cpp
     {"floor_patterns", "group_index", ""},
     {"floor_runs", "group_index, n_ubatch", ""},
 };
 
+// Whether the file holds table `name`.
+bool has_table(Database& db, const char* name);
+
 // The column `col` of the row `q` is on, in the tagged encoding every hash uses ('N'; 'I'
 // int64; 'R' f64 bits; 'T'/'B' length + bytes; docs/experiment-format.md, *Integrity*).
 std::string canonical_value(const Statement& q, int col);
+
+// The hash resume checks of one stored unit (a diff's or sweep's chunk, a floor's group): the
+// kind and configuration it came from, each followed by a newline, then what `rows` adds.
+std::string unit_sha256(const Experiment& e, const std::function<void(Sha256&)>& rows);
+// Adds every column of every row `q` gives, in the tagged encoding.
+void hash_rows(Sha256& md, Statement& q);
 
 // The meta key of chunk `chunk`'s hash, and the hash itself: the chunk's rows (with its run
 // time) and the configuration they came from, as resume checks them.

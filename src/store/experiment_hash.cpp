@@ -80,23 +80,20 @@ static std::string shown_value(const Statement& q, int col) {
   }
 }
 
-static bool has_table(Database& db, const char* name) {
-  Statement q(db.handle(), "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
-  q.bind(1, std::string_view(name));
-  return q.step();
-}
-
 std::string Experiment::compute_integrity() const {
   // For each table in the fixed order above, its name and a newline, then every row in key
   // order; meta rows with key 'integrity_sha256' are left out: the hash cannot cover itself.
   Sha256 md;
-  // Then each plug-in analysis' table, by name (a file without them hashes as it always did).
+  // Then each plug-in analysis' table, by name, and the tables of a sweep or a floor, where
+  // present (a file without them hashes as it always did).
   std::vector<TableDef> tables(std::begin(kTables), std::end(kTables));
   std::vector<std::string> names;
   for (const auto& a : stored_analyses(*db_)) names.push_back(analysis_table(a));
   for (const auto& n : names) tables.push_back({n.c_str(), "chunk, row", ""});
-  for (const auto& t : detail::kKindTables) {
-    if (has_table(*db_, t.name)) tables.push_back(t);
+  for (const auto* kind_tables : {&detail::kSweepTables, &detail::kFloorTables}) {
+    for (const auto& t : *kind_tables) {
+      if (detail::has_table(*db_, t.name)) tables.push_back(t);
+    }
   }
   for (const auto& table : tables) {
     md.update(table.name, std::strlen(table.name));
@@ -195,16 +192,27 @@ std::string detail::chunk_hash_key(int chunk) { return "chunk_sha256/" + std::to
 // What resume checks: the chunk's rows (with its run time) and the configuration they came
 // from, hashed when the chunk was stored.
 std::string detail::chunk_sha256(Database& db, const Experiment& e, int chunk) {
+  return unit_sha256(e, [&](Sha256& md) {
+    for (const Row& r : chunk_rows(db, e, chunk, true)) {
+      for (const auto& b : r.bytes) md.update(b.data(), b.size());
+    }
+  });
+}
+
+std::string detail::unit_sha256(const Experiment& e, const std::function<void(Sha256&)>& rows) {
   Sha256 md;
   for (const char* key : {"kind", "config"}) {
-    const std::string v = e.meta(key).value_or("");
-    md.update(v.data(), v.size());
+    md.update(e.meta(key).value_or(""));
     md.update("\n", 1);
   }
-  for (const Row& r : chunk_rows(db, e, chunk, true)) {
-    for (const auto& b : r.bytes) md.update(b.data(), b.size());
-  }
+  rows(md);
   return md.hex();
+}
+
+void detail::hash_rows(Sha256& md, Statement& q) {
+  while (q.step()) {
+    for (int col = 0; col < q.columns(); ++col) md.update(canonical_value(q, col));
+  }
 }
 
 std::optional<std::string> Experiment::altered_chunks() const {

@@ -29,24 +29,14 @@ std::string group_hash_key(int g) { return "floor_group_sha256/" + std::to_strin
 // What resume checks: the group's rows and the configuration they came from, in the tagged
 // encoding of the integrity hash (the pattern row, then the runs by ubatch).
 std::string group_sha256(const Experiment& e, int g) {
-  Sha256 md;
-  for (const char* key : {"kind", "config"}) {
-    const std::string v = e.meta(key).value_or("");
-    md.update(v.data(), v.size());
-    md.update("\n", 1);
-  }
-  for (const char* sql : {"SELECT * FROM floor_patterns WHERE group_index = ?",
-                          "SELECT * FROM floor_runs WHERE group_index = ? ORDER BY n_ubatch"}) {
-    Statement q(e.database().handle(), sql);
-    q.bind(1, int64_t{g});
-    while (q.step()) {
-      for (int col = 0; col < q.columns(); ++col) {
-        const std::string v = detail::canonical_value(q, col);
-        md.update(v.data(), v.size());
-      }
+  return detail::unit_sha256(e, [&](Sha256& md) {
+    for (const char* sql : {"SELECT * FROM floor_patterns WHERE group_index = ?",
+                            "SELECT * FROM floor_runs WHERE group_index = ? ORDER BY n_ubatch"}) {
+      Statement q(e.database().handle(), sql);
+      q.bind(1, int64_t{g});
+      detail::hash_rows(md, q);
     }
-  }
-  return md.hex();
+  });
 }
 
 // A column read with the type a run writes it with; anything else is damage.

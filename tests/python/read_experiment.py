@@ -11,11 +11,18 @@ import sys
 TABLES = [("meta", "key"), ("chunks", "chunk"), ("tokens", "chunk, pos"), ("vocab", "token_id"),
           ("positions", "comparison, chunk, pos"), ("layers", "comparison, chunk, layer, pos"),
           ("transplants", "chunk, direction, step, pos"), ("residuals", "chunk, arm, layer")]
+# After those: each plug-in analysis' table by name, then a sweep's or a floor's tables, where
+# the file has them.
+KIND_TABLES = [("sweep_positions", "chunk, comparison, mask, pos"),
+               ("sweep_flips", "chunk, comparison, mask"),
+               ("floor_patterns", "group_index"), ("floor_runs", "group_index, n_ubatch")]
 
 
 def integrity(db):
     h = hashlib.sha256()
-    for name, order in TABLES:
+    present = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    analyses = [(n, "chunk, row") for n in sorted(present) if n.startswith("analysis_")]
+    for name, order in TABLES + analyses + [t for t in KIND_TABLES if t[0] in present]:
         h.update(name.encode() + b"\n")
         where = " WHERE key != 'integrity_sha256'" if name == "meta" else ""
         cols = [r[1] for r in db.execute(f"PRAGMA table_info({name})")]
@@ -46,7 +53,7 @@ def main(path):
         "format": meta["format"],
         "chunk": config["chunk"],
         "n_scored": len(kl),
-        "kl_mean": sum(kl) / len(kl),
+        "kl_mean": sum(kl) / len(kl) if kl else None,
         "integrity_stored": meta.get("integrity_sha256"),
         "integrity_recomputed": integrity(db),
     }))
