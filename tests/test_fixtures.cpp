@@ -44,9 +44,22 @@ class FixtureTest : public testing::Test {
 class ScopedGenerator {
  public:
   explicit ScopedGenerator(const std::string& exe) {
-    ::setenv("HETERODYNE_LLAMA_ARCHS", exe.c_str(), 1);
+    if (const char* old = std::getenv(kVar)) old_ = old;
+    ::setenv(kVar, exe.c_str(), 1);
   }
-  ~ScopedGenerator() { ::unsetenv("HETERODYNE_LLAMA_ARCHS"); }
+  ~ScopedGenerator() {
+    if (old_.empty()) {
+      ::unsetenv(kVar);
+    } else {
+      ::setenv(kVar, old_.c_str(), 1);
+    }
+  }
+  ScopedGenerator(const ScopedGenerator&) = delete;
+  ScopedGenerator& operator=(const ScopedGenerator&) = delete;
+
+ private:
+  static constexpr const char* kVar = "HETERODYNE_LLAMA_ARCHS";
+  std::string old_;
 };
 
 std::vector<std::string> lines(const std::string& text) {
