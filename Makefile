@@ -28,7 +28,7 @@ ASAN_TESTS ?= .
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 
-.PHONY: all deps configure build bin test test-asan fuzz demo bench rpc-server worker clean
+.PHONY: all deps configure build bin test test-asan fuzz demo bench rpc-server fixtures worker clean
 
 all: build
 
@@ -94,6 +94,13 @@ demo: bin
 rpc-server: configure
 	cmake --build $(BUILD) -j $(JOBS) --target rpc_server
 	@echo "llama.cpp's RPC server: $(BUILD)/ggml-rpc-server -H <address> -p 50052 [-t threads]"
+
+# llama.cpp's fixture generator (tests/test-llama-archs.cpp from the same pinned tree), which
+# `heterodyne make-model --arch ARCH` and --list-archs run (docs/architectures.md). The tests
+# build it too; the demo never does.
+fixtures: configure
+	cmake --build $(BUILD) -j $(JOBS) --target heterodyne-llama-archs
+	@echo "fixtures: $(HD) make-model --list-archs; $(HD) make-model --arch qwen3 -o qwen3.gguf"
 
 # A worker for another llama.cpp build (--a-llama-build / --b-llama-build build it on first use
 # too): make worker SPEC=pinned,GGML_NATIVE=OFF | SPEC=npm:node-llama-cpp@3.20.0 | SPEC=/path/to/llama.cpp

@@ -1,6 +1,12 @@
 // heterodyne make-model --preset P --seed S --type T -o m.gguf
+// heterodyne make-model --arch A [--moe] [--seed S] -o m.gguf | --list-archs
 // heterodyne quantize in.gguf out.gguf TYPE
+#include <fmt/format.h>
+
+#include <iostream>
+
 #include "cli/commands.h"
+#include "engine/fixtures.h"
 #include "engine/model_maker.h"
 #include "engine/quantize.h"
 #include "engine/system.h"
@@ -8,20 +14,62 @@
 
 namespace hd::cli {
 
+namespace {
+
+// --list-archs: one line per architecture and the variants it has, then a count on stderr.
+void list_fixture_archs() {
+  const std::vector<engine::FixtureArch> archs = engine::fixture_archs();
+  size_t files = 0;
+  for (const engine::FixtureArch& a : archs) {
+    const std::string variants = a.dense && a.moe ? "dense, moe" : a.dense ? "dense" : "moe";
+    std::cout << fmt::format("{:<18} {}\n", a.name, variants);
+    files += (a.dense ? 1 : 0) + (a.moe ? 1 : 0);
+  }
+  progress_line(fmt::format("{} architectures, {} fixtures (llama.cpp's test-llama-archs)",
+                            archs.size(), files));
+}
+
+}  // namespace
+
 void add_make_model(CLI::App& app, Context& ctx) {
-  auto spec = std::make_shared<engine::ModelSpec>();
-  auto out = std::make_shared<std::string>();
-  auto force = std::make_shared<bool>(false);
-  CLI::App* cmd =
-      app.add_subcommand("make-model", "write a deterministic random-weight GGUF with real shapes");
-  cmd->add_option("--preset", spec->preset, "tiny-llama | tiny-qwen3 | qwen3-0.6b")->required();
-  cmd->add_option("--seed", spec->seed, "random seed")->capture_default_str();
-  cmd->add_option("--type", spec->type, "f32 | f16 | bf16")->capture_default_str();
-  cmd->add_option("-o,--output", *out, "GGUF to write")->required();
-  cmd->add_flag("--force", *force, "replace an existing file");
-  cmd->callback([spec, out, force, &ctx] {
-    engine::make_model(*spec, *out, OutputPolicy(*force));
-    progress_line("wrote " + *out);
+  struct Opts {
+    engine::ModelSpec spec;
+    std::string arch, out;
+    bool moe = false, list_archs = false, force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand(
+      "make-model", "write a deterministic random-weight GGUF: a preset, or any architecture");
+  CLI::Option* preset =
+      cmd->add_option("--preset", o->spec.preset, "tiny-llama | tiny-qwen3 | qwen3-0.6b");
+  CLI::Option* arch = cmd->add_option(
+      "--arch", o->arch, "llama.cpp's fixture of this architecture (make fixtures builds it)");
+  CLI::Option* list = cmd->add_flag("--list-archs", o->list_archs,
+                                    "list the architectures --arch makes, dense and MoE");
+  cmd->add_flag("--moe", o->moe, "the MoE variant of --arch")->needs(arch);
+  cmd->add_option("--seed", o->spec.seed, "random seed")->capture_default_str();
+  cmd->add_option("--type", o->spec.type, "f32 | f16 | bf16 (presets)")
+      ->capture_default_str()
+      ->excludes(arch);
+  CLI::Option* out = cmd->add_option("-o,--output", o->out, "GGUF to write");
+  cmd->add_flag("--force", o->force, "replace an existing file");
+  preset->excludes(arch)->excludes(list);
+  arch->excludes(list);
+  out->excludes(list);
+  cmd->callback([o, &ctx] {
+    if (o->list_archs) {
+      list_fixture_archs();
+    } else if (o->spec.preset.empty() && o->arch.empty()) {
+      throw InputError("make-model needs --preset NAME or --arch NAME (or --list-archs)");
+    } else if (o->out.empty()) {
+      throw InputError("make-model needs -o FILE.gguf");
+    } else if (!o->arch.empty()) {
+      engine::make_fixture(o->arch, o->moe, o->spec.seed, o->out, OutputPolicy(o->force));
+      progress_line("wrote " + o->out);
+    } else {
+      engine::make_model(o->spec, o->out, OutputPolicy(o->force));
+      progress_line("wrote " + o->out);
+    }
     ctx.exit_code = 0;
   });
 }

@@ -6,12 +6,11 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <mutex>
 #include <vector>
 
 #include "common/cache_dir.h"
+#include "common/cached_file.h"
 #include "common/fatal.h"
 #include "common/output_file.h"
 #include "common/sha256.h"
@@ -120,33 +119,6 @@ std::string quantized_cache_path(const std::string& src, const std::string& type
   gguf_check(src);
   const std::string key = sha256_file(src).substr(0, 16);
   return (cache_dir() / "quantized" / (key + "-" + canonical + ".gguf")).string();
-}
-
-// A file of heterodyne's cache, made by `make(temporary path)` when absent. It is trusted only
-// when its bytes hash to what was recorded as it was made (in "<path>.sha256"): a file
-// truncated, edited or swapped into its slot is made again, not used.
-static std::string ensure_cached(const std::filesystem::path& path,
-                                 const std::function<void(const std::string&)>& make) {
-  const std::string sidecar = path.string() + ".sha256";
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(path, ec) && std::filesystem::is_regular_file(sidecar, ec)) {
-    std::ifstream in(sidecar);
-    std::string recorded;
-    if (in >> recorded && recorded == sha256_file(path.string())) return path.string();
-  }
-  std::filesystem::create_directories(path.parent_path(), ec);
-  if (ec) {
-    throw RuntimeError("cannot create cache directory " + path.parent_path().string() + ": " +
-                       ec.message());
-  }
-  // Concurrent runs may both make it; each moves a complete file into place, so the loser
-  // merely replaces an identical file.
-  const OutputPolicy own_cache(true);
-  OutputFile file(path.string(), own_cache);
-  make(file.temporary());
-  write_output_file(sidecar, sha256_file(file.temporary()) + "\n", own_cache);
-  file.commit();
-  return path.string();
 }
 
 std::string ensure_quantized(const std::string& src, const std::string& type, int n_threads) {
