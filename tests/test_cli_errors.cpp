@@ -1186,8 +1186,9 @@ TEST_F(CliErrors, MakeModelBadSeed) {
 
 TEST_F(CliErrors, MakeModelMissingRequiredFlags) {
   const std::string out = path("required.gguf");
-  EXPECT_TRUE(Fails(cli({"make-model", "--seed", "1", "-o", out}), 2, {"--preset", "required"}));
-  EXPECT_TRUE(Fails(cli({"make-model", "--preset", "tiny-llama"}), 2, {"--output", "required"}));
+  EXPECT_TRUE(Fails(cli({"make-model", "--seed", "1", "-o", out}), 2,
+                    {"needs --preset NAME or --arch NAME"}));
+  EXPECT_TRUE(Fails(cli({"make-model", "--preset", "tiny-llama"}), 2, {"needs -o FILE.gguf"}));
   EXPECT_TRUE(
       Fails(cli({"make-model", "--preset", "tiny-llama", "-o", out, "--bogus"}), 2, {"--bogus"}));
   EXPECT_TRUE(NothingWritten(out));
