@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "report/experiment_views.h"
 #include "serve/catalog.h"
+#include "serve/public_paths.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
 #include "test_support.h"
@@ -120,4 +122,18 @@ TEST_F(ExperimentKinds, AnUnknownKindIsOneClearLineEverywhere) {
       hd::serve::list_experiments(hd::serve::Sandbox(*dir_), hd::serve::PublicPaths(*dir_, *dir_));
   for (const auto& e : list) EXPECT_NE(e["name"], "odd");
   fs::remove(odd);
+}
+
+// Serve sends a sweep's or floor's whole document, show's text included: no absolute path may
+// survive its scrubbing, wherever it stands in that text (show writes B's values as "*VALUE").
+TEST_F(ExperimentKinds, ServeShowsNoAbsolutePathOfASweepOrFloor) {
+  const hd::serve::PublicPaths paths("/nowhere/models", *dir_);
+  for (const char* name : {"s.hdy", "f.hdy"}) {
+    json doc = hd::report::result_document(path(name));
+    ASSERT_NE(doc.dump().find(*dir_), std::string::npos) << "the test needs a path to scrub";
+    paths.scrub(doc);
+    EXPECT_EQ(doc.dump().find(*dir_), std::string::npos) << doc.dump();
+  }
+  EXPECT_EQ(paths.text("*/home/alice/llama-b, \n/home/alice/m.gguf dir=/x/y and a/b"),
+            "*llama-b, \nm.gguf dir=y and a/b");
 }

@@ -37,15 +37,20 @@ class SetUpFailuresFail : public testing::EmptyTestEventListener {
   void OnEnvironmentsSetUpEnd(const testing::UnitTest& u) override {
     printer_->OnEnvironmentsSetUpEnd(u);
   }
-  void OnTestSuiteStart(const testing::TestSuite& s) override { printer_->OnTestSuiteStart(s); }
+  void OnTestSuiteStart(const testing::TestSuite& s) override {
+    suite_ = &s;
+    printer_->OnTestSuiteStart(s);
+  }
   void OnTestStart(const testing::TestInfo& t) override {
     unset_up_ = false;
     printer_->OnTestStart(t);
   }
   void OnTestDisabled(const testing::TestInfo& t) override { printer_->OnTestDisabled(t); }
   void OnTestPartResult(const testing::TestPartResult& r) override {
-    // A test that skips itself gives its reason; the skip of a suite whose set-up failed has none.
-    if (r.skipped() && (r.message() == nullptr || *r.message() == '\0')) {
+    // gtest skips every test of a suite whose set-up failed: its ad hoc result holds that failure.
+    // (The suite is kept from OnTestSuiteStart: UnitTest::current_test_suite() takes a lock
+    // gtest holds while it reports.)
+    if (r.skipped() && suite_ != nullptr && suite_->ad_hoc_test_result().Failed()) {
       unset_up_ = true;
       ++failed_set_ups_;
       std::printf(
@@ -76,6 +81,7 @@ class SetUpFailuresFail : public testing::EmptyTestEventListener {
 
  private:
   std::unique_ptr<testing::TestEventListener> printer_;
+  const testing::TestSuite* suite_ = nullptr;
   bool unset_up_ = false;
   int failed_set_ups_ = 0;
 };

@@ -48,7 +48,10 @@ Shown show_diff(const std::string& path, const ShowRequest& r) {
 
 // A floor keeps its rows in tables (store/floor_rows.h); files from before, in its summary.
 void add_floor_rows(const store::Experiment& e, nlohmann::json& floor) {
-  if (!floor.contains("rows")) floor.update(store::floor_groups_json(store::read_floor_groups(e)));
+  if (floor.contains("rows")) return;
+  if (!store::has_floor_tables(e))
+    throw InputError("'" + e.path() + "' is damaged: its floor tables are missing");
+  floor.update(store::floor_groups_json(store::read_floor_groups(e)));
 }
 
 // A kind whose stored result is one summary in its meta table (stored_result.h), with the rows
@@ -142,14 +145,31 @@ const View& view_of(const std::string& path) {
   return kViews[static_cast<size_t>(store::kind_of(store::Experiment::open(path, false)))];
 }
 
+// A stored summary or configuration that parses as JSON but not in the shape this heterodyne
+// writes (a value of another type, a key missing) is a damaged file, said in one line.
+template <typename F>
+auto reading(const std::string& path, F&& view) {
+  try {
+    return view();
+  } catch (const nlohmann::json::exception&) {
+    throw InputError("'" + path +
+                     "' is damaged: its stored configuration or result is not what heterodyne "
+                     "writes (a value of another type, or one missing)");
+  }
+}
+
 }  // namespace
 
 Shown show_experiment(const std::string& path, const ShowRequest& request) {
-  return view_of(path).show(path, request);
+  return reading(path, [&] { return view_of(path).show(path, request); });
 }
 
-nlohmann::json result_document(const std::string& path) { return view_of(path).document(path); }
+nlohmann::json result_document(const std::string& path) {
+  return reading(path, [&] { return view_of(path).document(path); });
+}
 
-nlohmann::json catalog_entry(const std::string& path) { return view_of(path).catalog_entry(path); }
+nlohmann::json catalog_entry(const std::string& path) {
+  return reading(path, [&] { return view_of(path).catalog_entry(path); });
+}
 
 }  // namespace hd::report

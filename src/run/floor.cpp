@@ -10,6 +10,7 @@
 #include "common/sha256.h"
 #include "engine/arm.h"
 #include "engine/model.h"
+#include "engine/system.h"
 #include "errors.h"
 #include "run/chunk_loop.h"
 #include "run/floor_explore.h"
@@ -134,6 +135,24 @@ Loaded load_stored(const FloorConfig& c, const nlohmann::json& prov, const std::
   return l;
 }
 
+// Thread count 0 means this machine's default and a device is found by name: groups run here
+// must run as the stored ones did, or the file would mix two machines' references.
+void require_same_arm(const nlohmann::json& prov, const engine::ArmSettings& reference,
+                      const std::shared_ptr<engine::Model>& model, int chunk) {
+  if (!prov.contains("arms")) return;  // files from before provenance recorded the arm
+  const nlohmann::json stored = prov["arms"].at("reference");
+  const nlohmann::json now =
+      arm_facts(engine::Arm(model, reference, chunk), prov.value("model_sha256", ""));
+  if (stored.at("n_threads_used") != now.at("n_threads_used") ||
+      stored.at("runs_on") != now.at("runs_on") ||
+      prov.value("default_threads", engine::default_threads()) != engine::default_threads()) {
+    throw InputError("this floor ran with " + stored.at("n_threads_used").dump() + " threads on " +
+                     stored.at("runs_on").dump() +
+                     ": resume it where it ran (here: " + now.at("n_threads_used").dump() +
+                     " threads on " + now.at("runs_on").dump() + ")");
+  }
+}
+
 }  // namespace
 
 RunEnd floor_run(const FloorConfig& c, const std::string& out, bool replace,
@@ -149,6 +168,7 @@ RunEnd floor_run(const FloorConfig& c, const std::string& out, bool replace,
   nlohmann::json prov = run_provenance(c.text_file, text, chunks, command_line);
   if (c.skip_unencodable) prov["text"]["unencodable_lines_dropped"] = dropped;
   prov["model_sha256"] = sha256_file(c.arm.model);
+  prov["default_threads"] = engine::default_threads();  // what a thread count of 0 ran with
   store::Experiment e = store::Experiment::create(out, replace, {c.arm.model, c.text_file});
   store::set_kind(e, store::Kind::kFloor);
   e.set_meta("config", to_json(c).dump());
@@ -165,11 +185,13 @@ RunEnd floor_resume(const std::string& path, const std::string& command_line,
                     const ProgressFn& progress, const std::string& text_again) {
   store::Experiment e = store::Experiment::open(path, true);
   store::require_kind(e, store::Kind::kFloor);
-  // Files from before the tables were written whole, at the end.
-  if (e.meta("status").value_or("") == "complete" || !store::has_floor_tables(e)) {
+  if (e.meta("status").value_or("") == "complete") {
     progress("'" + path + "' is already complete");
     return {0, true, "group"};
   }
+  // Files from before the tables were written whole, at the end, and are complete.
+  if (!store::has_floor_tables(e))
+    throw InputError("'" + path + "' holds no groups: run the floor again, with --force");
   const FloorConfig c = floor_config_from_json(nlohmann::json::parse(e.stored_config()));
   check_config(c);
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
@@ -181,10 +203,11 @@ RunEnd floor_resume(const std::string& path, const std::string& command_line,
   const Loaded l = load_stored(c, prov, text_again, "heterodyne floor --resume " + path, progress);
   if (run_provenance(c.text_file, "", l.chunks, "")["tokens"] != prov.at("tokens"))
     throw InputError("the text tokenizes differently than when the floor began: cannot resume");
+  FloorExplorer x(c, l.model, l.chunks, progress);
+  require_same_arm(prov, x.reference_settings(), l.model, c.chunk);
   prov["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
   e.set_meta("provenance", prov.dump());
   progress(fmt::format("resuming: {} of {} groups already stored", done.size(), n_groups));
-  FloorExplorer x(c, l.model, l.chunks, progress);
   return run_groups(e, x, done, progress);
 }
 

@@ -4,9 +4,9 @@
 
 #include <chrono>
 #include <cmath>
-#include <set>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "analysis/attribution.h"
 #include "analysis/kl.h"
@@ -66,9 +66,10 @@ class Sweeper {
     const DiffConfig& c = c_;
     const size_t n = size_t{1} << names_.size();
     if (names_.size() > 20 || static_cast<int>(n) > max_arms) {
-      throw InputError(fmt::format("the arms differ in {} settings: {} combinations, more than "
-                                   "--max-arms {}",
-                                   names_.size(), n, max_arms));
+      throw InputError(
+          fmt::format("the arms differ in {} settings: {} combinations, more than "
+                      "--max-arms {}",
+                      names_.size(), n, max_arms));
     }
     auto model_a = load(c.a.model), model_b = load(c.b.model);
     check_comparable(*model_a, *model_b, Pairing::kLogits);
@@ -137,7 +138,8 @@ class Sweeper {
     out.chunk = chunk;
     out.first_pos = first_output;
     for (int p = first_output; p < n - 1; ++p) {
-      const std::span<const float> row(logits_a_.data() + static_cast<size_t>(p - first_output) * v, v);
+      const std::span<const float> row(logits_a_.data() + static_cast<size_t>(p - first_output) * v,
+                                       v);
       out.nll_a.push_back(analysis::log_sum_exp(row) - row[static_cast<size_t>(tokens[p + 1])]);
     }
     auto score = [&](engine::Arm& arm) {
@@ -145,8 +147,8 @@ class Sweeper {
       store::SweepArmRows r;
       for (int p = first_output; p < n - 1; ++p) {
         const size_t off = static_cast<size_t>(p - first_output) * v;
-        const auto s = analysis::score_position({logits_a_.data() + off, v},
-                                                {logits_b_.data() + off, v}, tokens[p + 1], scratch_);
+        const auto s = analysis::score_position(
+            {logits_a_.data() + off, v}, {logits_b_.data() + off, v}, tokens[p + 1], scratch_);
         r.kl.push_back(s.kl);
         r.nll.push_back(s.nll_b);
         r.flips += s.top_a.id[0] != s.top_b.id[0];
@@ -154,8 +156,10 @@ class Sweeper {
       return r;
     };
     for (size_t m = 1; m < arms_.size(); ++m) {
-      if (arms_[m]) out.combos.emplace_back(score(*arms_[m]));
-      else out.combos.emplace_back(std::nullopt);
+      if (arms_[m])
+        out.combos.emplace_back(score(*arms_[m]));
+      else
+        out.combos.emplace_back(std::nullopt);
     }
     if (floor_) out.floor = score(*floor_);
     return out;
@@ -188,7 +192,6 @@ nlohmann::json sweep_config_json(const DiffConfig& c, int max_arms) {
   return j;
 }
 
-
 }  // namespace
 
 namespace {
@@ -211,8 +214,8 @@ store::SweepShape sweep_shape(const DiffConfig& c, const nlohmann::json& combos,
 
 // The chunks whose rows are stored and hash as recorded (a chunk whose rows were edited since
 // is refused), and every stored chunk's rows.
-std::set<int> stored_chunks(const store::Experiment& e, const store::SweepShape& shape,
-                            int total) {
+std::set<int> stored_chunks(const store::Experiment& e, const store::SweepShape& shape, int total) {
+  e.require_sweep_rows_within(total);
   std::set<int> done;
   for (int c = 0; c < total; ++c) {
     if (!e.sweep_chunk(c, shape)) continue;
@@ -231,7 +234,8 @@ std::vector<store::SweepChunkRows> all_rows(const store::Experiment& e,
   std::vector<store::SweepChunkRows> rows;
   for (int c = 0; c < total; ++c) {
     auto r = e.sweep_chunk(c, shape);
-    if (!r) throw InputError("'" + e.path() + "' has no stored rows of sweep chunk " + std::to_string(c));
+    if (!r)
+      throw InputError("'" + e.path() + "' has no stored rows of sweep chunk " + std::to_string(c));
     rows.push_back(std::move(*r));
   }
   return rows;
@@ -239,9 +243,8 @@ std::vector<store::SweepChunkRows> all_rows(const store::Experiment& e,
 
 // `done`: the chunks already stored (checked by stored_rows), none for a new sweep.
 RunEnd run_sweep_chunks(store::Experiment& e, Sweeper& s, const std::set<int>& done,
-                        const std::vector<std::vector<int32_t>>& chunks,
-                        const nlohmann::json& cfg, const nlohmann::json& combos,
-                        const ProgressFn& progress) {
+                        const std::vector<std::vector<int32_t>>& chunks, const nlohmann::json& cfg,
+                        const nlohmann::json& combos, const ProgressFn& progress) {
   ChunkLoop loop;
   loop.command = "sweep";
   loop.total = static_cast<int>(chunks.size());
@@ -264,10 +267,11 @@ void report_plan(const Sweeper& s, const nlohmann::json& combos, size_t n_chunks
   for (const auto& c : combos) impossible += c["possible"].get<bool>() ? 0 : 1;
   std::string names;
   for (const auto& n : s.names()) names += (names.empty() ? "" : ", ") + n;
-  progress(fmt::format("sweep over {} setting(s){}{}: {} combinations ({} cannot run), {} chunks "
-                       "of {} tokens",
-                       s.names().size(), names.empty() ? "" : ": ", names, combos.size(),
-                       impossible, n_chunks, chunk));
+  progress(
+      fmt::format("sweep over {} setting(s){}{}: {} combinations ({} cannot run), {} chunks "
+                  "of {} tokens",
+                  s.names().size(), names.empty() ? "" : ": ", names, combos.size(), impossible,
+                  n_chunks, chunk));
   for (const auto& c : combos) {
     if (!c["possible"].get<bool>()) {
       progress("  cannot run " + c["values"].dump() + ": " + c["reason"].get<std::string>());
@@ -314,13 +318,14 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
   }
   const nlohmann::json cfg = nlohmann::json::parse(e.required_meta("config"));
   const DiffConfig config = diff_config_from_json(cfg);
+  validate(config);  // an unsealed file's configuration is checked like a new one
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
   const nlohmann::json combos = nlohmann::json::parse(e.required_meta("sweep_combinations"));
   // Before minutes of loading, and before anything is written: never add to edited rows.
   const auto done = stored_chunks(e, sweep_shape(config, combos, path),
                                   prov.at("tokens").at("n_chunks").get<int>());
-  const std::string text = read_stored_text(config.text_file, prov, text_again,
-                                            "heterodyne sweep --resume " + path);
+  const std::string text =
+      read_stored_text(config.text_file, prov, text_again, "heterodyne sweep --resume " + path);
   Sweeper s(config, cfg.at("max_arms").get<int>());
   // The combinations record every model's hash and which could run: they must be as stored.
   if (s.combinations() != combos) {
@@ -338,8 +343,8 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
 // The stored rows, read and checked before minutes of loading: each chunk must still hash as
 // recorded.
 static std::vector<store::SweepChunkRows> checked_rows(const store::Experiment& e,
-                                                       const store::SweepShape& shape,
-                                                       int total) {
+                                                       const store::SweepShape& shape, int total) {
+  e.require_sweep_rows_within(total);
   const auto rows = all_rows(e, shape, total);
   for (int c = 0; c < total; ++c) {
     if (auto why = e.sweep_chunk_altered(c)) throw RuntimeError("verify failed: " + *why);
@@ -354,12 +359,14 @@ void sweep_verify(const std::string& path, bool force, const ProgressFn& progres
   const nlohmann::json prov = nlohmann::json::parse(e.required_meta("provenance"));
   require_same_llama_commit(prov, force);
   const DiffConfig config = diff_config_from_json(cfg);
+  validate(config);
   const nlohmann::json combos = nlohmann::json::parse(e.required_meta("sweep_combinations"));
   const auto stored = checked_rows(e, sweep_shape(config, combos, path),
                                    prov.at("tokens").at("n_chunks").get<int>());
   Sweeper s(config, cfg.at("max_arms").get<int>());
   if (s.combinations() != combos && !force) {
-    throw InputError("the models or settings are not those the sweep used (--force to compare anyway)");
+    throw InputError(
+        "the models or settings are not those the sweep used (--force to compare anyway)");
   }
   const std::string text =
       read_stored_text(config.text_file, prov, text_again, "heterodyne verify " + path);

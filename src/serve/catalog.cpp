@@ -82,11 +82,8 @@ nlohmann::json list_experiments(const Sandbox& experiments, const PublicPaths& p
     if (!real) continue;
     try {
       nlohmann::json entry = report::catalog_entry(real->string());
-      for (const char* arm : {"a", "b"}) {
-        // B named by its quantization type is not a path.
-        const std::string m = entry[arm];
-        if (!m.empty() && m.front() == '/') entry[arm] = paths.path(m);
-      }
+      // Every path in it as serve shows paths (B named by its quantization type has none).
+      for (const char* arm : {"a", "b"}) entry[arm] = paths.text(entry[arm].get<std::string>());
       std::error_code tec;
       const auto mtime =
           std::chrono::file_clock::to_sys(fs::last_write_time(*real, tec)).time_since_epoch();

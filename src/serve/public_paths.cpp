@@ -1,5 +1,6 @@
 #include "serve/public_paths.h"
 
+#include <cctype>
 #include <cstring>
 
 #include "serve/sandbox.h"
@@ -18,19 +19,24 @@ std::string PublicPaths::path(const std::string& absolute) const {
   return p.filename().string();
 }
 
+// A character that may stand inside a path name: a '/' after one is inside a path ("a/b"), a
+// '/' after anything else starts one ("*/home/…", "\n/home/…", "dir=/home/…").
+static bool in_path_name(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || (c != 0 && std::strchr("._-~+@%", c));
+}
+
 std::string PublicPaths::text(const std::string& text) const {
   std::string out;
   size_t i = 0;
   while (i < text.size()) {
-    const bool starts = text[i] == '/' && (i == 0 || std::strchr(" \t'\"=([,", text[i - 1]));
+    const bool starts = text[i] == '/' && (i == 0 || !in_path_name(text[i - 1]));
     if (!starts) {
       out += text[i++];
       continue;
     }
     // A quoted path runs to its closing quote (it may hold spaces); a bare one to a separator.
     const char quote = i > 0 && (text[i - 1] == '\'' || text[i - 1] == '"') ? text[i - 1] : 0;
-    const size_t end =
-        quote ? text.find(quote, i) : text.find_first_of(" \t\n'\"),;:]", i);
+    const size_t end = quote ? text.find(quote, i) : text.find_first_of(" \t\n'\"),;:]", i);
     const size_t stop = end == std::string::npos ? text.size() : end;
     out += path(text.substr(i, stop - i));
     i = stop;

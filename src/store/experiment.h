@@ -72,6 +72,9 @@ class Experiment {
   void put_sweep_chunk(const SweepChunkRows& rows);
   std::optional<SweepChunkRows> sweep_chunk(int chunk, const SweepShape& shape) const;
   std::optional<std::string> sweep_chunk_altered(int chunk) const;
+  // InputError when rows lie outside the sweep's `total` chunks, or a chunk is stored both as
+  // an old meta row and in the tables: rows no run writes, which sealing would otherwise keep.
+  void require_sweep_rows_within(int total) const;
 
   // SHA-256 over the canonical serialization of every stored value but the hash itself.
   std::string compute_integrity() const;

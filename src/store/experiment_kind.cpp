@@ -7,9 +7,9 @@ namespace hd::store {
 
 namespace {
 constexpr std::array<KindInfo, kKindCount> kKinds = {{
-    {Kind::kDiff, "diff", "diff", true},
-    {Kind::kSweep, "sweep", "sweep", true},
-    {Kind::kFloor, "floor", "floor", true},
+    {Kind::kDiff, "diff", "diff"},
+    {Kind::kSweep, "sweep", "sweep"},
+    {Kind::kFloor, "floor", "floor"},
 }};
 
 constexpr bool in_enum_order() {
@@ -44,9 +44,7 @@ void require_kind(const Experiment& e, Kind k) {
 }
 
 std::string finish_hint(Kind k, const std::string& path) {
-  const KindInfo& info = kind_info(k);
-  if (!info.resumable) return "run the " + std::string(info.command) + " again";
-  return "finish it with heterodyne " + std::string(info.command) + " --resume " + path;
+  return "finish it with heterodyne " + std::string(kind_info(k).command) + " --resume " + path;
 }
 
 }  // namespace hd::store

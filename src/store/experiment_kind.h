@@ -1,7 +1,8 @@
 // The kinds of experiment a file can hold. Each layer that treats kinds differently keeps one
-// table indexed by this enum (run/experiment_kinds.h: verify; report/experiment_kinds.h: show,
-// JSON, the HTML report, serve's catalog), so a new kind is added to the enum and to each table,
-// and nowhere else; a file's kind is read here once, never compared as a string.
+// table indexed by this enum (kVerifiers in run/verify.cpp: verify; kViews in
+// report/experiment_views.cpp: show, JSON, the HTML report, serve's list and result view), so a
+// new kind is added to the enum and to each table, and nowhere else; a file's kind is read here
+// once, never compared as a string.
 #pragma once
 #include <array>
 #include <string>
@@ -17,8 +18,7 @@ inline constexpr size_t kKindCount = 3;
 struct KindInfo {
   Kind kind;
   std::string_view name;     // meta "kind"
-  std::string_view command;  // the command that writes it: "diff", "sweep", "floor"
-  bool resumable;            // `<command> --resume FILE` finishes an interrupted one
+  std::string_view command;  // the command that writes it and, with --resume, finishes it
 };
 
 // Every kind, in enum order.
@@ -36,7 +36,7 @@ void set_kind(Experiment& e, Kind k);
 void require_kind(const Experiment& e, Kind k);
 
 // What to do with a file whose run has not finished: "finish it with heterodyne diff --resume
-// FILE", or "run it again" for a kind that cannot be resumed.
+// FILE" (every kind resumes).
 std::string finish_hint(Kind k, const std::string& path);
 
 }  // namespace hd::store

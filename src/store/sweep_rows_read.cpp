@@ -194,4 +194,32 @@ std::optional<SweepChunkRows> Experiment::sweep_chunk(int chunk, const SweepShap
   return from_tables(path_, chunk, shape, arms, with_flips);
 }
 
+void Experiment::require_sweep_rows_within(int total) const {
+  for (const auto& t : detail::kSweepTables) {
+    if (!detail::has_table(*db_, t.name)) continue;
+    Statement q(db_->handle(),
+                fmt::format("SELECT quote(chunk) FROM {} WHERE typeof(chunk) != 'integer' OR "
+                            "chunk < 0 OR chunk >= ? LIMIT 1",
+                            t.name));
+    q.bind(1, int64_t{total});
+    if (q.step()) {
+      throw InputError(
+          fmt::format("'{}' is damaged: {} has a row of chunk {}, outside the "
+                      "sweep's {} chunks",
+                      path_, t.name, q.text(0), total));
+    }
+    for (int c = 0; c < total; ++c) {
+      if (!meta(detail::old_sweep_row_key(c))) continue;
+      Statement both(db_->handle(), fmt::format("SELECT 1 FROM {} WHERE chunk = ?", t.name));
+      both.bind(1, int64_t{c});
+      if (both.step()) {
+        throw InputError(
+            fmt::format("'{}' is damaged: sweep chunk {} is stored twice (a meta "
+                        "row and rows in {})",
+                        path_, c, t.name));
+      }
+    }
+  }
+}
+
 }  // namespace hd::store
