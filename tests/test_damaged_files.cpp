@@ -201,6 +201,10 @@ const std::vector<std::string> kSweepEdits = {
     "UPDATE meta SET value = '[{\"possible\": 3}]' WHERE key = 'sweep_combinations'",
     "INSERT INTO meta VALUES ('sweep_chunk_0', '{}'), ('sweep_chunk_sha256/0', 'x')",
     "INSERT INTO meta VALUES ('sweep_chunk_1', 'not json'), ('sweep_chunk_sha256/1', 'x')",
+    // Rows of a chunk the sweep does not have: sealing must not keep them.
+    "INSERT INTO sweep_positions SELECT 7, comparison, mask, pos, kl, nll FROM sweep_positions "
+    "WHERE chunk = 0",
+    "INSERT INTO sweep_flips SELECT -1, comparison, mask, flips FROM sweep_flips WHERE chunk = 0",
 };
 
 // One error line, the last (verify's progress lines, "integrity: ok", may come before it).

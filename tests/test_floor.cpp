@@ -161,8 +161,18 @@ TEST_F(FloorTables, StoppedOrKilledResumesToTheSameRows) {
 TEST_F(FloorTables, DamagedOrEditedRowsAreRefusedInOneLine) {
   ASSERT_EQ(hd::test::run_cli(args("d.hdy")).exit_code, 0);
   const std::string d = path("d.hdy"), e = path("e.hdy"), g = path("g.hdy");
-  std::filesystem::copy_file(d, e);
-  std::filesystem::copy_file(d, g);
+  const std::string m = path("m.hdy"), n = path("n.hdy");
+  for (const std::string& copy : {e, g, m, n}) std::filesystem::copy_file(d, copy);
+  // Groups resumed on another machine (another default thread count) would mix references.
+  sql(m,
+      "UPDATE meta SET value = json_set(value, '$.arms.reference.n_threads_used', 999) WHERE "
+      "key = 'provenance'; UPDATE meta SET value = 'running' WHERE key = 'status'");
+  hd::test::expect_refused({"floor", "--resume", m}, "resume it where it ran");
+  // A floor stopped before its tables were made holds nothing to add to.
+  sql(n,
+      "DROP TABLE floor_runs; DROP TABLE floor_patterns; UPDATE meta SET value = 'running' "
+      "WHERE key = 'status'");
+  hd::test::expect_refused({"floor", "--resume", n}, "holds no groups");
   sql(d, "UPDATE floor_runs SET positions_differing = positions + 1 WHERE group_index = 1");
   hd::test::expect_refusal(hd::test::run_cli({"show", d}), 2, "is damaged: floor_runs (group 1",
                            "show");
