@@ -18,9 +18,8 @@
 #include "build_info.h"
 #include "common/cache_dir.h"
 #include "common/cached_file.h"
+#include "engine/spawn.h"
 #include "errors.h"
-
-extern char** environ;
 
 namespace hd::engine {
 namespace fs = std::filesystem;
@@ -97,18 +96,8 @@ std::string run_generator(const std::vector<std::string>& args, const WorkDir& w
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> argv{const_cast<char*>(exe.c_str())};
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  // ggml's abort would try to attach gdb for a backtrace: slow, and no use here.
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e != nullptr; ++e) env_store.emplace_back(*e);
-  env_store.emplace_back("GGML_NO_BACKTRACE=1");
-  std::vector<char*> envp;
-  for (auto& e : env_store) envp.push_back(e.data());
-  envp.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
+  const int rc = spawn_llama_process(pid, exe, args, &fa);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) throw RuntimeError("cannot start " + exe + ": " + std::strerror(rc));
   int status = 0;

@@ -13,9 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "engine/spawn.h"
 #include "errors.h"
-
-extern char** environ;
 
 namespace hd::engine {
 
@@ -24,26 +23,17 @@ WorkerProcess::WorkerProcess(const std::string& exe, const std::vector<std::stri
   int err[2];
   // CLOEXEC on every end: a second worker must not inherit the first one's connection, or the
   // first would never see EOF when we close it.
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
-    throw RuntimeError(std::string("cannot make a connection for a worker: ") + std::strerror(errno));
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
+      ::pipe2(err, O_CLOEXEC) != 0) {
+    throw RuntimeError(std::string("cannot make a connection for a worker: ") +
+                       std::strerror(errno));
   }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, sv[1], 0);  // dup2 clears CLOEXEC on the copies
   posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(exe.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  // ggml's abort would try to attach gdb for a backtrace: slow, and useless to the user.
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e != nullptr; ++e) env_store.emplace_back(*e);
-  env_store.emplace_back("GGML_NO_BACKTRACE=1");
-  std::vector<char*> envp;
-  for (auto& e : env_store) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const int rc = ::posix_spawn(&pid_, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
+  const int rc = spawn_llama_process(pid_, exe, args, &fa);
   posix_spawn_file_actions_destroy(&fa);
   ::close(sv[1]);
   ::close(err[1]);
@@ -115,7 +105,8 @@ WorkerProcess::Ending WorkerProcess::how_it_ended() {
   size_t end = err_tail_.find_last_not_of(" \n");
   if (end != std::string::npos) {
     size_t begin = err_tail_.rfind('\n', end);
-    last = err_tail_.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin == std::string::npos ? 0 : begin + 1));
+    last = err_tail_.substr(begin == std::string::npos ? 0 : begin + 1,
+                            end + 1 - (begin == std::string::npos ? 0 : begin + 1));
   }
   return {how, last};
 }
