@@ -155,7 +155,7 @@ void chunk_pass(benchmark::State& state, bool capture) {
     engine::Hook hook;
     if (capture) {
       for (int l = 0; l < model->info().n_layer; ++l) {
-        hook.capture(engine::point_name("qwen3", engine::PointKind::kLayerOut, l));
+        hook.capture("l_out-" + std::to_string(l));  // qwen3's residual (heterodyne points)
       }
     }
     arm.run_chunk(tokens, capture ? &hook : nullptr, logits);

@@ -118,14 +118,6 @@ TEST(Engine, OverwritesChangeWhatDownstreamSees) {
   }
 }
 
-TEST(Engine, ArchitectureNamesAreMapped) {
-  EXPECT_EQ(engine::point_name("qwen3", engine::PointKind::kLayerOut, 3), "l_out-3");
-  EXPECT_EQ(engine::point_name("qwen2", engine::PointKind::kEmbedding), "embd");
-  EXPECT_EQ(engine::point_name("llama", engine::PointKind::kAttnOut, 0), "attn_out-0");
-  EXPECT_EQ(engine::point_name("qwen2", engine::PointKind::kAttnOut, 0), "");
-  EXPECT_THROW(engine::point_name("gpt2", engine::PointKind::kLayerOut, 0), InputError);
-}
-
 TEST(Engine, FewerLogitsKeepOnlyOutputRowsInTheLastLayer) {
   HD_REQUIRE_SHARED();
   auto m = engine::model_load(test::shared_path("models/stories260K.gguf"));

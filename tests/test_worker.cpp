@@ -148,8 +148,10 @@ TEST(WorkerProtocol, EveryMessageTypeRoundTrips) {
   d.tokens = {1, -2, 300000};
   d.captures = {"l_out-0", "kqv_out-1"};
   d.patches = {{"l_out-0", 1, {1.5f, -0.0f, std::numeric_limits<float>::denorm_min()}}};
+  d.row_rule_exceptions = {"l_out-1"};
   const wire::Decode d2 = wire::decode_decode(through_a_socket(wire::encode(d)));
   EXPECT_EQ(d2.arm, 4u);
+  EXPECT_EQ(d2.row_rule_exceptions, d.row_rule_exceptions);
   EXPECT_EQ(d2.tokens, d.tokens);
   EXPECT_EQ(d2.captures, d.captures);
   ASSERT_EQ(d2.patches.size(), 1u);

@@ -19,6 +19,7 @@ void add_show(CLI::App& app, Context& ctx);
 void add_export(CLI::App& app, Context& ctx);
 void add_verify(CLI::App& app, Context& ctx);
 void add_make_model(CLI::App& app, Context& ctx);
+void add_points(CLI::App& app, Context& ctx);
 void add_quantize(CLI::App& app, Context& ctx);
 void add_demo_model(CLI::App& app, Context& ctx);
 void add_report(CLI::App& app, Context& ctx);

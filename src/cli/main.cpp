@@ -145,6 +145,7 @@ int main(int argc, char** argv) {
   hd::cli::add_export(app, ctx);
   hd::cli::add_verify(app, ctx);
   hd::cli::add_make_model(app, ctx);
+  hd::cli::add_points(app, ctx);
   hd::cli::add_quantize(app, ctx);
   hd::cli::add_demo_model(app, ctx);
   hd::cli::add_report(app, ctx);

@@ -68,7 +68,9 @@ void Hook::begin_decode(int64_t n_rows, int64_t first_output, int n_layer) {
   error_.clear();
   for (auto& [name, p] : points_) {
     p.rows_seen = 0;  // captured data keeps its size: a chunk of the same length reuses it
-    p.first_row = point_has_output_rows_only(name, n_layer) ? first_output : 0;
+    const bool output_only =
+        point_has_output_rows_only(name, n_layer) != (row_rule_exceptions_.count(name) > 0);
+    p.first_row = output_only ? first_output : 0;
   }
 }
 
@@ -94,8 +96,29 @@ static std::string_view point_of_node(const char* node) {
   return node;
 }
 
+// The width and rows a point reads a tensor as: [width, rows] or [width, streams, rows].
+static bool point_shape(const ggml_tensor* t, int64_t& width, int64_t& rows) {
+  if (t->type != GGML_TYPE_F32 || !ggml_is_contiguous(t) || t->ne[3] != 1) return false;
+  const bool streams = t->ne[2] != 1;
+  width = streams ? t->ne[0] * t->ne[1] : t->ne[0];
+  rows = streams ? t->ne[2] : t->ne[1];
+  return true;
+}
+
+void Hook::list(const ggml_tensor* t) {
+  const std::string_view name = point_of_node(t->name);
+  for (const Node& n : *nodes_) {
+    if (n.name == name) return;  // asked once per ubatch: the first one is listed
+  }
+  Node n;
+  n.name = name;
+  n.readable = point_shape(t, n.width, n.rows);
+  nodes_->push_back(std::move(n));
+}
+
 bool Hook::on_eval(ggml_tensor* t, bool ask) {
   auto it = points_.find(point_of_node(t->name));
+  if (ask && nodes_ != nullptr) list(t);
   if (ask) return it != points_.end();
   if (it == points_.end()) return true;
   try {
@@ -112,11 +135,10 @@ void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
     throw RuntimeError("graph point '" + name + "' has type " + ggml_type_name(t->type) +
                        ", expected f32");
   }
-  if (!ggml_is_contiguous(t) || t->ne[2] != 1 || t->ne[3] != 1) {
-    throw RuntimeError("graph point '" + name + "' is not a contiguous 2-D tensor");
+  int64_t width = 0, rows = 0;
+  if (!point_shape(t, width, rows)) {
+    throw RuntimeError("graph point '" + name + "' is not a contiguous 2-D or 3-D tensor");
   }
-  const int64_t width = t->ne[0];
-  const int64_t rows = t->ne[1];
   if (p.width == 0) p.width = width;
   if (width != p.width) {
     throw RuntimeError("graph point '" + name + "' changed width between ubatches");

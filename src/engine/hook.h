@@ -11,9 +11,13 @@
 //
 // When logits are wanted only from position `first_output` on, the last layer's points keep
 // only those rows (see point_has_output_rows_only); their row 0 is then that position.
+//
+// A point is a 2-D tensor [width, rows] or a 3-D one [width, streams, rows] (a residual of
+// several streams, as hyper-connections keep): its rows are then width × streams floats.
 #pragma once
 #include <cstdint>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,7 +33,21 @@ class Hook {
   // Replace rows [row_begin, row_begin + n) of `point` with `rows` ([n][width], row-major).
   void overwrite(const std::string& point, int64_t row_begin, std::span<const float> rows);
 
-  bool empty() const { return points_.empty(); }
+  // Also list every node the graph asks about, in the order first asked, with its shape as a
+  // point would read it (point_survey.cpp finds a model's points from this).
+  struct Node {
+    std::string name;
+    bool readable = false;  // f32, contiguous, at most 3-D: a point can be taken here
+    int64_t width = 0, rows = 0;
+  };
+  void list_nodes(std::vector<Node>* out) { nodes_ = out; }
+
+  bool empty() const { return points_.empty() && nodes_ == nullptr; }
+
+  // `point` keeps the rows point_has_output_rows_only does not predict for it: every row where
+  // it predicts output rows only, or the reverse (the survey measures which, per model).
+  void except_from_row_rule(const std::string& point) { row_rule_exceptions_.insert(point); }
+  const std::set<std::string>& row_rule_exceptions() const { return row_rule_exceptions_; }
   // The captured rows of a point: [rows][width], row-major.
   const std::vector<float>& captured(const std::string& point) const;
   int64_t width(const std::string& point) const;
@@ -64,7 +82,11 @@ class Hook {
   };
   void handle(Point& p, const std::string& name, ggml_tensor* t);
 
+  void list(const ggml_tensor* t);
+
   std::map<std::string, Point, std::less<>> points_;
+  std::vector<Node>* nodes_ = nullptr;
+  std::set<std::string> row_rule_exceptions_;
   int64_t n_rows_ = 0;
   std::string error_;
 };

@@ -158,6 +158,8 @@ void WorkerArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& lo
     for (const auto& [point, patch] : hook->patches()) {
       d.patches.push_back({point, patch->row_begin, patch->rows});
     }
+    const auto& e = hook->row_rule_exceptions();
+    d.row_rule_exceptions.assign(e.begin(), e.end());
   }
   const std::string during = in.pos0 > 0
                                  ? "a decode step at position " + std::to_string(in.pos0)

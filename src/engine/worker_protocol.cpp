@@ -291,6 +291,7 @@ Message encode(const Decode& d) {
     w.i64(p.row_begin);
     w.floats(p.rows);
   }
+  w.strs(d.row_rule_exceptions);
   return w.done(Type::kDecode);
 }
 
@@ -312,6 +313,7 @@ Decode decode_decode(const Message& m) {
     p.rows = r.floats();
     d.patches.push_back(std::move(p));
   }
+  d.row_rule_exceptions = r.strs();
   r.end();
   if (d.tokens.empty() == d.rows.empty()) {
     throw RuntimeError("worker protocol: a decode needs tokens or rows, not both or neither");

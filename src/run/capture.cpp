@@ -9,7 +9,7 @@
 #include "common/sha256.h"
 #include "engine/hook.h"
 #include "engine/model.h"
-#include "engine/points.h"
+#include "engine/point_survey.h"
 #include "engine/system.h"
 #include "errors.h"
 #include "run/config.h"
@@ -20,17 +20,21 @@
 namespace hd::run {
 namespace fs = std::filesystem;
 
-std::vector<Tap> forward_taps(const std::string& arch, int n_layer) {
-  using engine::PointKind;
-  std::vector<Tap> taps = {{"inp_embd", engine::point_name(arch, PointKind::kEmbedding)}};
-  for (int il = 0; il < n_layer; ++il) {
-    for (PointKind k :
-         {PointKind::kKqvOut, PointKind::kAttnOut, PointKind::kFfnOut, PointKind::kLayerOut}) {
-      const std::string g = engine::point_name(arch, k, il);
-      if (!g.empty()) taps.push_back({g, g});
+std::vector<Tap> forward_taps(const engine::PointMap& points) {
+  using engine::Role;
+  std::vector<Tap> taps;
+  if (!points.embedding.empty()) taps.push_back({"inp_embd", points.embedding});
+  static const std::pair<Role, const char*> kLayerTaps[] = {{Role::kPerHead, "kqv_out"},
+                                                            {Role::kAttnOut, "attn_out"},
+                                                            {Role::kMlpOut, "ffn_out"},
+                                                            {Role::kResidual, "l_out"}};
+  for (int il = 0; il < points.n_layer; ++il) {
+    for (const auto& [role, label] : kLayerTaps) {
+      const std::string& g = points.name(role, il);
+      if (!g.empty()) taps.push_back({std::string(label) + "-" + std::to_string(il), g});
     }
   }
-  taps.push_back({"result_norm", engine::point_name(arch, PointKind::kResultNorm)});
+  if (!points.result_norm.empty()) taps.push_back({"result_norm", points.result_norm});
   return taps;
 }
 
@@ -69,7 +73,7 @@ Captured capture_taps(std::shared_ptr<engine::Model> model, const engine::ArmSet
                      std::to_string(info.n_ctx_train));
   }
   engine::Arm arm(model, settings, n + decode_steps);
-  const std::vector<Tap> taps = forward_taps(info.architecture, info.n_layer);
+  const std::vector<Tap> taps = forward_taps(engine::survey_points(model));
   engine::Hook hook;
   for (const Tap& t : taps) hook.capture(t.graph_name);
   std::vector<float> logits;
@@ -82,6 +86,7 @@ Captured capture_taps(std::shared_ptr<engine::Model> model, const engine::ArmSet
     per_tap[k].push_back({t.name, {n, hook.width(t.graph_name)}, hook.captured(t.graph_name)});
   }
   Captured out;
+  out.taps = taps;
   const size_t n_vocab = static_cast<size_t>(info.n_vocab);
   std::vector<float> last(logits.end() - static_cast<std::ptrdiff_t>(n_vocab), logits.end());
   for (int i = 0; i < decode_steps; ++i) {
@@ -135,7 +140,7 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
   if (tokens.size() < 2) throw InputError("the text gives fewer than 2 tokens");
   const Captured captured = capture_taps(model, c.arm, tokens, c.decode_steps);
   const std::vector<store::NamedTensor>& tensors = captured.tensors;
-  const std::vector<Tap> taps = forward_taps(model->info().architecture, model->info().n_layer);
+  const std::vector<Tap>& taps = captured.taps;
   nlohmann::json tap_list = nlohmann::json::array();
   const size_t per_tap = 1 + static_cast<size_t>(c.decode_steps);
   for (size_t i = 0; i < tensors.size(); ++i) {

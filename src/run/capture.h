@@ -1,7 +1,8 @@
 // `heterodyne capture`: a gate reference. One arm reads a golden text once; every tap in
 // forward order is kept: inp_embd, then per layer kqv_out-N (attention before its output
-// projection, heads side by side: what --per-head splits), attn_out-N (after it, where the
-// architecture names it), ffn_out-N, l_out-N, then result_norm. With decode steps, the arm
+// projection, heads side by side: what --per-head splits), attn_out-N (after it), ffn_out-N,
+// l_out-N, then result_norm, each where the model's point map has it (engine/points.h; the
+// manifest records each tap's graph name, which may differ: l_last-N, attn_pregate-N). With decode steps, the arm
 // then generates greedily one token at a time and each step's taps are kept as
 // `<tap>@token_<i>`. Written as <dir>/activations.safetensors (one [rows, channels] F32 tensor
 // per tap) and <dir>/manifest.json (what, how and where).
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "engine/arm.h"
+#include "engine/points.h"
 #include "store/safetensors.h"
 
 namespace hd::run {
@@ -26,11 +28,11 @@ struct CaptureConfig {
 
 struct Tap {
   std::string name;        // what users and the reference call it (inp_embd, l_out-3, ...)
-  std::string graph_name;  // the tensor llama.cpp names (embd, l_out-3, ...)
+  std::string graph_name;  // the tensor llama.cpp names (embd, l_out-3, l_last-3, ...)
 };
 
-// The taps of one batch through an architecture with n_layer layers, in forward order.
-std::vector<Tap> forward_taps(const std::string& arch, int n_layer);
+// The taps of one batch through a model with these points, in forward order.
+std::vector<Tap> forward_taps(const engine::PointMap& points);
 
 // The name of a tap at decode step `step` (0-based): l_out-7@token_3.
 std::string step_tap_name(const std::string& tap, int step);
@@ -46,6 +48,7 @@ struct Captured {
   // layer, then block, then step, and everything a tensor depends on comes before it.
   std::vector<store::NamedTensor> tensors;  // prompt taps [tokens][channels], steps [1][channels]
   std::vector<int32_t> continuation;        // the tokens the decode steps were fed
+  std::vector<Tap> taps;                    // what the tensors are, tap by tap
 };
 
 // One arm over `prompt` (one batch, logits everywhere), then `decode_steps` single-token steps.

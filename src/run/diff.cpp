@@ -20,6 +20,7 @@ static nlohmann::json provenance(const Session& s, const std::string& text,
   if (s.config().skip_unencodable) p["text"]["unencodable_lines_dropped"] = dropped_lines;
   p["arms"] = s.arms_provenance();
   p["floor_ubatch"] = s.floor_ubatch();
+  p["points"] = engine::to_json(s.points());
   return p;
 }
 
@@ -44,6 +45,13 @@ static void note_prefix_reuse(store::Experiment& e, const Session& s, nlohmann::
                            "own full pass bitwise; those patches run full passes",
                            arm, reuse[arm]["fell_back"].dump()));
     }
+  }
+}
+
+// What this model's points do not allow, one line each, before the run starts.
+static void note_unavailable(const engine::PointMap& m, const ProgressFn& progress) {
+  for (const std::string& line : engine::capability_lines(m)) {
+    if (line.find(": no (") != std::string::npos) progress(line);
   }
 }
 
@@ -112,6 +120,7 @@ RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
       encodable_text(s.arm_a().model(), text, config.skip_unencodable, progress, &dropped));
   progress(fmt::format("{} chunks of {} tokens; A: {}  B: {}", chunks.size(), config.chunk,
                        s.arm_a().model_info().description, s.arm_b().model_info().description));
+  note_unavailable(s.points(), progress);
   store::Experiment e = store::Experiment::create(out, replace, inputs_of(s.config()));
   store::set_kind(e, store::Kind::kDiff);
   e.set_meta("config", to_json(s.config()).dump());

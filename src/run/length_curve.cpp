@@ -6,7 +6,7 @@
 #include "analysis/kl.h"
 #include "analysis/tap_diff.h"
 #include "engine/model.h"
-#include "engine/points.h"
+#include "engine/point_survey.h"
 #include "errors.h"
 #include "run/arms.h"
 #include "run/config.h"
@@ -20,17 +20,15 @@ struct ArmPass {
   std::vector<float> logits;    // [L][n_vocab]
 };
 
+// `last`: the last layer's residual point, "" where the model has none proven.
 ArmPass run_arm(const std::shared_ptr<engine::Model>& model, const engine::ArmSettings& s,
-                std::span<const int32_t> tokens) {
-  const engine::ModelInfo& info = model->info();
-  const std::string last =
-      engine::point_name(info.architecture, engine::PointKind::kLayerOut, info.n_layer - 1);
+                std::span<const int32_t> tokens, const std::string& last) {
   engine::Arm arm(model, s, static_cast<int>(tokens.size()));
   engine::Hook hook;
-  hook.capture(last);
+  if (!last.empty()) hook.capture(last);
   ArmPass p;
   arm.run_chunk(tokens, &hook, p.logits, 0);
-  p.residual = hook.captured(last);
+  if (!last.empty()) p.residual = hook.captured(last);
   return p;
 }
 
@@ -61,14 +59,17 @@ nlohmann::json length_curve(const LengthCurveConfig& c,
     throw InputError("the text gives " + std::to_string(tokens.size()) + " tokens, fewer than " +
                      std::to_string(longest));
   }
+  const engine::PointMap points = engine::survey_points(model_a);
+  const std::string last = points.name(engine::Role::kResidual, model_a->info().n_layer - 1);
+  if (last.empty()) progress("residuals: no (" + points.no_residuals + ")");
   const size_t n_vocab = static_cast<size_t>(model_a->info().n_vocab);
   nlohmann::json rows = nlohmann::json::array();
   analysis::ScoreScratch scratch;
   for (int len : c.lengths) {
     progress("length " + std::to_string(len));
     const std::span<const int32_t> prompt(tokens.data(), static_cast<size_t>(len));
-    const ArmPass a = run_arm(model_a, c.a, prompt);
-    const ArmPass b = run_arm(model_b, c.b, prompt);
+    const ArmPass a = run_arm(model_a, c.a, prompt, last);
+    const ArmPass b = run_arm(model_b, c.b, prompt, last);
     double sq_delta = 0, sq_ref = 0;
     for (size_t k = 0; k < a.residual.size(); ++k) {
       const double d = static_cast<double>(b.residual[k]) - a.residual[k];
@@ -87,12 +88,14 @@ nlohmann::json length_curve(const LengthCurveConfig& c,
       flips += std::max_element(la.begin(), la.end()) - la.begin() !=
                std::max_element(lb.begin(), lb.end()) - lb.begin();
     }
-    rows.push_back({{"length", len},
-                    {"rel_err", sq_ref > 0 ? std::sqrt(sq_delta / sq_ref) : 0.0},
-                    {"max_abs", analysis::tap_delta(a.residual, b.residual).max_abs},
-                    {"mean_kl", kl_sum / len},
-                    {"max_kl", kl_max},
-                    {"top1_flips", flips}});
+    nlohmann::json row = {{"length", len},
+                          {"rel_err", sq_ref > 0 ? std::sqrt(sq_delta / sq_ref) : 0.0},
+                          {"max_abs", analysis::tap_delta(a.residual, b.residual).max_abs},
+                          {"mean_kl", kl_sum / len},
+                          {"max_kl", kl_max},
+                          {"top1_flips", flips}};
+    if (last.empty()) row["rel_err"] = row["max_abs"] = nullptr;  // not measured, not zero
+    rows.push_back(std::move(row));
   }
   return {{"a", to_json(c.a)}, {"b", to_json(c.b)}, {"tokens", longest}, {"rows", rows}};
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/quantize.h"
+#include "errors.h"
 
 namespace hd::run {
 
@@ -17,8 +18,16 @@ std::vector<int> tail_splits(int n_layer) {
 Tails::Tails(const engine::ArmSettings& settings, int chunk, const std::vector<int>& splits) {
   for (int s : splits) {
     engine::ArmSettings t = settings;
-    t.model = engine::ensure_tail_model(settings.model, s);
-    arms_[s].arm = std::make_unique<engine::Arm>(engine::model_load(t.model), t, chunk);
+    // A model llama.cpp cannot cut or load cut (hyperparameters per layer it does not slice,
+    // a graph that reads the tokens again later) runs full passes: never a wrong number.
+    try {
+      t.model = engine::ensure_tail_model(settings.model, s);
+      arms_[s].arm = std::make_unique<engine::Arm>(engine::model_load(t.model), t, chunk);
+    } catch (const InputError&) {
+      arms_[s].state = -1;
+    } catch (const RuntimeError&) {
+      arms_[s].state = -1;
+    }
   }
 }
 
@@ -37,12 +46,16 @@ bool Tails::usable(int s, std::span<const float> own_residual, int n_tokens,
                    std::span<const float> own_logits, int first_output) {
   Entry& e = arms_.at(s);
   if (e.state == 0) {
-    e.arm->run_residual(own_residual, n_tokens, nullptr, logits_, first_output);
-    e.state =
-        logits_.size() == own_logits.size() &&
-                std::memcmp(logits_.data(), own_logits.data(), logits_.size() * sizeof(float)) == 0
-            ? 1
-            : -1;
+    try {  // a residual of another width than the model's input (3-D residuals) cannot enter
+      e.arm->run_residual(own_residual, n_tokens, nullptr, logits_, first_output);
+      e.state = logits_.size() == own_logits.size() &&
+                        std::memcmp(logits_.data(), own_logits.data(),
+                                    logits_.size() * sizeof(float)) == 0
+                    ? 1
+                    : -1;
+    } catch (const RuntimeError&) {
+      e.state = -1;
+    }
   }
   return e.state > 0;
 }

@@ -9,7 +9,7 @@
 
 #include "analysis/kl.h"
 #include "common/sha256.h"
-#include "engine/points.h"
+#include "engine/point_survey.h"
 #include "errors.h"
 #include "run/arms.h"
 #include "run/provenance.h"
@@ -32,10 +32,20 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   auto model_a = load(config_.a.model);
   auto model_b = load(config_.b.model);
   check_comparable(*model_a, *model_b, Pairing::kLayers);
+  // B's graph is A's (one architecture and shape): A's points, proven on A, name B's too; a
+  // point B's graph lacks fails B's first decode by name.
+  map_ = engine::survey_points(model_a);
   if (config_.transplants || config_.components) {
+    const std::string& why = config_.components ? map_.no_components : map_.no_transplants;
+    if (!why.empty()) {
+      throw InputError(std::string(config_.components ? "--components" : "--transplants") +
+                       ": " + why + " (heterodyne points --model " + config_.a.model + ")");
+    }
     points_ = analysis::restore_points(model_a->info().n_layer, config_.components);
   }
-  arch_ = model_a->info().architecture;
+  if (config_.save_residuals && !map_.residuals()) {
+    throw InputError("--save-residuals: " + map_.no_residuals);
+  }
   for (const auto& name : config_.analyses) analyses_.push_back(analysis::find_chunk_analysis(name));
   if (!points_.empty() && config_.prefix_reuse) {
     const auto splits = tail_splits(model_a->info().n_layer);
@@ -75,8 +85,9 @@ Session::ArmRun Session::make_run(std::shared_ptr<engine::Model> model,
   ArmRun r;
   const auto& info = model->info();
   r.arm = std::make_unique<engine::Arm>(std::move(model), settings, config_.chunk);
-  for (int l = 0; l < info.n_layer; ++l) {
-    r.hook.capture(engine::point_name(info.architecture, engine::PointKind::kLayerOut, l));
+  engine::tell_rows(map_, r.hook);
+  if (map_.residuals()) {
+    for (int l = 0; l < info.n_layer; ++l) r.hook.capture(residual_name(l));
   }
   for (const auto& p : points_) r.hook.capture(graph_name(p));  // the sources of transplants
   if (with_analysis_points) {  // A and B only: the floor arm is never given to an analysis
@@ -87,12 +98,21 @@ Session::ArmRun Session::make_run(std::shared_ptr<engine::Model> model,
   return r;
 }
 
+const std::string& Session::residual_name(int layer) const {
+  return map_.name(engine::Role::kResidual, layer);
+}
+
 std::string Session::graph_name(const analysis::RestorePoint& p) const {
   using K = analysis::RestorePoint::Kind;
-  const engine::PointKind kind = p.kind == K::kEmbedding        ? engine::PointKind::kEmbedding
-                                 : p.kind == K::kAfterAttention ? engine::PointKind::kFfnInp
-                                                                : engine::PointKind::kLayerOut;
-  return engine::point_name(arch_, kind, p.layer);
+  const engine::Role role = p.kind == K::kEmbedding        ? engine::Role::kEmbedding
+                            : p.kind == K::kAfterAttention ? engine::Role::kMid
+                                                           : engine::Role::kResidual;
+  return map_.name(role, p.layer);
+}
+
+// The same point in a tail model whose layer 0 is the original's layer `first`.
+static std::string renumbered(const std::string& name, int layer, int first) {
+  return name.substr(0, name.rfind('-') + 1) + std::to_string(layer - first);
 }
 
 // For every restore point, both directions: write one arm's tensor into the other's pass and
@@ -139,13 +159,13 @@ void Session::patched_pass(bool denoise, const analysis::RestorePoint& point,
   const int n = static_cast<int>(tokens.size());
   using K = analysis::RestorePoint::Kind;
   int s = tails ? tails->split_for(point) : 0;
-  const std::string feed_name =
-      s > 0 ? engine::point_name(arch_, engine::PointKind::kLayerOut, s - 1) : "";
+  const std::string feed_name = s > 0 ? residual_name(s - 1) : "";
   if (s > 0 && !tails->usable(s, target.hook.captured(feed_name), n, target.logits, first_output)) {
     return patched_pass(denoise, point, tokens,
                         first_output);  // that split is out: a smaller one, or none
   }
   engine::Hook patch;
+  engine::tell_rows(map_, patch);
   if (s == 0) {
     patch.overwrite(name, source.hook.first_row(name), source.hook.captured(name));
     target.arm->run_chunk(tokens, &patch, patched_logits_, first_output);
@@ -159,10 +179,10 @@ void Session::patched_pass(bool denoise, const analysis::RestorePoint& point,
   }
   // Otherwise the tail starts before the point: feed the target's own residual and write the
   // source's tensor at the point, renumbered in the tail's layers.
-  const engine::PointKind kind =
-      point.kind == K::kAfterMlp ? engine::PointKind::kLayerOut : engine::PointKind::kFfnInp;
-  patch.overwrite(engine::point_name(arch_, kind, point.layer - s), source.hook.first_row(name),
-                  source.hook.captured(name));
+  const std::string tail_name = renumbered(name, point.layer, s);
+  patch.overwrite(tail_name, source.hook.first_row(name), source.hook.captured(name));
+  const auto& e = map_.row_rule_exceptions;
+  if (std::find(e.begin(), e.end(), name) != e.end()) patch.except_from_row_rule(tail_name);
   tails->tail(s).run_residual(target.hook.captured(feed_name), n, &patch, patched_logits_,
                               first_output);
 }
@@ -199,8 +219,8 @@ analysis::Comparison Session::compare(const ArmRun& a, const ArmRun& b,
                                            row.target, scratch);
     }
   });
-  for (int l = 0; l < info.n_layer; ++l) {
-    const std::string name = engine::point_name(info.architecture, engine::PointKind::kLayerOut, l);
+  for (int l = 0; l < info.n_layer && map_.residuals(); ++l) {
+    const std::string& name = residual_name(l);
     const auto& ra = a.hook.captured(name);
     const auto& rb = b.hook.captured(name);
     const size_t w = static_cast<size_t>(a.hook.width(name));
@@ -235,12 +255,11 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
   run(a_, tokens, first_output);
   run(b_, tokens, first_output);
   r.diff = compare(a_, b_, tokens, first_output);
-  if (config_.save_residuals) {
+  if (config_.save_residuals && map_.residuals()) {
     // Arm-major, layer-minor: the order the store reads them back in.
     for (const ArmRun* ar : {&a_, &b_}) {
       for (int l = 0; l < info.n_layer; ++l) {
-        const std::string name =
-            engine::point_name(info.architecture, engine::PointKind::kLayerOut, l);
+        const std::string& name = residual_name(l);
         r.residuals.push_back({ar == &a_ ? "a" : "b", l, static_cast<int>(ar->hook.width(name)),
                                ar->hook.captured(name)});
       }

@@ -15,6 +15,7 @@
 #include "analysis/records.h"
 #include "analysis/restore_points.h"
 #include "engine/arm.h"
+#include "engine/points.h"
 #include "run/config.h"
 #include "run/prefix.h"
 #include "run/text.h"
@@ -31,6 +32,8 @@ class Session {
   const engine::Arm& arm_a() const { return *a_.arm; }
   const engine::Arm& arm_b() const { return *b_.arm; }
   int floor_ubatch() const { return floor_ub_; }
+  // A's points as the survey proved them (engine/point_survey.h): which analyses can run.
+  const engine::PointMap& points() const { return map_; }
 
   // The text's chunks: tokenized as the model asks (BOS first when it wants one), cut into
   // whole chunks, each chunk's first token replaced by BOS (llama-perplexity's convention).
@@ -70,6 +73,7 @@ class Session {
   void patched_pass(bool denoise, const analysis::RestorePoint& point,
                     std::span<const int32_t> tokens, int first_output);
   std::string graph_name(const analysis::RestorePoint& p) const;
+  const std::string& residual_name(int layer) const;
   void run_analyses(analysis::ChunkResult& r, std::span<const int32_t> tokens, int first_output);
 
   DiffConfig config_;
@@ -77,7 +81,7 @@ class Session {
   int floor_ub_ = 0;
   std::vector<analysis::RestorePoint> points_;  // empty without --transplants
   std::vector<const analysis::ChunkAnalysis*> analyses_;  // the plug-ins asked for
-  std::string arch_;
+  engine::PointMap map_;
   std::vector<float> patched_logits_;
   std::unique_ptr<Tails> tails_a_, tails_b_;  // prefix reuse, with --transplants
   std::function<void(int, int)> on_pass_;

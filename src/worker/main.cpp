@@ -121,6 +121,7 @@ void answer_decode(int fd, const wire::Message& m, Worker& w) {
   hd::engine::Hook hook;
   for (const auto& c : d.captures) hook.capture(c);
   for (const auto& p : d.patches) hook.overwrite(p.point, p.row_begin, p.rows);
+  for (const auto& e : d.row_rule_exceptions) hook.except_from_row_rule(e);
   hd::engine::DecodeInput in{d.tokens, d.rows, d.n, d.first_output, d.pos0};
   arm->decode(in, &hook, w.logits);
   wire::Decoded reply;

@@ -1,0 +1,27 @@
+// Finding a model's points in its own graph, and proving each before it is used.
+//
+// A candidate (points.h) holds a role only when it passes the swap test on this model: take
+// the tensor from a pass over one token sequence and write it into a pass over another; the
+// point carries the whole state there exactly when the second pass then gives the first pass's
+// logits, bit for bit. That is what a transplant assumes of a point, and what a name cannot
+// promise: jamba's ffn_inp-N is its mixer's output without the residual, gemma3n's layers also
+// read per-layer token embeddings, and a layer that reads an earlier layer's KV cache or state
+// leaves any single point incomplete. All three fail the swap; a point that fails is not used.
+//
+// The survey runs in this process on the CPU, on short sequences (a few passes of 8 tokens per
+// layer), with the llama.cpp this binary links.
+#pragma once
+#include <memory>
+
+#include "engine/hook.h"
+#include "engine/model.h"
+#include "engine/points.h"
+
+namespace hd::engine {
+
+// Throws RuntimeError when the model does not decode (llama.cpp's reason). `nodes`, when
+// given, gets every node of the graph in the order asked, with its shape.
+PointMap survey_points(const std::shared_ptr<Model>& model,
+                       std::vector<Hook::Node>* nodes = nullptr);
+
+}  // namespace hd::engine
