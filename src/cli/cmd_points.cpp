@@ -1,29 +1,78 @@
-// heterodyne points --model m.gguf [--json]
+// heterodyne points --model m.gguf [--json] [--nodes]
+// heterodyne points --fixtures
 // The model's points as the survey found and proved them in its graph (engine/point_survey.h),
-// and what each analysis can do on it.
+// and what each analysis can do on it; --fixtures: the same for llama.cpp's fixture of every
+// architecture, as the Markdown table docs/architectures.md holds (a test keeps it current).
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "cli/commands.h"
+#include "engine/fixtures.h"
 #include "engine/model.h"
 #include "engine/point_survey.h"
+#include "errors.h"
 
 namespace hd::cli {
+namespace {
+
+// One row of the table: yes/no per analysis, then why not (each reason once).
+std::string table_row(const std::string& arch, bool moe, const engine::PointMap& m) {
+  int routed = 0;
+  for (const std::string& r : m.router) routed += r.empty() ? 0 : 1;
+  std::string why;
+  for (const std::string* r : {&m.no_residuals, &m.no_transplants, &m.no_components,
+                               &m.no_per_head}) {
+    if (!r->empty() && why.find(*r) == std::string::npos) why += (why.empty() ? "" : "; ") + *r;
+  }
+  auto yes = [](bool b) { return b ? "yes" : "no"; };
+  return fmt::format("| {} | {} | yes | {} | {} | {} | {} | {} | {} |\n", arch, moe ? "moe" : "dense",
+                     yes(m.residuals()), yes(m.transplants()), yes(m.components()),
+                     yes(m.has_per_head()),
+                     routed > 0 ? fmt::format("{} of {} layers", routed, m.n_layer) : "-", why);
+}
+
+void print_fixture_table() {
+  std::cout << "| architecture | fixture | logits | residuals | transplants | components | "
+               "per-head | routes | why not |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const engine::FixtureArch& a : engine::fixture_archs()) {
+    for (const bool moe : {false, true}) {
+      if (!(moe ? a.moe : a.dense)) continue;
+      const std::string file = engine::ensure_fixture(a.name, moe, 1);
+      try {
+        std::cout << table_row(a.name, moe, engine::survey_points(engine::model_load(file)));
+      } catch (const RuntimeError& e) {  // llama.cpp runs it, but not to numbers heterodyne takes
+        std::string why = e.what();  // without the cache's path, which differs by machine
+        for (size_t at; (at = why.find(file)) != std::string::npos;) why.replace(at, file.size(), "the fixture");
+        std::cout << fmt::format("| {} | {} | no | no | no | no | no | - | {} |\n", a.name,
+                                 moe ? "moe" : "dense", why);
+      }
+    }
+  }
+}
+
+}  // namespace
 
 void add_points(CLI::App& app, Context& ctx) {
   struct Opts {
     std::string model;
-    bool json = false, nodes = false;
+    bool json = false, nodes = false, fixtures = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "points", "find a model's points in its graph, prove them, and say what each analysis can do");
-  cmd->add_option("--model,-m", o->model, "the GGUF")->required();
+  CLI::Option* model_opt = cmd->add_option("--model,-m", o->model, "the GGUF");
+  CLI::Option* fixtures = cmd->add_flag(
+      "--fixtures", o->fixtures,
+      "the table for llama.cpp's fixture of every architecture (docs/architectures.md)");
+  fixtures->excludes(model_opt);
   cmd->add_flag("--json", o->json, "the point map as JSON");
   cmd->add_flag("--nodes", o->nodes,
                 "also list every node the graph computes, with the shape a point reads");
   cmd->callback([o, &ctx] {
+    ctx.exit_code = 0;
+    if (o->fixtures) return print_fixture_table();
+    if (o->model.empty()) throw InputError("points needs --model FILE.gguf (or --fixtures)");
     const auto model = engine::model_load(o->model);
     std::vector<engine::Hook::Node> nodes;
     const engine::PointMap m = engine::survey_points(model, &nodes);

@@ -107,8 +107,11 @@ static bool point_shape(const ggml_tensor* t, int64_t& width, int64_t& rows) {
 
 void Hook::list(const ggml_tensor* t) {
   const std::string_view name = point_of_node(t->name);
-  for (const Node& n : *nodes_) {
-    if (n.name == name) return;  // asked once per ubatch: the first one is listed
+  for (Node& n : *nodes_) {
+    if (n.name == name) {
+      ++n.count;
+      return;
+    }
   }
   Node n;
   n.name = name;

@@ -34,11 +34,13 @@ class Hook {
   void overwrite(const std::string& point, int64_t row_begin, std::span<const float> rows);
 
   // Also list every node the graph asks about, in the order first asked, with its shape as a
-  // point would read it (point_survey.cpp finds a model's points from this).
+  // point would read it (point_survey.cpp finds a model's points from this). Counts assume a
+  // decode of one ubatch.
   struct Node {
     std::string name;
     bool readable = false;  // f32, contiguous, at most 3-D: a point can be taken here
     int64_t width = 0, rows = 0;
+    int count = 1;  // nodes of this name per ubatch: more than one is no point (arctic, grok)
   };
   void list_nodes(std::vector<Node>* out) { nodes_ = out; }
 

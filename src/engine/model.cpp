@@ -1,5 +1,7 @@
 #include "engine/model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -110,6 +112,8 @@ std::shared_ptr<Model> model_load(const std::string& path) {
   i.file_size = summary.file_size;
   i.add_bos = llama_vocab_get_add_bos(vocab);
   i.bos = llama_vocab_bos(vocab);
+  // llama.cpp asserts (aborts) on the text of a token of a model without a vocabulary.
+  i.has_vocab = llama_vocab_type(vocab) != LLAMA_VOCAB_TYPE_NONE;
   return m;
 }
 
@@ -129,6 +133,10 @@ static std::vector<int32_t> tokenize_or_throw(const llama_vocab* vocab, std::str
 }
 
 std::vector<int32_t> Model::tokenize(std::string_view text, bool add_special) const {
+  if (!info_.has_vocab) {
+    throw InputError("'" + info_.path + "' has no vocabulary to tokenize a text with: give it "
+                     "token ids (--tokens FILE)");
+  }
   const llama_vocab* vocab = llama_model_get_vocab(model_);
   try {
     return tokenize_or_throw(vocab, text, add_special);
@@ -158,6 +166,7 @@ std::vector<int32_t> Model::tokenize(std::string_view text, bool add_special) co
 }
 
 std::string Model::token_text(int32_t token) const {
+  if (!info_.has_vocab) return fmt::format("<{}>", token);
   const llama_vocab* vocab = llama_model_get_vocab(model_);
   std::string piece(64, '\0');
   int32_t n =
@@ -172,6 +181,11 @@ std::string Model::token_text(int32_t token) const {
 }
 
 std::string Model::detokenize(std::span<const int32_t> tokens) const {
+  if (!info_.has_vocab) {
+    std::string out;
+    for (int32_t t : tokens) out += token_text(t);
+    return out;
+  }
   const llama_vocab* vocab = llama_model_get_vocab(model_);
   std::string text(tokens.size() * 4 + 16, '\0');
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -194,6 +208,8 @@ std::optional<std::string> vocab_difference(const Model& a, const Model& b) {
            std::to_string(ib.n_vocab);
   }
   if (ia.add_bos != ib.add_bos || ia.bos != ib.bos) return std::string("BOS settings differ");
+  if (ia.has_vocab != ib.has_vocab) return std::string("one of them has no vocabulary");
+  if (!ia.has_vocab) return std::nullopt;  // ids without text: the sizes are all there is
   const llama_vocab* va = llama_model_get_vocab(a.handle());
   const llama_vocab* vb = llama_model_get_vocab(b.handle());
   for (int32_t t = 0; t < ia.n_vocab; ++t) {

@@ -34,6 +34,9 @@ struct ModelInfo {
   uint64_t file_size = 0;
   bool add_bos = false;
   int32_t bos = -1;
+  // false for a model without a tokenizer (tokenizer.ggml.model "no_vocab", as llama.cpp's
+  // fixtures): its ids have no text, and it reads token ids only (--tokens).
+  bool has_vocab = true;
 };
 
 class Model {
@@ -46,9 +49,10 @@ class Model {
   llama_model* handle() const { return model_; }  // vocabulary and hyperparameters only
 
   // Tokenizes with the model's own rules; `add_bos` as the model asks. Throws InputError for
-  // text the vocabulary cannot encode (naming the first line that fails).
+  // text the vocabulary cannot encode (naming the first line that fails) or a model without a
+  // vocabulary.
   std::vector<int32_t> tokenize(std::string_view text, bool add_special) const;
-  std::string token_text(int32_t token) const;
+  std::string token_text(int32_t token) const;  // "<17>" without a vocabulary
   // llama_detokenize: the text the tokens stand for, control tokens left out.
   std::string detokenize(std::span<const int32_t> tokens) const;
 

@@ -65,6 +65,7 @@ std::string Survey::unusable(const std::string& name) const {
   if (it == nodes_.end()) return "not in the graph";
   const Hook::Node& node = it->second;
   if (!node.readable) return "not a contiguous f32 tensor of at most 3 dimensions";
+  if (node.count > 1) return fmt::format("names {} tensors", node.count);
   if (node.rows != n_ && node.rows != n_ - first_output_) {
     return fmt::format("has {} rows in a batch of {} with {} outputs", node.rows, n_,
                        n_ - first_output_);
@@ -104,8 +105,7 @@ std::string Survey::prove(Role role, int layer, std::string& why) {
     }
     if (role == Role::kAttnOut || role == Role::kMlpOut) return name;  // named, never written
     if (swaps(name)) return name;
-    why += fmt::format("{}{} does not carry the whole state (written into another sequence's "
-                       "pass, the logits are not that sequence's)",
+    why += fmt::format("{}{} fails the swap test (it does not carry the whole state)",
                        why.empty() ? "" : "; ", name);
   }
   if (why.empty()) {
@@ -224,6 +224,13 @@ PointMap Survey::run() {
                   m.embedding.empty() ? fmt::format("embedding: none ({}{})", why_embedding, vacuous)
                                       : fmt::format("embedding: {}", m.embedding));
   if (nodes_.count("result_norm")) m.result_norm = "result_norm";
+  // The router's probabilities over the experts ([n_expert, rows]; build_moe_ffn): where a layer
+  // routes. Named only: the MoE analyses prove what they read.
+  m.router.assign(static_cast<size_t>(info_.n_layer), "");
+  for (int l = 0; l < info_.n_layer; ++l) {
+    const std::string name = fmt::format("ffn_moe_probs-{}", l);
+    if (unusable(name).empty()) m.router[static_cast<size_t>(l)] = name;
+  }
   finish(m, why);
   for (const auto* names : {&m.residual, &m.mid, &m.per_head, &m.attn_out, &m.mlp_out}) {
     for (const std::string& name : *names) {

@@ -84,6 +84,7 @@ nlohmann::json to_json(const PointMap& m) {
           {"per_head", m.per_head},
           {"attn_out", m.attn_out},
           {"mlp_out", m.mlp_out},
+          {"router", m.router},
           {"result_norm", m.result_norm},
           {"residual_width", m.residual_width},
           {"row_rule_exceptions", m.row_rule_exceptions},
@@ -102,7 +103,7 @@ PointMap point_map_from_json(const nlohmann::json& j) {
     m.embedding = j.at("embedding").get<std::string>();
     for (auto [key, v] : {std::pair{"residual", &m.residual}, {"mid", &m.mid},
                           {"per_head", &m.per_head}, {"attn_out", &m.attn_out},
-                          {"mlp_out", &m.mlp_out}}) {
+                          {"mlp_out", &m.mlp_out}, {"router", &m.router}}) {
       *v = j.at(key).get<std::vector<std::string>>();
       if (v->size() != static_cast<size_t>(m.n_layer)) {
         throw RuntimeError(std::string("its ") + key + " list does not have one entry per layer");

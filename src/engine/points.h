@@ -47,6 +47,7 @@ struct PointMap {
   std::vector<std::string> per_head;    // [n_layer]; "" where a layer has none
   std::vector<std::string> attn_out;    // [n_layer]; "" where not named
   std::vector<std::string> mlp_out;     // [n_layer]; "" where not named
+  std::vector<std::string> router;      // [n_layer]: ffn_moe_probs-N on MoE layers, else ""
   std::string result_norm;              // "" when not named
   int64_t residual_width = 0;           // floats per token of every residual point
   // The points whose rows are not what point_has_output_rows_only predicts (measured): a model

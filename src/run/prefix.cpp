@@ -8,6 +8,10 @@
 
 namespace hd::run {
 
+bool prefix_reuse_applies(const std::string& architecture) {
+  return architecture == "llama" || architecture == "qwen2" || architecture == "qwen3";
+}
+
 std::vector<int> tail_splits(int n_layer) {
   const int stride = std::max(1, n_layer / 7);
   std::vector<int> s;

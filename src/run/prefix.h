@@ -16,6 +16,13 @@
 
 namespace hd::run {
 
+// Whether tails are tried on an architecture at all. Feeding a residual through llama_batch.embd
+// is a path most graphs never take, and on some llama.cpp aborts the process rather than
+// failing (llama4's attention temperature input has no buffer then: measured on its fixture),
+// so only the architectures whose tails the tests prove take it; the others run full passes,
+// which give the same numbers.
+bool prefix_reuse_applies(const std::string& architecture);
+
 // The split points used for a model of n_layer layers: about seven, evenly spaced.
 std::vector<int> tail_splits(int n_layer);
 

@@ -47,7 +47,8 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
     throw InputError("--save-residuals: " + map_.no_residuals);
   }
   for (const auto& name : config_.analyses) analyses_.push_back(analysis::find_chunk_analysis(name));
-  if (!points_.empty() && config_.prefix_reuse) {
+  if (!points_.empty() && config_.prefix_reuse &&
+      prefix_reuse_applies(model_a->info().architecture)) {
     const auto splits = tail_splits(model_a->info().n_layer);
     tails_a_ = std::make_unique<Tails>(config_.a, config_.chunk, splits);
     tails_b_ = std::make_unique<Tails>(config_.b, config_.chunk, splits);

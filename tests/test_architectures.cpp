@@ -1,0 +1,213 @@
+// The coverage matrix: llama.cpp's fixture of every architecture (engine/fixtures.h) through
+// every analysis its proven points allow (engine/point_survey.h), against known answers, and
+// docs/architectures.md's table checked against what `heterodyne points --fixtures` prints.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/transplant_summary.h"
+#include "engine/fixtures.h"
+#include "engine/model.h"
+#include "engine/point_survey.h"
+#include "errors.h"
+#include "run/capture.h"
+#include "run/session.h"
+#include "test_support.h"
+
+using namespace hd;
+
+namespace {
+
+struct Fixture {
+  std::string name;  // "gemma2 (dense)"
+  std::string path;
+};
+
+const std::vector<Fixture>& fixtures() {
+  static const std::vector<Fixture> all = [] {
+    std::vector<Fixture> out;
+    for (const engine::FixtureArch& a : engine::fixture_archs()) {
+      for (const bool moe : {false, true}) {
+        if (moe ? a.moe : a.dense) {
+          out.push_back({a.name + (moe ? " (moe)" : " (dense)"), engine::ensure_fixture(a.name, moe, 1)});
+        }
+      }
+    }
+    return out;
+  }();
+  return all;
+}
+
+constexpr int kChunk = 16;
+
+std::vector<int32_t> tokens() {
+  std::vector<int32_t> t(kChunk);
+  for (int i = 0; i < kChunk; ++i) t[static_cast<size_t>(i)] = (i * 29 + 5) % 128;
+  return t;
+}
+
+run::DiffConfig config(const std::string& model, const engine::PointMap& m) {
+  run::DiffConfig c;
+  c.a.model = c.b.model = model;
+  c.a.n_threads = c.b.n_threads = 2;
+  c.chunk = kChunk;
+  c.floor = false;
+  c.transplants = m.transplants();
+  c.components = m.components();
+  return c;
+}
+
+analysis::ChunkResult compute(const run::DiffConfig& c) {
+  run::Session s(c);
+  return s.compute(0, tokens());
+}
+
+void expect_all_zero(const analysis::ChunkResult& r) {
+  for (const auto& p : r.diff.positions) {
+    ASSERT_EQ(p.score.kl, 0.0) << "position " << p.pos;
+    ASSERT_EQ(p.score.nll_a, p.score.nll_b) << "position " << p.pos;
+    ASSERT_EQ(p.score.top_a.id, p.score.top_b.id) << "position " << p.pos;
+  }
+  for (const auto& l : r.diff.layers) {
+    ASSERT_EQ(l.diff.max_abs, 0.0) << "layer " << l.layer << " position " << l.pos;
+  }
+  if (r.transplants) {
+    for (const auto* rows : {&r.transplants->denoise, &r.transplants->noise}) {
+      for (const auto& row : *rows) ASSERT_EQ(row.kl, 0.0) << "restore step " << row.step;
+    }
+  }
+}
+
+// The KL at every position after a restore point, by its label.
+std::vector<double> denoise_at(const analysis::ChunkResult& r, const std::string& label) {
+  std::vector<double> out;
+  const auto& pts = r.transplants->points;
+  const int step = static_cast<int>(std::find(pts.begin(), pts.end(), label) - pts.begin()) + 1;
+  for (const auto& row : r.transplants->denoise) {
+    if (row.step == step) out.push_back(row.kl);
+  }
+  return out;
+}
+
+// Whether a K cache of q8_0 applies: attention with a head dim of whole q8_0 blocks.
+bool q8_k_cache_applies(const engine::ModelInfo& info, const engine::PointMap& m) {
+  return m.has_per_head() && info.head_dim_k > 0 && info.head_dim_k % 32 == 0;
+}
+
+}  // namespace
+
+// docs/architectures.md's table is what `heterodyne points --fixtures` prints now.
+TEST(Architectures, DocsTableIsCurrent) {
+  const auto r = test::run_cli({"points", "--fixtures"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(std::string(HD_SOURCE_DIR) + "/docs/architectures.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  const std::string text = doc.str();
+  const std::string begin = "<!-- table: heterodyne points --fixtures -->\n";
+  const std::string end = "<!-- end of table -->";
+  const size_t b = text.find(begin);
+  const size_t e = text.find(end);
+  ASSERT_NE(b, std::string::npos) << "docs/architectures.md lacks the table's begin marker";
+  ASSERT_NE(e, std::string::npos) << "docs/architectures.md lacks the table's end marker";
+  EXPECT_EQ(text.substr(b + begin.size(), e - b - begin.size()), r.out)
+      << "regenerate the table: heterodyne points --fixtures";
+}
+
+struct Counts {
+  int decode = 0, transplants = 0, components = 0, per_head = 0, k_cache = 0;
+};
+
+namespace {
+
+// A q8_0 K cache changes attention alone: every MLP step is exactly 0, and so is the denoise at
+// the last residual (B's head is A's). The steps telescope.
+void check_k_cache(const run::DiffConfig& same, const engine::PointMap& m) {
+  run::DiffConfig k = same;
+  k.b.cache_type_k = "q8_0";
+  const auto r = compute(k);
+  for (const auto& p : r.diff.positions) ASSERT_TRUE(std::isfinite(p.score.kl));
+  if (m.transplants()) {
+    const std::string last = "l_out-" + std::to_string(m.n_layer - 1);
+    for (double kl : denoise_at(r, last)) ASSERT_EQ(kl, 0.0) << "denoise at " << last;
+  }
+  if (m.components()) {
+    const auto s = analysis::summarize_transplants({r});
+    ASSERT_TRUE(s && s->has_components);
+    for (const auto* d : {&s->denoise_components, &s->noise_components}) {
+      for (const auto& l : d->layers) EXPECT_EQ(l.mlp.mean, 0.0) << "layer " << l.layer;
+    }
+    test::expect_steps_telescope(*s);
+  }
+}
+
+// B = A quantized to Q8_0: finite KL above 0, and steps that telescope.
+void check_q8_0(const run::DiffConfig& same, const engine::PointMap& m) {
+  run::DiffConfig q = same;
+  q.b_quant = "Q8_0";
+  const auto r = compute(q);
+  double kl = 0;
+  for (const auto& p : r.diff.positions) {
+    ASSERT_TRUE(std::isfinite(p.score.kl));
+    kl += p.score.kl;
+  }
+  EXPECT_GT(kl, 0.0) << "Q8_0 changed nothing";
+  if (m.components()) test::expect_steps_telescope(*analysis::summarize_transplants({r}));
+}
+
+void check_fixture(const Fixture& f, Counts& n) {
+  SCOPED_TRACE(f.name);
+  const auto model = engine::model_load(f.path);
+  engine::PointMap m;
+  try {
+    m = engine::survey_points(model);
+  } catch (const RuntimeError& e) {
+    // qwen3tts masks logits past its codec head at -inf: heterodyne refuses non-finite logits.
+    EXPECT_NE(std::string(e.what()).find("non-finite logit (-inf)"), std::string::npos)
+        << e.what();
+    return;
+  }
+  ++n.decode;
+  n.transplants += m.transplants() ? 1 : 0;
+  n.components += m.components() ? 1 : 0;
+  n.per_head += m.has_per_head() ? 1 : 0;
+  const run::DiffConfig same = config(f.path, m);
+  expect_all_zero(compute(same));
+  if (q8_k_cache_applies(model->info(), m)) {
+    ++n.k_cache;
+    check_k_cache(same, m);
+  }
+  check_q8_0(same, m);
+  // A gate reference's capture: every tap the points offer, every row, finite.
+  const run::Captured c = run::capture_taps(model, same.a, tokens());
+  ASSERT_EQ(c.tensors.size(), c.taps.size());
+  for (const auto& t : c.tensors) {
+    ASSERT_EQ(t.shape[0], kChunk) << t.name;
+    for (float x : t.data) ASSERT_TRUE(std::isfinite(x)) << t.name;
+  }
+}
+
+}  // namespace
+
+// The whole matrix: identical arms are 0 everywhere; a q8_0 K cache and B = A in Q8_0 meet
+// their known answers (above); a capture keeps every tap.
+TEST(Architectures, EveryFixtureMeetsTheKnownAnswersItsPointsAllow) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Counts counts;
+  for (const Fixture& f : fixtures()) {
+    try {
+      check_fixture(f, counts);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << f.name << ": " << e.what();
+    }
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%zu fixtures: %d decode, %d transplants, %d components, %d per-head, %d with a "
+              "q8_0 K cache; %.1f s\n",
+              fixtures().size(), counts.decode, counts.transplants, counts.components,
+              counts.per_head, counts.k_cache, s);
+  EXPECT_GE(counts.decode, 100);
+}
