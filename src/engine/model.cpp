@@ -109,6 +109,7 @@ std::shared_ptr<Model> model_load(const std::string& path) {
   i.file_size = summary.file_size;
   i.add_bos = llama_vocab_get_add_bos(vocab);
   i.bos = llama_vocab_bos(vocab);
+  i.has_vocab = llama_vocab_type(vocab) != LLAMA_VOCAB_TYPE_NONE;
   return m;
 }
 
@@ -128,6 +129,11 @@ static std::vector<int32_t> tokenize_or_throw(const llama_vocab* vocab, std::str
 }
 
 std::vector<int32_t> Model::tokenize(std::string_view text, bool add_special) const {
+  if (!info_.has_vocab) {
+    throw InputError("'" + info_.path +
+                     "' has no vocabulary (tokenizer no_vocab): it cannot read a text; give "
+                     "its input as token ids, --tokens FILE");
+  }
   const llama_vocab* vocab = llama_model_get_vocab(model_);
   try {
     return tokenize_or_throw(vocab, text, add_special);
@@ -157,6 +163,7 @@ std::vector<int32_t> Model::tokenize(std::string_view text, bool add_special) co
 }
 
 std::string Model::token_text(int32_t token) const {
+  if (!info_.has_vocab) return "";
   const llama_vocab* vocab = llama_model_get_vocab(model_);
   std::string piece(64, '\0');
   int32_t n =
@@ -193,6 +200,10 @@ std::optional<std::string> vocab_difference(const Model& a, const Model& b) {
            std::to_string(ib.n_vocab);
   }
   if (ia.add_bos != ib.add_bos || ia.bos != ib.bos) return std::string("BOS settings differ");
+  if (ia.has_vocab != ib.has_vocab) {
+    return std::string("one has no vocabulary (tokenizer no_vocab), the other has one");
+  }
+  if (!ia.has_vocab) return std::nullopt;  // ids alone, as many on both sides: nothing to differ
   const llama_vocab* va = llama_model_get_vocab(a.handle());
   const llama_vocab* vb = llama_model_get_vocab(b.handle());
   for (int32_t t = 0; t < ia.n_vocab; ++t) {

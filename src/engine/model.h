@@ -34,6 +34,9 @@ struct ModelInfo {
   uint64_t file_size = 0;
   bool add_bos = false;
   int32_t bos = -1;
+  // False for tokenizer `no_vocab` (llama.cpp's fixtures): ids without texts, which nothing can
+  // tokenize; its input is token ids (--tokens).
+  bool has_vocab = true;
 };
 
 class Model {
@@ -46,8 +49,10 @@ class Model {
   llama_model* handle() const { return model_; }  // vocabulary and hyperparameters only
 
   // Tokenizes with the model's own rules; `add_bos` as the model asks. Throws InputError for
-  // text the vocabulary cannot encode (naming the first line that fails).
+  // text the vocabulary cannot encode (naming the first line that fails), and for any text
+  // without a vocabulary (llama.cpp aborts there).
   std::vector<int32_t> tokenize(std::string_view text, bool add_special) const;
+  // The token's piece; "" without a vocabulary (llama.cpp asserts there): its ids have no text.
   std::string token_text(int32_t token) const;
   // llama_detokenize: the text the tokens stand for, control tokens left out.
   std::string detokenize(std::span<const int32_t> tokens) const;
