@@ -12,8 +12,7 @@ namespace hd::run {
 
 std::string Input::name() const {
   if (!source.token_ids) return "the text";
-  return source.path == "-" ? "the token ids on standard input"
-                            : "tokens file '" + source.path + "'";
+  return source.path == "-" ? kTokensOnStdin : "tokens file '" + source.path + "'";
 }
 
 // Read, not yet parsed: a stored run's input is checked against its hash first, so that a file

@@ -34,7 +34,7 @@ struct Input {
   InputPath source;
   std::string bytes;
   std::vector<int32_t> ids;  // token ids only
-  // How messages name it: "the text", "tokens file 'ids.txt'", "the token ids on standard input".
+  // How messages name it: "the text", "tokens file 'ids.txt'", "standard input (--tokens -)".
   std::string name() const;
 };
 

@@ -40,7 +40,7 @@ constexpr FileKind kTextKind = {
     "< text.txt) or give its file",
     true};
 constexpr FileKind kTokensKind = {
-    "tokens file", "the token ids on standard input",
+    "tokens file", kTokensOnStdin,
     "--tokens - reads token ids from standard input, which is a terminal here: pipe them in (… "
     "--tokens - < ids.txt) or give their file",
     false};

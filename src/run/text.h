@@ -30,6 +30,8 @@ std::string read_text_file(const std::string& path);
 // rules as a text (regular file, kMaxTextBytes, no terminal), not checked as UTF-8 (the parser,
 // common/token_ids.h, names the first byte that is no id). "tokens file 'x'" in messages.
 std::string read_tokens_file(const std::string& path);
+// How messages name token ids read from standard input.
+inline constexpr const char* kTokensOnStdin = "standard input (--tokens -)";
 
 // The first `needed` tokens of `text` as the whole text tokenizes (all of them when needed is
 // 0), BOS first when the model asks for one. Only a prefix is tokenized when that is enough:
