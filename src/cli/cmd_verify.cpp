@@ -20,7 +20,7 @@ void add_verify(CLI::App& app, Context& ctx) {
   add_input_flags(*cmd, o->input,
                   "the text again, for a run that read standard input or whose text moved "
                   "(checked against the stored sha256; '-': standard input)",
-                  "; here the ids again, for a run of --tokens");
+                  "; for a run of --tokens, its ids again");
   cmd->callback([o, &ctx] {
     o->options.input = o->input.given("verify");
     ctx.exit_code = run::verify(o->file, o->options, progress_line);

@@ -35,15 +35,12 @@ void add_input_flags(CLI::App& cmd, InputFlags& f, const std::string& text_help,
   cmd.add_option("--text-file,-f", f.text, text_help);
   // Token ids stand where the text's tokens would (run/input.h): no BOS added, none tokenized.
   cmd.add_option("--tokens", f.tokens,
-                 "token ids instead of a text: whitespace-separated integers or one JSON array "
-                 "('-': standard input), each below the model's vocabulary size, used as given "
-                 "(no BOS added)" +
+                 "token ids instead of a text: spaced integers or a JSON array ('-': standard "
+                 "input), used as given" +
                      tokens_note);
 }
 
-const char* const kChunkedTokensNote =
-    "; cut into chunks as a text's tokens are: each chunk's first id becomes the model's BOS "
-    "where it adds one; with --resume, the ids again";
+const char* const kChunkedTokensNote = "; chunk starts become BOS as a text's (docs/diff.md)";
 
 CLI::Option* add_skip_unencodable(CLI::App& cmd, bool& skip) {
   return cmd.add_flag("--skip-unencodable", skip,
