@@ -108,8 +108,9 @@ TEST(TokensInput, IdenticalArmsGiveExactlyZeroKl) {
   const std::string out = dir() + "/same.hdy";
   const CliResult r = run_cli(diff_args("--tokens", inputs().ids_txt, out));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(rows_text(out, "SELECT count(*), sum(kl != 0), sum(nll_a != nll_b) FROM positions "
-                           "WHERE comparison = 'diff'"),
+  EXPECT_EQ(rows_text(out,
+                      "SELECT count(*), sum(kl != 0), sum(nll_a != nll_b) FROM positions "
+                      "WHERE comparison = 'diff'"),
             "126|0|0|\n");  // 2 chunks of 63 predicted positions, every one exactly 0
   EXPECT_EQ(rows_text(out, "SELECT sum(max_abs != 0) FROM layers WHERE comparison = 'diff'"),
             "0|\n");
@@ -128,8 +129,7 @@ TEST(TokensInput, TheTextsTokensAsIdsGiveTheSameDiff) {
     ASSERT_EQ(r.exit_code, 0) << flag << " " << input << "\n" << r.err;
   }
   // Not trivially equal: B is Q8_0, so the numbers are not all zero.
-  EXPECT_NE(rows_text(text, "SELECT sum(kl > 0) FROM positions WHERE comparison = 'diff'"),
-            "0|\n");
+  EXPECT_NE(rows_text(text, "SELECT sum(kl > 0) FROM positions WHERE comparison = 'diff'"), "0|\n");
   EXPECT_EQ(chunk_rows(spaced), chunk_rows(text));
   EXPECT_EQ(chunk_rows(json), chunk_rows(text));
   // The input is recorded as a text is (path and sha256), marked as ids; the tokens alike.
@@ -217,10 +217,11 @@ TEST(TokensInput, VerifyAndResumeCheckTheTokensFile) {
   // Another file, or the text where ids were read: one line, exit 2.
   const std::string changed = dir() + "/verify-changed.txt";
   write_file(changed, read_file(ids) + "7\n");
-  expect_verify_refused({"verify", run, "--tokens", changed},
-                 "the token ids given with --tokens " + changed + " are not the ones this run read");
+  expect_verify_refused(
+      {"verify", run, "--tokens", changed},
+      "the token ids given with --tokens " + changed + " are not the ones this run read");
   expect_verify_refused({"verify", run, "-f", inputs().text},
-                 "this run read token ids: give them again with --tokens FILE, not -f");
+                        "this run read token ids: give them again with --tokens FILE, not -f");
   expect_refused({"verify", run, "-f", ids, "--tokens", ids}, "not both");
 
   // A run killed after its first chunk resumes only with the ids it read.
@@ -234,18 +235,30 @@ TEST(TokensInput, VerifyAndResumeCheckTheTokensFile) {
   const std::string kept = read_file(ids);
   write_file(ids, kept + "7\n");
   expect_refused({"diff", "--resume", cut},
-                 "the tokens file '" + ids + "' has changed since this run started (give the ids "
-                 "it read with heterodyne diff --resume " + cut + " --tokens FILE)");
+                 "the tokens file '" + ids +
+                     "' has changed since this run started (give the ids "
+                     "it read with heterodyne diff --resume " +
+                     cut + " --tokens FILE)");
   expect_refused({"diff", "--resume", cut, "-f", inputs().text}, "this run read token ids");
   write_file(ids, kept);
   const CliResult resumed = run_cli({"diff", "--resume", cut});
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_EQ(chunk_rows(cut), chunk_rows(run));
   EXPECT_EQ(run_cli({"verify", cut}).exit_code, 0);
+  // A floor's verify reads its input again, from where it was: a changed file fails it.
+  const std::string floor_file = dir() + "/verify-floor.hdy";
+  const CliResult floor = run_cli({"floor", "-m", s260k(), "--tokens", ids, "--chunk", "64",
+                                   "--max-chunks", "1", "--ub", "1..2", "-o", floor_file});
+  ASSERT_EQ(floor.exit_code, 0) << floor.err;
+  EXPECT_EQ(run_cli({"verify", floor_file}).exit_code, 0);
+  write_file(ids, kept + "7\n");
+  expect_verify_refused({"verify", floor_file},
+                        "the tokens file '" + ids + "' has changed since this run started");
+  write_file(ids, kept);
   // A text run refuses ids given again.
   const std::string text_run = hd::test::make_experiment(dir() + "/text-run.hdy");
   expect_verify_refused({"verify", text_run, "--tokens", ids},
-                 "this run read a text: give it again with -f FILE, not --tokens");
+                        "this run read a text: give it again with -f FILE, not --tokens");
 }
 
 TEST(TokensInput, StandardInputIsReadAndAskedForAgain) {
@@ -265,8 +278,10 @@ TEST(TokensInput, StandardInputIsReadAndAskedForAgain) {
                 "DELETE FROM positions WHERE chunk = 1; DELETE FROM layers WHERE chunk = 1;");
   expect_refused({"diff", "--resume", cut},
                  "this run read its token ids from standard input: give them again, heterodyne "
-                 "diff --resume " + cut + " --tokens FILE (or --tokens - with the ids on "
-                 "standard input)");
+                 "diff --resume " +
+                     cut +
+                     " --tokens FILE (or --tokens - with the ids on "
+                     "standard input)");
   const CliResult resumed =
       hd::test::run_cli_with_input({"diff", "--resume", cut, "--tokens", "-"}, inputs().ids_json);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
@@ -304,8 +319,9 @@ TEST(TokensInput, ModelsWithoutAVocabularyReadTokenIds) {
   // No BOS to put first: every id is read as given.
   EXPECT_EQ(rows_text(out, "SELECT token_id FROM tokens WHERE chunk = 1 AND pos = 0"),
             "43|\n");  // (32 * 37 + 11) % 128
-  EXPECT_EQ(rows_text(out, "SELECT count(*), sum(kl != 0) FROM positions WHERE comparison = "
-                           "'diff'"),
+  EXPECT_EQ(rows_text(out,
+                      "SELECT count(*), sum(kl != 0) FROM positions WHERE comparison = "
+                      "'diff'"),
             "93|0|\n");
   EXPECT_EQ(rows_text(out, "SELECT count(*) FROM vocab"), "0|\n");  // ids have no texts
   const CliResult shown = run_cli({"show", out, "--worst", "2"});
@@ -325,7 +341,7 @@ TEST(TokensInput, ModelsWithoutAVocabularyReadTokenIds) {
   ASSERT_EQ(run_cli({"calibrate", "--reference", ref}).exit_code, 0);
   const CliResult checked = run_cli({"check", "--reference", ref, "--model", m});
   EXPECT_EQ(checked.exit_code, 0) << checked.err;
-  const CliResult curve = run_cli(
-      {"length-curve", "--a", m, "--b-ub", "7", "--tokens", ids, "--lengths", "8,32"});
+  const CliResult curve =
+      run_cli({"length-curve", "--a", m, "--b-ub", "7", "--tokens", ids, "--lengths", "8,32"});
   EXPECT_EQ(curve.exit_code, 0) << curve.err;
 }

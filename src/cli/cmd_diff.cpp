@@ -37,11 +37,11 @@ void add_diff(CLI::App& app, Context& ctx) {
   });
   add_output_and_resume(*cmd, o->out, o->force, o->resume);
   cmd->callback([o, cmd, &ctx] {
-    ResumableRun r = ResumableRun::of_arms(o->resume, o->out, o->pair.a,
-                                           o->pair.input.given("diff"));
+    ResumableRun r =
+        ResumableRun::of_arms(o->resume, o->out, o->pair.a, o->pair.input.given("diff"));
     r.resume_run = [&] {
       return run::diff_resume(o->resume, ctx.command_line, progress_line,
-                               o->pair.input.given("diff"));
+                              o->pair.input.given("diff"));
     };
     r.new_run = [&] {
       run::DiffConfig cfg = pair_config("diff", o->pair, o->cfg);

@@ -1,4 +1,5 @@
-// heterodyne floor --model m.gguf --text-file t.txt | --tokens IDS --ub 1..512 [--threads 1,2] [--fa on,off]
+// heterodyne floor --model m.gguf --text-file t.txt | --tokens IDS --ub 1..512
+//                  [--threads 1,2] [--fa on,off]
 //                  [--ref-ub 512] [-ctk T] [-ctv T] [-dev D -ngl N --rpc S --llama-build B]
 //                  [--chunk 128] [--max-chunks 4] -o floor.hdy [--force]
 // heterodyne floor --resume floor.hdy [-f TEXT|- | --tokens IDS|-]

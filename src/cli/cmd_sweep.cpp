@@ -29,8 +29,8 @@ void add_sweep(CLI::App& app, Context& ctx) {
   });
   add_output_and_resume(*cmd, o->out, o->force, o->resume);
   cmd->callback([o, cmd, &ctx] {
-    ResumableRun r = ResumableRun::of_arms(o->resume, o->out, o->pair.a,
-                                           o->pair.input.given("sweep"));
+    ResumableRun r =
+        ResumableRun::of_arms(o->resume, o->out, o->pair.a, o->pair.input.given("sweep"));
     r.resume_run = [&] {
       return run::sweep_resume(o->resume, ctx.command_line, progress_line,
                                o->pair.input.given("sweep"));

@@ -144,10 +144,9 @@ std::vector<int32_t> parse_token_ids(std::string_view bytes, const std::string& 
 void check_token_ids(const std::vector<int32_t>& ids, int n_vocab, const std::string& what) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] >= n_vocab) {
-      throw InputError(what + ": entry " + std::to_string(i) + " is id " +
-                       std::to_string(ids[i]) + ", outside this model's vocabulary of " +
-                       std::to_string(n_vocab) + " (ids 0 to " + std::to_string(n_vocab - 1) +
-                       ")");
+      throw InputError(what + ": entry " + std::to_string(i) + " is id " + std::to_string(ids[i]) +
+                       ", outside this model's vocabulary of " + std::to_string(n_vocab) +
+                       " (ids 0 to " + std::to_string(n_vocab - 1) + ")");
     }
   }
 }

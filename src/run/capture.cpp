@@ -13,8 +13,8 @@
 #include "engine/system.h"
 #include "errors.h"
 #include "run/config.h"
-#include "run/provenance.h"
 #include "run/input.h"
+#include "run/provenance.h"
 #include "store/safetensors.h"
 
 namespace hd::run {
@@ -105,8 +105,7 @@ Captured capture_taps(std::shared_ptr<engine::Model> model, const engine::ArmSet
 
 // The manifest's "text": where it was and its hash, and, with --skip-unencodable, that lines
 // were dropped (check drops the same ones before comparing tokenizations).
-static nlohmann::json text_manifest(const CaptureConfig& c, const Input& input,
-                                    size_t dropped) {
+static nlohmann::json text_manifest(const CaptureConfig& c, const Input& input, size_t dropped) {
   nlohmann::json t = {{"path", c.text_file}, {"sha256", sha256_bytes(input.bytes)}};
   if (c.token_ids) t["token_ids"] = true;  // check compares no tokenization then
   if (c.skip_unencodable) {
@@ -130,9 +129,8 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
 
   auto model = engine::model_load(c.arm.model);
   size_t dropped = 0;
-  const std::vector<int32_t> tokens = input_tokens(*model, input, c.skip_unencodable,
-                                                   static_cast<size_t>(c.max_tokens), progress,
-                                                   &dropped);
+  const std::vector<int32_t> tokens = input_tokens(
+      *model, input, c.skip_unencodable, static_cast<size_t>(c.max_tokens), progress, &dropped);
   if (tokens.size() < 2) throw InputError(input.name() + " gives fewer than 2 tokens");
   const Captured captured = capture_taps(model, c.arm, tokens, c.decode_steps);
   const std::vector<store::NamedTensor>& tensors = captured.tensors;

@@ -5,9 +5,9 @@
 #include <chrono>
 
 #include "errors.h"
+#include "run/input.h"
 #include "run/provenance.h"
 #include "run/session.h"
-#include "run/input.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
 
@@ -108,8 +108,8 @@ RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
   const Input input = read_input({config.text_file, config.token_ids}, config.skip_unencodable);
   Session s(config);
   size_t dropped = 0;
-  const auto chunks = input_chunks(s.arm_a().model(), input, config.skip_unencodable,
-                                   config.chunk, config.max_chunks, progress, &dropped);
+  const auto chunks = input_chunks(s.arm_a().model(), input, config.skip_unencodable, config.chunk,
+                                   config.max_chunks, progress, &dropped);
   progress(fmt::format("{} chunks of {} tokens; A: {}  B: {}", chunks.size(), config.chunk,
                        s.arm_a().model_info().description, s.arm_b().model_info().description));
   store::Experiment e = store::Experiment::create(out, replace, inputs_of(s.config()));
@@ -145,8 +145,8 @@ RunEnd diff_resume(const std::string& path, const std::string& command_line,
   Session s(config);
   // The models a stored run used must be the ones on disk now.
   if (auto change = s.model_change(prov["arms"])) throw InputError(*change + ": cannot resume");
-  const auto chunks = input_chunks(s.arm_a().model(), input, config.skip_unencodable,
-                                   config.chunk, config.max_chunks, progress);
+  const auto chunks = input_chunks(s.arm_a().model(), input, config.skip_unencodable, config.chunk,
+                                   config.max_chunks, progress);
   prov["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
   e.set_meta("provenance", prov.dump());
   progress(fmt::format("resuming: {} of {} chunks already stored", e.finished_chunks().size(),

@@ -14,9 +14,9 @@
 #include "errors.h"
 #include "run/chunk_loop.h"
 #include "run/floor_explore.h"
+#include "run/input.h"
 #include "run/provenance.h"
 #include "run/session.h"
-#include "run/input.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
 #include "store/floor_rows.h"
@@ -132,8 +132,7 @@ Loaded load_stored(const FloorConfig& c, const nlohmann::json& prov, const Input
                    const std::string& again_command, const ProgressFn& progress) {
   const Input input = read_stored_input({c.text_file, c.token_ids}, prov, again, again_command);
   Loaded l{engine::model_load(c.arm.model), {}};
-  l.chunks =
-      input_chunks(*l.model, input, c.skip_unencodable, c.chunk, c.max_chunks, progress);
+  l.chunks = input_chunks(*l.model, input, c.skip_unencodable, c.chunk, c.max_chunks, progress);
   return l;
 }
 
@@ -164,8 +163,8 @@ RunEnd floor_run(const FloorConfig& c, const std::string& out, bool replace,
   const Input input = read_input({c.text_file, c.token_ids}, c.skip_unencodable);
   auto model = engine::model_load(c.arm.model);
   size_t dropped = 0;
-  const auto chunks = input_chunks(*model, input, c.skip_unencodable, c.chunk, c.max_chunks,
-                                   progress, &dropped);
+  const auto chunks =
+      input_chunks(*model, input, c.skip_unencodable, c.chunk, c.max_chunks, progress, &dropped);
   nlohmann::json prov = run_provenance(input, chunks, command_line);
   if (c.skip_unencodable) prov["text"]["unencodable_lines_dropped"] = dropped;
   prov["model_sha256"] = sha256_file(c.arm.model);

@@ -31,8 +31,9 @@ static Input parsed(Input in) {
 
 Input read_input(const InputPath& source, bool skip_unencodable) {
   if (source.token_ids && skip_unencodable) {
-    throw InputError("--skip-unencodable drops the lines of a text a vocabulary cannot encode: "
-                     "--tokens gives ids, with nothing to drop");
+    throw InputError(
+        "--skip-unencodable drops the lines of a text a vocabulary cannot encode: "
+        "--tokens gives ids, with nothing to drop");
   }
   return parsed(read_bytes(source));
 }
@@ -71,9 +72,8 @@ Input read_stored_input(const InputPath& stored, const nlohmann::json& provenanc
   const bool ids = stored.token_ids;
   if (given.empty()) {
     throw InputError("the " + std::string(ids ? "tokens" : "text") + " file '" + stored.path +
-                     "' has changed since this run started (give the " +
-                     (ids ? "ids" : "text") + " it read with " + how +
-                     (ids ? " --tokens FILE)" : " -f FILE)"));
+                     "' has changed since this run started (give the " + (ids ? "ids" : "text") +
+                     " it read with " + how + (ids ? " --tokens FILE)" : " -f FILE)"));
   }
   throw InputError((ids ? "the token ids given with --tokens " : "the text given with -f ") +
                    given.path + (ids ? " are not the ones" : " is not the one") +

@@ -55,8 +55,8 @@ nlohmann::json length_curve(const LengthCurveConfig& c,
     throw InputError("the arms' models differ in width: their residuals cannot be compared");
   }
   const int longest = c.lengths.back();
-  const std::vector<int32_t> tokens = input_tokens(*model_a, input, c.skip_unencodable,
-                                                   static_cast<size_t>(longest), progress);
+  const std::vector<int32_t> tokens =
+      input_tokens(*model_a, input, c.skip_unencodable, static_cast<size_t>(longest), progress);
   if (tokens.size() < static_cast<size_t>(longest)) {
     throw InputError(input.name() + " gives " + std::to_string(tokens.size()) +
                      " tokens, fewer than " + std::to_string(longest));

@@ -16,10 +16,10 @@
 #include "engine/model.h"
 #include "errors.h"
 #include "run/arms.h"
+#include "run/input.h"
 #include "run/provenance.h"
 #include "run/session.h"
 #include "run/sweep_summary.h"
-#include "run/input.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
 
@@ -371,8 +371,8 @@ void sweep_verify(const std::string& path, bool force, const ProgressFn& progres
   const auto chunks = input_chunks(s.model_a(), input, config.skip_unencodable, config.chunk,
                                    config.max_chunks, progress);
   if (chunks.size() != stored.size()) {
-    throw RuntimeError(fmt::format("verify failed: {} gives {} chunks, the sweep stored {}", input.name(),
-                                   chunks.size(), stored.size()));
+    throw RuntimeError(fmt::format("verify failed: {} gives {} chunks, the sweep stored {}",
+                                   input.name(), chunks.size(), stored.size()));
   }
   std::vector<store::SweepChunkRows> rows;
   for (size_t c = 0; c < chunks.size(); ++c) {

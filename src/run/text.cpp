@@ -11,10 +11,10 @@
 #include <string_view>
 
 #include "common/input_file.h"
+#include "common/stop.h"
 #include "common/utf8.h"
 #include "engine/model.h"
 #include "errors.h"
-#include "common/stop.h"
 
 namespace hd::run {
 
@@ -107,9 +107,7 @@ std::string read_input_file(const std::string& path, const FileKind& k) {
 
 std::string read_text_file(const std::string& path) { return read_input_file(path, kTextKind); }
 
-std::string read_tokens_file(const std::string& path) {
-  return read_input_file(path, kTokensKind);
-}
+std::string read_tokens_file(const std::string& path) { return read_input_file(path, kTokensKind); }
 
 static std::vector<int32_t> tokenize_whole(const engine::Model& m, const std::string& text) {
   if (text.size() > kMaxWholeTokenizeBytes) {

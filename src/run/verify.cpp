@@ -7,9 +7,9 @@
 #include "analysis/compare.h"
 #include "errors.h"
 #include "run/floor.h"
+#include "run/input.h"
 #include "run/session.h"
 #include "run/sweep.h"
-#include "run/input.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
 
