@@ -89,6 +89,15 @@ std::string chunk_rows(const std::string& path) {
   return all;
 }
 
+// A copy of a two-chunk diff as a run killed after its first chunk leaves it.
+void unfinish(const std::string& path) {
+  hd::test::sql(path,
+                "DELETE FROM meta WHERE key IN ('integrity_sha256', 'chunk_sha256/1');"
+                "UPDATE meta SET value = 'running' WHERE key = 'status';"
+                "DELETE FROM chunks WHERE chunk = 1; DELETE FROM tokens WHERE chunk = 1;"
+                "DELETE FROM positions WHERE chunk = 1; DELETE FROM layers WHERE chunk = 1;");
+}
+
 // verify's refusals: exit 2 and one error line, after the line of its integrity check.
 void expect_verify_refused(const std::vector<std::string>& args, const std::string& phrase) {
   const CliResult r = run_cli(args);
@@ -227,11 +236,7 @@ TEST(TokensInput, VerifyAndResumeCheckTheTokensFile) {
   // A run killed after its first chunk resumes only with the ids it read.
   const std::string cut = dir() + "/verify-cut.hdy";
   fs::copy_file(run, cut, fs::copy_options::overwrite_existing);
-  hd::test::sql(cut,
-                "DELETE FROM meta WHERE key IN ('integrity_sha256', 'chunk_sha256/1');"
-                "UPDATE meta SET value = 'running' WHERE key = 'status';"
-                "DELETE FROM chunks WHERE chunk = 1; DELETE FROM tokens WHERE chunk = 1;"
-                "DELETE FROM positions WHERE chunk = 1; DELETE FROM layers WHERE chunk = 1;");
+  unfinish(cut);
   const std::string kept = read_file(ids);
   write_file(ids, kept + "7\n");
   expect_refused({"diff", "--resume", cut},
@@ -271,11 +276,7 @@ TEST(TokensInput, StandardInputIsReadAndAskedForAgain) {
   // A diff's verify needs no input; a sweep's or floor's does, and a resume: asked for by flag.
   const std::string cut = dir() + "/stdin-cut.hdy";
   fs::copy_file(run, cut, fs::copy_options::overwrite_existing);
-  hd::test::sql(cut,
-                "DELETE FROM meta WHERE key IN ('integrity_sha256', 'chunk_sha256/1');"
-                "UPDATE meta SET value = 'running' WHERE key = 'status';"
-                "DELETE FROM chunks WHERE chunk = 1; DELETE FROM tokens WHERE chunk = 1;"
-                "DELETE FROM positions WHERE chunk = 1; DELETE FROM layers WHERE chunk = 1;");
+  unfinish(cut);
   expect_refused({"diff", "--resume", cut},
                  "this run read its token ids from standard input: give them again, heterodyne "
                  "diff --resume " +
