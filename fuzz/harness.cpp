@@ -9,6 +9,7 @@
 #include "engine/model.h"
 #include "errors.h"
 #include "report/experiment_views.h"
+#include "run/input.h"
 #include "run/quant_risk.h"
 #include "run/reference.h"
 #include "run/session.h"
@@ -93,6 +94,16 @@ void text(const std::string& bytes, const engine::Model& model) {
       if (id < 0 || id >= model.info().n_vocab) __builtin_trap();  // a token outside the vocab
     }
     (void)run::chunk_text(model, t, 8, 4);
+  } catch (const InputError&) {
+  }
+  try {  // the same bytes as token ids (--tokens): parsed, checked, cut
+    const run::Input ids = run::read_input({path, true}, false);
+    const auto chunks = run::input_chunks(model, ids, false, 8, 4, [](const std::string&) {});
+    for (const auto& chunk : chunks) {
+      for (int32_t id : chunk) {
+        if (id < 0 || id >= model.info().n_vocab) __builtin_trap();  // an id past the check
+      }
+    }
   } catch (const InputError&) {
   }
 }

@@ -15,7 +15,7 @@ namespace hd::fuzz {
 void safetensors(const std::string& bytes);
 void experiment(const std::string& bytes);  // written to a temporary file and read as show does
 void manifest(const std::string& bytes);    // a reference's manifest.json beside valid activations
-void text(const std::string& bytes, const engine::Model& model);  // read, tokenize, chunk
+void text(const std::string& bytes, const engine::Model& model);  // read, tokenize, chunk; as ids
 // A GGUF model: checked, its vocabulary loaded, a text tokenized, and (small files) one
 // decode. A failed GGML_ASSERT inside llama.cpp aborts: a finding, to be refused before it.
 void gguf(const std::string& bytes);

@@ -238,7 +238,7 @@ TEST_F(Sweep, ResumeFinishesWithTheRowsOfAWholeRun) {
   EXPECT_EQ(meta(cut, "status"), "complete");
   EXPECT_EQ(hd::test::run_cli({"verify", cut}).exit_code, 0);
   hd::test::expect_refused({"sweep", "--resume", cut, "--chunk", "32"},
-                           "takes no other flag but -f, not --chunk");
+                           "takes no other flag but -f or --tokens, not --chunk");
 }
 
 // Issue 16: `--ub 7,32,64,65,128,129` (129 runs as 128) printed "multiples of 2" where a dense

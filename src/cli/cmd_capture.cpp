@@ -1,4 +1,5 @@
-// heterodyne capture --model m.gguf [-ctk … -fa … -ub … -t N] --text-file golden.txt
+// heterodyne capture --model m.gguf [-ctk … -fa … -ub … -t N]
+//                    --text-file golden.txt | --tokens IDS
 //                    [--decode N] -o ref/
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
@@ -11,6 +12,7 @@ void add_capture(CLI::App& app, Context& ctx) {
   struct Opts {
     std::string model, out;
     ArmFlags flags;
+    InputFlags input;
     run::CaptureConfig cfg;
     bool force = false;
   };
@@ -19,9 +21,8 @@ void add_capture(CLI::App& app, Context& ctx) {
       "capture", "store every tap of one arm on a golden text: a reference for a CI gate");
   in_group(*cmd, "Inputs", [&] {
     cmd->add_option("--model,-m", o->model, "the GGUF")->required();
-    cmd->add_option("--text-file,-f", o->cfg.text_file, "the golden text ('-': standard input)")
-        ->required();
-    cmd->add_option("--max-tokens", o->cfg.max_tokens, "cut the text to this many tokens")
+    add_input_flags(*cmd, o->input, "the golden text ('-': standard input)");
+    cmd->add_option("--max-tokens", o->cfg.max_tokens, "cut the input to this many tokens")
         ->capture_default_str();
     cmd->add_option("--decode", o->cfg.decode_steps,
                     "then this many single-token steps (greedy), taps named <tap>@token_<i>")
@@ -35,6 +36,9 @@ void add_capture(CLI::App& app, Context& ctx) {
     cmd->add_flag("--force", o->force, "replace an existing reference");
   });
   cmd->callback([o, &ctx] {
+    const run::InputPath input = o->input.required("capture");
+    o->cfg.text_file = input.path;
+    o->cfg.token_ids = input.token_ids;
     o->cfg.arm = resolve_arm(o->model, o->flags, ArmFlags{});
     const auto manifest =
         run::capture_reference(o->cfg, o->out, o->force, ctx.command_line, progress_line);

@@ -1,5 +1,6 @@
-// heterodyne diff --a A.gguf --b B.gguf | --b-quant TYPE --text-file T [--chunk N] ... -o run.hdy
-// heterodyne diff --resume run.hdy [-f TEXT|-]
+// heterodyne diff --a A.gguf --b B.gguf | --b-quant TYPE --text-file T | --tokens IDS
+//                 [--chunk N] ... -o run.hdy
+// heterodyne diff --resume run.hdy [-f TEXT|- | --tokens IDS|-]
 #include <fmt/format.h>
 
 #include "cli/analysis_flags.h"
@@ -36,9 +37,11 @@ void add_diff(CLI::App& app, Context& ctx) {
   });
   add_output_and_resume(*cmd, o->out, o->force, o->resume);
   cmd->callback([o, cmd, &ctx] {
-    ResumableRun r = ResumableRun::of_arms(o->resume, o->out, o->pair.a, o->pair.text);
+    ResumableRun r =
+        ResumableRun::of_arms(o->resume, o->out, o->pair.a, o->pair.input.given("diff"));
     r.resume_run = [&] {
-      return run::diff_resume(o->resume, ctx.command_line, progress_line, o->pair.text);
+      return run::diff_resume(o->resume, ctx.command_line, progress_line,
+                              o->pair.input.given("diff"));
     };
     r.new_run = [&] {
       run::DiffConfig cfg = pair_config("diff", o->pair, o->cfg);

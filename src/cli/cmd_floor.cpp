@@ -1,7 +1,8 @@
-// heterodyne floor --model m.gguf --text-file t.txt --ub 1..512 [--threads 1,2] [--fa on,off]
+// heterodyne floor --model m.gguf --text-file t.txt | --tokens IDS --ub 1..512
+//                  [--threads 1,2] [--fa on,off]
 //                  [--ref-ub 512] [-ctk T] [-ctv T] [-dev D -ngl N --rpc S --llama-build B]
 //                  [--chunk 128] [--max-chunks 4] -o floor.hdy [--force]
-// heterodyne floor --resume floor.hdy [-f TEXT|-]
+// heterodyne floor --resume floor.hdy [-f TEXT|- | --tokens IDS|-]
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
 #include "errors.h"
@@ -14,6 +15,7 @@ void add_floor(CLI::App& app, Context& ctx) {
     run::FloorConfig cfg;
     std::string model, ub = "1..64", threads, fa = "auto", out, resume;
     ArmFlags flags;
+    InputFlags input;
     bool force = false;
   };
   auto o = std::make_shared<Opts>();
@@ -21,9 +23,10 @@ void add_floor(CLI::App& app, Context& ctx) {
       "floor", "which ubatch splits (threads, flash attention) reproduce a run bit for bit");
   in_group(*cmd, "Inputs", [&] {
     cmd->add_option("--model,-m", o->model, "the GGUF");
-    cmd->add_option("--text-file,-f", o->cfg.text_file,
-                    "the text ('-': standard input); with --resume, the text again (checked "
-                    "against the stored sha256)");
+    add_input_flags(*cmd, o->input,
+                    "the text ('-': standard input); with --resume, the input again (checked "
+                    "against the stored sha256)",
+                    kChunkedTokensNote);
     cmd->add_option("--chunk,-c", o->cfg.chunk, "tokens per chunk")->capture_default_str();
     cmd->add_option("--max-chunks", o->cfg.max_chunks, "at most this many chunks (0: all)")
         ->capture_default_str();
@@ -44,20 +47,22 @@ void add_floor(CLI::App& app, Context& ctx) {
   });
   add_output_and_resume(*cmd, o->out, o->force, o->resume);
   cmd->callback([o, cmd, &ctx] {
+    const run::InputPath input = o->input.given("floor");
     ResumableRun r{o->resume,
                    o->out,
                    {{!o->model.empty(), "--model MODEL.gguf"},
-                    {!o->cfg.text_file.empty(), "--text-file FILE"},
+                    {!input.empty(), ResumableRun::kInputNeeded},
                     {!o->out.empty(), "-o FILE.hdy"}},
                    {},
                    {}};
     r.resume_run = [&] {
-      return run::floor_resume(o->resume, ctx.command_line, progress_line, o->cfg.text_file);
+      return run::floor_resume(o->resume, ctx.command_line, progress_line, input);
     };
     r.new_run = [&] {
       run::FloorConfig cfg = o->cfg;
       cfg.arm = resolve_arm(stored_path(o->model), o->flags, ArmFlags{});
-      cfg.text_file = stored_path(cfg.text_file);
+      cfg.text_file = stored_path(input.path);
+      cfg.token_ids = input.token_ids;
       cfg.ubatches = run::parse_int_list(o->ub);
       if (!o->threads.empty()) cfg.threads = run::parse_int_list(o->threads);
       cfg.flash_attn = split_list(o->fa);

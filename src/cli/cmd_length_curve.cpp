@@ -1,4 +1,5 @@
-// heterodyne length-curve --a A.gguf [--b B.gguf] [settings, --a-… --b-…] --text-file T
+// heterodyne length-curve --a A.gguf [--b B.gguf] [settings, --a-… --b-…]
+//                         --text-file T | --tokens IDS
 //                         --lengths 16,64,256,1024 [--format human|json]
 #include <iostream>
 
@@ -14,6 +15,7 @@ void add_length_curve(CLI::App& app, Context& ctx) {
   struct Opts {
     std::string a, b, format = "human";
     ArmFlags shared, own_a, own_b;
+    InputFlags input;
     run::LengthCurveConfig cfg;
   };
   auto o = std::make_shared<Opts>();
@@ -22,9 +24,7 @@ void add_length_curve(CLI::App& app, Context& ctx) {
   in_group(*cmd, "Inputs", [&] {
     cmd->add_option("--a", o->a, "arm A's GGUF (the reference)")->required();
     cmd->add_option("--b", o->b, "arm B's GGUF (default: A's, with B's settings)");
-    cmd->add_option("--text-file,-f", o->cfg.text_file,
-                    "the text both arms read ('-': standard input)")
-        ->required();
+    add_input_flags(*cmd, o->input, "the text both arms read ('-': standard input)");
     cmd->add_option("--lengths", o->cfg.lengths, "prompt lengths in tokens, increasing")
         ->required()
         ->delimiter(',');
@@ -38,6 +38,9 @@ void add_length_curve(CLI::App& app, Context& ctx) {
   });
   cmd->callback([o, &ctx] {
     run::LengthCurveConfig cfg = o->cfg;
+    const run::InputPath input = o->input.required("length-curve");
+    cfg.text_file = input.path;
+    cfg.token_ids = input.token_ids;
     cfg.a = resolve_arm(o->a, o->shared, o->own_a);
     cfg.b = resolve_arm(o->b.empty() ? o->a : o->b, o->shared, o->own_b);
     const auto r = run::length_curve(cfg, progress_line);

@@ -1,8 +1,8 @@
 // heterodyne sweep --a A.gguf [--b B.gguf | --b-quant TYPE] [settings, --a-… --b-…]
-//                  --text-file T [--chunk N]
+//                  --text-file T | --tokens IDS [--chunk N]
 //                  [--max-chunks N] [--score-from N|half] [--no-floor] [--floor-ub N]
 //                  [--max-arms 64] -o sweep.hdy [--force]
-// heterodyne sweep --resume sweep.hdy [-f TEXT|-]
+// heterodyne sweep --resume sweep.hdy [-f TEXT|- | --tokens IDS|-]
 #include "cli/commands.h"
 #include "cli/pair_flags.h"
 #include "errors.h"
@@ -29,9 +29,11 @@ void add_sweep(CLI::App& app, Context& ctx) {
   });
   add_output_and_resume(*cmd, o->out, o->force, o->resume);
   cmd->callback([o, cmd, &ctx] {
-    ResumableRun r = ResumableRun::of_arms(o->resume, o->out, o->pair.a, o->pair.text);
+    ResumableRun r =
+        ResumableRun::of_arms(o->resume, o->out, o->pair.a, o->pair.input.given("sweep"));
     r.resume_run = [&] {
-      return run::sweep_resume(o->resume, ctx.command_line, progress_line, o->pair.text);
+      return run::sweep_resume(o->resume, ctx.command_line, progress_line,
+                               o->pair.input.given("sweep"));
     };
     r.new_run = [&] {
       const run::DiffConfig cfg = pair_config("sweep", o->pair, o->cfg);

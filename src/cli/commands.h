@@ -6,6 +6,7 @@
 
 #include "common/progress.h"
 #include "run/chunk_loop.h"
+#include "run/input.h"
 
 namespace hd::cli {
 
@@ -45,14 +46,15 @@ struct ResumableRun {
   std::string resume, out;
   std::vector<std::pair<bool, std::string>> needed;
   std::function<run::RunEnd()> resume_run, new_run;
-  // What every run over two arms and a text needs: --a, --text-file and -o.
+  // What every run over two arms and an input needs: --a, --text-file or --tokens, and -o.
   static ResumableRun of_arms(const std::string& resume, const std::string& out,
-                              const std::string& a, const std::string& text) {
+                              const std::string& a, const run::InputPath& input) {
     return {resume, out,
-            {{!a.empty(), "--a MODEL.gguf"}, {!text.empty(), "--text-file FILE"},
+            {{!a.empty(), "--a MODEL.gguf"}, {!input.empty(), kInputNeeded},
              {!out.empty(), "-o FILE.hdy"}},
             {}, {}};
   }
+  static constexpr const char* kInputNeeded = "--text-file FILE or --tokens FILE";
 };
 int run_or_resume(const CLI::App& cmd, const ResumableRun& r);
 
@@ -65,13 +67,28 @@ void in_group(CLI::App& cmd, const std::string& heading, const std::function<voi
 struct ArmFlags;
 void add_two_arm_flags(CLI::App& cmd, ArmFlags& shared, ArmFlags& own_a, ArmFlags& own_b);
 
+// --text-file,-f and --tokens: the two ways a command is given its input (run/input.h).
+struct InputFlags {
+  std::string text, tokens;
+  // The input given (an empty path when neither flag is); InputError naming both when both are.
+  run::InputPath given(const std::string& command) const;
+  // The same, InputError "<command> needs --text-file FILE or --tokens FILE" when neither is.
+  run::InputPath required(const std::string& command) const;
+};
+// Registers both under the current heading: `text_help` says what the text is, `tokens_note`
+// is added to --tokens' help (kChunkedTokensNote for the commands that cut chunks).
+void add_input_flags(CLI::App& cmd, InputFlags& f, const std::string& text_help,
+                     const std::string& tokens_note = "");
+extern const char* const kChunkedTokensNote;
+
 // --skip-unencodable, as every command that reads a text spells it.
 CLI::Option* add_skip_unencodable(CLI::App& cmd, bool& skip);
 
 // -o, --force (group "Output") and --resume (group "Resume") of a resumable command.
 void add_output_and_resume(CLI::App& cmd, std::string& out, bool& force, std::string& resume);
 
-// With --resume (diff, sweep): any other flag but -f is refused in one line naming it.
+// With --resume (diff, sweep, floor): any other flag but -f or --tokens is refused in one line
+// naming it.
 void refuse_flags_besides_resume(const CLI::App& cmd);
 
 }  // namespace hd::cli

@@ -18,6 +18,30 @@ void add_two_arm_flags(CLI::App& cmd, ArmFlags& shared, ArmFlags& own_a, ArmFlag
   in_group(cmd, "Arm B only", [&] { add_arm_flags(cmd, own_b, "b-"); });
 }
 
+run::InputPath InputFlags::given(const std::string& command) const {
+  if (!text.empty() && !tokens.empty())
+    throw InputError(command + " takes one of --text-file FILE or --tokens FILE, not both");
+  return tokens.empty() ? run::InputPath{text, false} : run::InputPath{tokens, true};
+}
+
+run::InputPath InputFlags::required(const std::string& command) const {
+  run::InputPath in = given(command);
+  if (in.empty()) throw InputError(command + " needs " + ResumableRun::kInputNeeded);
+  return in;
+}
+
+void add_input_flags(CLI::App& cmd, InputFlags& f, const std::string& text_help,
+                     const std::string& tokens_note) {
+  cmd.add_option("--text-file,-f", f.text, text_help);
+  // Token ids stand where the text's tokens would (run/input.h): no BOS added, none tokenized.
+  cmd.add_option("--tokens", f.tokens,
+                 "token ids instead of a text: spaced integers or a JSON array ('-': standard "
+                 "input), used as given" +
+                     tokens_note);
+}
+
+const char* const kChunkedTokensNote = "; chunk starts become BOS as a text's (docs/diff.md)";
+
 CLI::Option* add_skip_unencodable(CLI::App& cmd, bool& skip) {
   return cmd.add_flag("--skip-unencodable", skip,
                       "drop (and count) the lines the vocabulary cannot encode instead of "
@@ -29,10 +53,11 @@ CLI::Option* add_skip_unencodable(CLI::App& cmd, bool& skip) {
 void refuse_flags_besides_resume(const CLI::App& cmd) {
   for (const CLI::Option* opt : cmd.get_options()) {
     const std::string name = opt->get_name();
-    if (opt->count() == 0 || name == "--resume" || name == "--text-file") continue;
+    if (opt->count() == 0 || name == "--resume" || name == "--text-file" || name == "--tokens")
+      continue;
     throw InputError(
         "--resume finishes a run with its stored settings: it takes no other flag "
-        "but -f, not " +
+        "but -f or --tokens, not " +
         name);
   }
 }
@@ -45,8 +70,8 @@ void add_output_and_resume(CLI::App& cmd, std::string& out, bool& force, std::st
   in_group(cmd, "Resume", [&] {
     cmd.add_option("--resume", resume,
                    "finish an interrupted " + cmd.get_name() +
-                       " file with its stored settings: no other flag but -f (the text again, "
-                       "for a run that read standard input)");
+                       " file with its stored settings: no other flag but -f or --tokens (the "
+                       "input again, for a run that read standard input)");
   });
 }
 

@@ -13,9 +13,10 @@ void add_pair_flags(CLI::App& cmd, PairFlags& f, run::DiffConfig& cfg) {
         f.b_defaults_to_a ? "arm B's GGUF (default: A's, with B's settings)" : "arm B's GGUF");
     cmd.add_option("--b-quant", f.b_quant,
                    "make arm B's model by quantizing A to this type (cached)");
-    cmd.add_option("--text-file,-f", f.text,
-                   "the text the arms read ('-': standard input); with --resume, the text "
-                   "again (checked against the stored sha256)");
+    add_input_flags(cmd, f.input,
+                    "the text the arms read ('-': standard input); with --resume, the input "
+                    "again (checked against the stored sha256)",
+                    kChunkedTokensNote);
     add_chunk_flags(cmd, cfg.chunk, cfg.max_chunks, cfg.score_from);
     add_skip_unencodable(cmd, cfg.skip_unencodable);
   });
@@ -36,7 +37,9 @@ run::DiffConfig pair_config(const std::string& command, const PairFlags& f, run:
   cfg.a = resolve_arm(stored_path(f.a), f.shared, f.own_a);
   cfg.b = resolve_arm(stored_path(f.b.empty() ? f.a : f.b), f.shared, f.own_b);
   cfg.b_quant = f.b_quant;
-  cfg.text_file = stored_path(f.text);
+  const run::InputPath input = f.input.given(command);
+  cfg.text_file = stored_path(input.path);
+  cfg.token_ids = input.token_ids;
   cfg.floor = !f.no_floor;
   return cfg;
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/arm_flags.h"
+#include "cli/commands.h"
 #include "run/config.h"
 
 namespace hd::cli {
@@ -13,7 +14,8 @@ struct PairFlags {
   // Without --b, B is A's model with B's settings (sweep); otherwise (diff) one of --b and
   // --b-quant is needed. Set before add_pair_flags: the help says which.
   bool b_defaults_to_a = false;
-  std::string a, b, b_quant, text;
+  std::string a, b, b_quant;
+  InputFlags input;  // --text-file or --tokens
   ArmFlags shared, own_a, own_b;
   bool no_floor = false;
 };
@@ -22,7 +24,7 @@ struct PairFlags {
 // arms' ("Arms: both", "Arm A only", "Arm B only") and the floor's flags under "Analyses".
 void add_pair_flags(CLI::App& cmd, PairFlags& f, run::DiffConfig& cfg);
 
-// `cfg` with the arms, B's quantization, the text and the floor the flags give.
+// `cfg` with the arms, B's quantization, the input and the floor the flags give.
 run::DiffConfig pair_config(const std::string& command, const PairFlags& f, run::DiffConfig cfg);
 
 }  // namespace hd::cli

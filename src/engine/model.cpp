@@ -1,7 +1,5 @@
 #include "engine/model.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -102,17 +100,15 @@ std::shared_ptr<Model> model_load(const std::string& path) {
   i.head_dim_k = summary.head_dim_k;
   i.head_dim_v = summary.head_dim_v;
   i.n_ctx_train = summary.n_ctx_train;
-  // No attention heads is a model without attention (mamba, rwkv): it has no per-head points.
-  if (i.n_layer < 1 || i.n_embd < 1) {
-    throw InputError("'" + path + "' lacks " + i.architecture + ".block_count or " +
-                     i.architecture + ".embedding_length");
+  if (i.n_layer < 1 || i.n_embd < 1 || i.n_head < 1) {
+    throw InputError("'" + path + "' lacks " + i.architecture +
+                     ".block_count, .embedding_length or .attention.head_count");
   }
   i.n_vocab = llama_vocab_n_tokens(vocab);
   i.n_params = summary.n_params;  // the vocabulary-only load has no tensors to count
   i.file_size = summary.file_size;
   i.add_bos = llama_vocab_get_add_bos(vocab);
   i.bos = llama_vocab_bos(vocab);
-  // llama.cpp asserts (aborts) on the text of a token of a model without a vocabulary.
   i.has_vocab = llama_vocab_type(vocab) != LLAMA_VOCAB_TYPE_NONE;
   return m;
 }
@@ -134,8 +130,9 @@ static std::vector<int32_t> tokenize_or_throw(const llama_vocab* vocab, std::str
 
 std::vector<int32_t> Model::tokenize(std::string_view text, bool add_special) const {
   if (!info_.has_vocab) {
-    throw InputError("'" + info_.path + "' has no vocabulary to tokenize a text with: give it "
-                     "token ids (--tokens FILE)");
+    throw InputError("'" + info_.path +
+                     "' has no vocabulary (tokenizer no_vocab): it cannot read a text; give "
+                     "its input as token ids, --tokens FILE");
   }
   const llama_vocab* vocab = llama_model_get_vocab(model_);
   try {
@@ -166,7 +163,7 @@ std::vector<int32_t> Model::tokenize(std::string_view text, bool add_special) co
 }
 
 std::string Model::token_text(int32_t token) const {
-  if (!info_.has_vocab) return fmt::format("<{}>", token);
+  if (!info_.has_vocab) return "";
   const llama_vocab* vocab = llama_model_get_vocab(model_);
   std::string piece(64, '\0');
   int32_t n =
@@ -181,11 +178,6 @@ std::string Model::token_text(int32_t token) const {
 }
 
 std::string Model::detokenize(std::span<const int32_t> tokens) const {
-  if (!info_.has_vocab) {
-    std::string out;
-    for (int32_t t : tokens) out += token_text(t);
-    return out;
-  }
   const llama_vocab* vocab = llama_model_get_vocab(model_);
   std::string text(tokens.size() * 4 + 16, '\0');
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -208,8 +200,10 @@ std::optional<std::string> vocab_difference(const Model& a, const Model& b) {
            std::to_string(ib.n_vocab);
   }
   if (ia.add_bos != ib.add_bos || ia.bos != ib.bos) return std::string("BOS settings differ");
-  if (ia.has_vocab != ib.has_vocab) return std::string("one of them has no vocabulary");
-  if (!ia.has_vocab) return std::nullopt;  // ids without text: the sizes are all there is
+  if (ia.has_vocab != ib.has_vocab) {
+    return std::string("one has no vocabulary (tokenizer no_vocab), the other has one");
+  }
+  if (!ia.has_vocab) return std::nullopt;  // ids alone, as many on both sides: nothing to differ
   const llama_vocab* va = llama_model_get_vocab(a.handle());
   const llama_vocab* vb = llama_model_get_vocab(b.handle());
   for (int32_t t = 0; t < ia.n_vocab; ++t) {

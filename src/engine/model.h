@@ -34,8 +34,8 @@ struct ModelInfo {
   uint64_t file_size = 0;
   bool add_bos = false;
   int32_t bos = -1;
-  // false for a model without a tokenizer (tokenizer.ggml.model "no_vocab", as llama.cpp's
-  // fixtures): its ids have no text, and it reads token ids only (--tokens).
+  // False for tokenizer `no_vocab` (llama.cpp's fixtures): ids without texts, which nothing can
+  // tokenize; its input is token ids (--tokens).
   bool has_vocab = true;
 };
 
@@ -49,10 +49,11 @@ class Model {
   llama_model* handle() const { return model_; }  // vocabulary and hyperparameters only
 
   // Tokenizes with the model's own rules; `add_bos` as the model asks. Throws InputError for
-  // text the vocabulary cannot encode (naming the first line that fails) or a model without a
-  // vocabulary.
+  // text the vocabulary cannot encode (naming the first line that fails), and for any text
+  // without a vocabulary (llama.cpp aborts there).
   std::vector<int32_t> tokenize(std::string_view text, bool add_special) const;
-  std::string token_text(int32_t token) const;  // "<17>" without a vocabulary
+  // The token's piece; "" without a vocabulary (llama.cpp asserts there): its ids have no text.
+  std::string token_text(int32_t token) const;
   // llama_detokenize: the text the tokens stand for, control tokens left out.
   std::string detokenize(std::span<const int32_t> tokens) const;
 

@@ -13,8 +13,8 @@
 #include "engine/system.h"
 #include "errors.h"
 #include "run/config.h"
+#include "run/input.h"
 #include "run/provenance.h"
-#include "run/text.h"
 #include "store/safetensors.h"
 
 namespace hd::run {
@@ -110,9 +110,9 @@ Captured capture_taps(std::shared_ptr<engine::Model> model, const engine::ArmSet
 
 // The manifest's "text": where it was and its hash, and, with --skip-unencodable, that lines
 // were dropped (check drops the same ones before comparing tokenizations).
-static nlohmann::json text_manifest(const CaptureConfig& c, const std::string& text,
-                                    size_t dropped) {
-  nlohmann::json t = {{"path", c.text_file}, {"sha256", sha256_bytes(text)}};
+static nlohmann::json text_manifest(const CaptureConfig& c, const Input& input, size_t dropped) {
+  nlohmann::json t = {{"path", c.text_file}, {"sha256", sha256_bytes(input.bytes)}};
+  if (c.token_ids) t["token_ids"] = true;  // check compares no tokenization then
   if (c.skip_unencodable) {
     t["skip_unencodable"] = true;
     t["unencodable_lines_dropped"] = dropped;
@@ -130,14 +130,13 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
   }
   if (c.max_tokens < 2) throw InputError("--max-tokens must be at least 2");
   if (c.decode_steps < 0) throw InputError("--decode must not be negative");
-  const std::string text = read_text_file(c.text_file);
+  const Input input = read_input({c.text_file, c.token_ids}, c.skip_unencodable);
 
   auto model = engine::model_load(c.arm.model);
   size_t dropped = 0;
-  const std::vector<int32_t> tokens =
-      tokenize_text(*model, encodable_text(*model, text, c.skip_unencodable, progress, &dropped),
-                    static_cast<size_t>(c.max_tokens));
-  if (tokens.size() < 2) throw InputError("the text gives fewer than 2 tokens");
+  const std::vector<int32_t> tokens = input_tokens(
+      *model, input, c.skip_unencodable, static_cast<size_t>(c.max_tokens), progress, &dropped);
+  if (tokens.size() < 2) throw InputError(input.name() + " gives fewer than 2 tokens");
   const Captured captured = capture_taps(model, c.arm, tokens, c.decode_steps);
   const std::vector<store::NamedTensor>& tensors = captured.tensors;
   const std::vector<Tap>& taps = captured.taps;
@@ -168,7 +167,7 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
         {"n_head", model->info().n_head},
         {"head_dim_v", model->info().head_dim_v}}},
       {"settings", settings},
-      {"text", text_manifest(c, text, dropped)},
+      {"text", text_manifest(c, input, dropped)},
       {"tokens", tokens},
       {"decode", {{"steps", c.decode_steps}, {"tokens", captured.continuation}}},
       {"taps", tap_list},

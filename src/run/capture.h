@@ -21,6 +21,7 @@ namespace hd::run {
 struct CaptureConfig {
   engine::ArmSettings arm;
   std::string text_file;
+  bool token_ids = false;  // text_file holds token ids (--tokens); the manifest's "text" says so
   int max_tokens = 256;  // the text is cut to this many tokens (one batch)
   int decode_steps = 0;  // single-token steps after the prompt (greedy continuation)
   bool skip_unencodable = false;  // as DiffConfig's; the manifest's "text" records it

@@ -61,6 +61,7 @@ nlohmann::json to_json(const DiffConfig& c) {
   // Only when asked for: the configuration of a run without plug-ins reads as before.
   if (!c.analyses.empty()) j["analyses"] = c.analyses;
   if (c.skip_unencodable) j["skip_unencodable"] = true;
+  if (c.token_ids) j["token_ids"] = true;
   return j;
 }
 
@@ -70,6 +71,7 @@ DiffConfig diff_config_from_json(const nlohmann::json& j) {
   c.b = arm_settings_from_json(j.at("b"));
   c.b_quant = j.at("b_quant").get<std::string>();
   c.text_file = j.at("text_file").get<std::string>();
+  c.token_ids = j.value("token_ids", false);
   c.chunk = j.at("chunk").get<int>();
   c.max_chunks = j.at("max_chunks").get<int>();
   c.score_from = j.at("score_from").get<std::string>();

@@ -14,7 +14,9 @@ struct DiffConfig {
   engine::ArmSettings a;
   engine::ArmSettings b;
   std::string b_quant;  // when set, B's model is A's quantized to this type
-  std::string text_file;
+  std::string text_file;  // the input: a text, or with token_ids a file of token ids
+  // --tokens (run/input.h). Stored only when set, so files of text runs keep their config.
+  bool token_ids = false;
   int chunk = 128;
   int max_chunks = 0;            // 0: every whole chunk of the text
   std::string score_from = "1";  // N (first predicted token index scored) or "half"

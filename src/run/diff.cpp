@@ -5,18 +5,18 @@
 #include <chrono>
 
 #include "errors.h"
+#include "run/input.h"
 #include "run/provenance.h"
 #include "run/session.h"
-#include "run/text.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
 
 namespace hd::run {
 
-static nlohmann::json provenance(const Session& s, const std::string& text,
+static nlohmann::json provenance(const Session& s, const Input& input,
                                  const std::vector<std::vector<int32_t>>& chunks,
                                  const std::string& command_line, size_t dropped_lines) {
-  nlohmann::json p = run_provenance(s.config().text_file, text, chunks, command_line);
+  nlohmann::json p = run_provenance(input, chunks, command_line);
   if (s.config().skip_unencodable) p["text"]["unencodable_lines_dropped"] = dropped_lines;
   p["arms"] = s.arms_provenance();
   p["floor_ubatch"] = s.floor_ubatch();
@@ -113,23 +113,23 @@ RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
   validate(config);
   // Before minutes of loading and quantizing.
   store::Experiment::check_creatable(out, replace, inputs_of(config));
-  const std::string text = read_text_file(config.text_file);
+  const Input input = read_input({config.text_file, config.token_ids}, config.skip_unencodable);
   Session s(config);
   size_t dropped = 0;
-  const auto chunks = s.chunks_of(
-      encodable_text(s.arm_a().model(), text, config.skip_unencodable, progress, &dropped));
+  const auto chunks = input_chunks(s.arm_a().model(), input, config.skip_unencodable, config.chunk,
+                                   config.max_chunks, progress, &dropped);
   progress(fmt::format("{} chunks of {} tokens; A: {}  B: {}", chunks.size(), config.chunk,
                        s.arm_a().model_info().description, s.arm_b().model_info().description));
   note_unavailable(s.points(), progress);
   store::Experiment e = store::Experiment::create(out, replace, inputs_of(s.config()));
   store::set_kind(e, store::Kind::kDiff);
   e.set_meta("config", to_json(s.config()).dump());
-  e.set_meta("provenance", provenance(s, text, chunks, command_line, dropped).dump());
+  e.set_meta("provenance", provenance(s, input, chunks, command_line, dropped).dump());
   return run_missing(e, s, chunks, progress);
 }
 
 RunEnd diff_resume(const std::string& path, const std::string& command_line,
-                   const ProgressFn& progress, const std::string& text_again) {
+                   const ProgressFn& progress, const InputPath& again) {
   store::Experiment e = store::Experiment::open(path, true);
   e.stored_config();  // "holds no run" for a file stopped before its configuration
   store::require_kind(e, store::Kind::kDiff);
@@ -149,13 +149,13 @@ RunEnd diff_resume(const std::string& path, const std::string& command_line,
   const auto config = diff_config_from_json(nlohmann::json::parse(e.required_meta("config")));
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
   // The text the run read (checked by its sha256), before minutes of loading the models.
-  const std::string text =
-      read_stored_text(config.text_file, prov, text_again, "heterodyne diff --resume " + path);
+  const Input input = read_stored_input({config.text_file, config.token_ids}, prov, again,
+                                        "heterodyne diff --resume " + path);
   Session s(config);
   // The models a stored run used must be the ones on disk now.
   if (auto change = s.model_change(prov["arms"])) throw InputError(*change + ": cannot resume");
-  const auto chunks =
-      s.chunks_of(encodable_text(s.arm_a().model(), text, config.skip_unencodable, progress));
+  const auto chunks = input_chunks(s.arm_a().model(), input, config.skip_unencodable, config.chunk,
+                                   config.max_chunks, progress);
   prov["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
   e.set_meta("provenance", prov.dump());
   progress(fmt::format("resuming: {} of {} chunks already stored", e.finished_chunks().size(),

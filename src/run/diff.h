@@ -9,6 +9,7 @@
 #include "common/progress.h"
 #include "run/chunk_loop.h"
 #include "run/config.h"
+#include "run/input.h"
 #include "run/provenance.h"  // run_provenance, require_same_llama_commit
 
 namespace hd::run {
@@ -17,10 +18,10 @@ namespace hd::run {
 RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
              const std::string& command_line, const ProgressFn& progress);
 
-// Finishes an interrupted diff from its own stored configuration. `text_again` ("" or a path,
-// "-" for standard input) gives the text anew, for a run that read standard input (or whose
-// file moved): it must hash as the stored one.
+// Finishes an interrupted diff from its own stored configuration. `again` (none, or a path,
+// "-" for standard input) gives the input anew, for a run that read standard input (or whose
+// file moved): it must hash as the stored one (run/input.h read_stored_input).
 RunEnd diff_resume(const std::string& path, const std::string& command_line,
-                   const ProgressFn& progress, const std::string& text_again = "");
+                   const ProgressFn& progress, const InputPath& again = {});
 
 }  // namespace hd::run

@@ -14,9 +14,9 @@
 #include "errors.h"
 #include "run/chunk_loop.h"
 #include "run/floor_explore.h"
+#include "run/input.h"
 #include "run/provenance.h"
 #include "run/session.h"
-#include "run/text.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
 #include "store/floor_rows.h"
@@ -72,6 +72,7 @@ nlohmann::json to_json(const FloorConfig& c) {
                       {"score_from", c.score_from}};
   arm_settings_into_json(j, c.arm, floor_swept_settings(), true);
   if (c.skip_unencodable) j["skip_unencodable"] = true;
+  if (c.token_ids) j["token_ids"] = true;
   return j;
 }
 
@@ -87,6 +88,7 @@ FloorConfig floor_config_from_json(const nlohmann::json& j) {
   c.max_chunks = j.at("max_chunks");
   c.score_from = j.at("score_from");
   c.skip_unencodable = j.value("skip_unencodable", false);
+  c.token_ids = j.value("token_ids", false);
   return c;
 }
 
@@ -126,12 +128,11 @@ struct Loaded {
   std::shared_ptr<engine::Model> model;
   std::vector<std::vector<int32_t>> chunks;
 };
-Loaded load_stored(const FloorConfig& c, const nlohmann::json& prov, const std::string& text_again,
+Loaded load_stored(const FloorConfig& c, const nlohmann::json& prov, const InputPath& again,
                    const std::string& again_command, const ProgressFn& progress) {
-  const std::string text = read_stored_text(c.text_file, prov, text_again, again_command);
+  const Input input = read_stored_input({c.text_file, c.token_ids}, prov, again, again_command);
   Loaded l{engine::model_load(c.arm.model), {}};
-  l.chunks = chunk_text(*l.model, encodable_text(*l.model, text, c.skip_unencodable, progress),
-                        c.chunk, c.max_chunks);
+  l.chunks = input_chunks(*l.model, input, c.skip_unencodable, c.chunk, c.max_chunks, progress);
   return l;
 }
 
@@ -159,13 +160,12 @@ RunEnd floor_run(const FloorConfig& c, const std::string& out, bool replace,
                  const std::string& command_line, const ProgressFn& progress) {
   check_config(c);
   store::Experiment::check_creatable(out, replace, {c.arm.model, c.text_file});
-  const std::string text = read_text_file(c.text_file);
+  const Input input = read_input({c.text_file, c.token_ids}, c.skip_unencodable);
   auto model = engine::model_load(c.arm.model);
   size_t dropped = 0;
   const auto chunks =
-      chunk_text(*model, encodable_text(*model, text, c.skip_unencodable, progress, &dropped),
-                 c.chunk, c.max_chunks);
-  nlohmann::json prov = run_provenance(c.text_file, text, chunks, command_line);
+      input_chunks(*model, input, c.skip_unencodable, c.chunk, c.max_chunks, progress, &dropped);
+  nlohmann::json prov = run_provenance(input, chunks, command_line);
   if (c.skip_unencodable) prov["text"]["unencodable_lines_dropped"] = dropped;
   prov["model_sha256"] = sha256_file(c.arm.model);
   prov["default_threads"] = engine::default_threads();  // what a thread count of 0 ran with
@@ -182,7 +182,7 @@ RunEnd floor_run(const FloorConfig& c, const std::string& out, bool replace,
 }
 
 RunEnd floor_resume(const std::string& path, const std::string& command_line,
-                    const ProgressFn& progress, const std::string& text_again) {
+                    const ProgressFn& progress, const InputPath& again) {
   store::Experiment e = store::Experiment::open(path, true);
   store::require_kind(e, store::Kind::kFloor);
   if (e.meta("status").value_or("") == "complete") {
@@ -200,8 +200,8 @@ RunEnd floor_resume(const std::string& path, const std::string& command_line,
   const auto done = store::stored_floor_groups(e, n_groups);
   if (prov.value("model_sha256", "") != sha256_file(c.arm.model))
     throw InputError("the model is not the one this floor used: cannot resume");
-  const Loaded l = load_stored(c, prov, text_again, "heterodyne floor --resume " + path, progress);
-  if (run_provenance(c.text_file, "", l.chunks, "")["tokens"] != prov.at("tokens"))
+  const Loaded l = load_stored(c, prov, again, "heterodyne floor --resume " + path, progress);
+  if (tokens_record(l.chunks) != prov.at("tokens"))
     throw InputError("the text tokenizes differently than when the floor began: cannot resume");
   FloorExplorer x(c, l.model, l.chunks, progress);
   require_same_arm(prov, x.reference_settings(), l.model, c.chunk);
@@ -239,7 +239,7 @@ static std::optional<std::string> first_difference(const std::vector<store::Floo
 }
 
 void floor_verify(const std::string& path, bool force, const ProgressFn& progress,
-                  const std::string& text_again) {
+                  const InputPath& input_again) {
   const store::Experiment e = store::Experiment::open(path, false);
   const FloorConfig c = floor_config_from_json(nlohmann::json::parse(e.stored_config()));
   const auto prov = nlohmann::json::parse(e.required_meta("provenance"));
@@ -255,7 +255,7 @@ void floor_verify(const std::string& path, bool force, const ProgressFn& progres
                                                     : store::floor_groups_from_json(header, path);
   header.erase("rows");
   header.erase("patterns");
-  const Loaded l = load_stored(c, prov, text_again, "heterodyne verify " + path, progress);
+  const Loaded l = load_stored(c, prov, input_again, "heterodyne verify " + path, progress);
   FloorExplorer x(c, l.model, l.chunks, [](const Progress&) {});
   if (x.header() != header)
     throw RuntimeError("verify failed: the floor's model or chunks are not those stored");

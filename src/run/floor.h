@@ -26,6 +26,7 @@ struct FloorConfig {
   // build). Its floor_swept_settings() are not read: the lists below replace them.
   engine::ArmSettings arm;
   std::string text_file;
+  bool token_ids = false;  // text_file holds token ids (--tokens); stored only when set
   std::vector<int> ubatches;             // each clipped to the chunk (a bigger one is one batch)
   std::vector<int> threads = {0};        // 0: default_threads()
   std::vector<std::string> flash_attn = {"auto"};
@@ -49,12 +50,12 @@ FloorConfig floor_config_from_json(const nlohmann::json& j);
 RunEnd floor_run(const FloorConfig& config, const std::string& out, bool replace,
                  const std::string& command_line, const ProgressFn& progress);
 
-// `floor --resume`: checks the stored groups, the model and the text (`text_again` for one
+// `floor --resume`: checks the stored groups, the model and the input (`again` for one
 // read from standard input), runs the groups still missing and seals the file.
 RunEnd floor_resume(const std::string& path, const std::string& command_line,
-                    const ProgressFn& progress, const std::string& text_again = "");
+                    const ProgressFn& progress, const InputPath& again = {});
 
 void floor_verify(const std::string& path, bool force, const ProgressFn& progress,
-                  const std::string& text_again = "");
+                  const InputPath& again = {});
 
 }  // namespace hd::run

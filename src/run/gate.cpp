@@ -113,6 +113,8 @@ static void require_same_tokens(const Reference& ref, const engine::Model& model
       throw InputError("the reference's tokens do not fit this model's vocabulary");
     }
   }
+  // Token ids (--tokens) are not tokenized: nothing more to compare.
+  if (ref.manifest["text"].value("token_ids", false)) return;
   const std::string text_path = ref.manifest["text"]["path"];
   // A text capture read from standard input ("-") is not there to compare.
   if (std::error_code ec; text_path != "-" && fs::is_regular_file(text_path, ec)) {

@@ -10,6 +10,7 @@
 #include "errors.h"
 #include "run/arms.h"
 #include "run/config.h"
+#include "run/input.h"
 #include "run/session.h"
 
 namespace hd::run {
@@ -42,7 +43,7 @@ nlohmann::json length_curve(const LengthCurveConfig& c,
       throw InputError("--lengths must be positive and strictly increasing");
     }
   }
-  const std::string text = read_text_file(c.text_file);  // diff's checks: readable, UTF-8
+  const Input input = read_input({c.text_file, c.token_ids}, c.skip_unencodable);  // diff's checks
 
   auto model_a = engine::model_load(c.a.model);
   auto model_b = c.b.model == c.a.model ? model_a : engine::model_load(c.b.model);
@@ -53,11 +54,10 @@ nlohmann::json length_curve(const LengthCurveConfig& c,
   }
   const int longest = c.lengths.back();
   const std::vector<int32_t> tokens =
-      tokenize_text(*model_a, encodable_text(*model_a, text, c.skip_unencodable, progress),
-                    static_cast<size_t>(longest));
+      input_tokens(*model_a, input, c.skip_unencodable, static_cast<size_t>(longest), progress);
   if (tokens.size() < static_cast<size_t>(longest)) {
-    throw InputError("the text gives " + std::to_string(tokens.size()) + " tokens, fewer than " +
-                     std::to_string(longest));
+    throw InputError(input.name() + " gives " + std::to_string(tokens.size()) +
+                     " tokens, fewer than " + std::to_string(longest));
   }
   const engine::PointMap points = engine::survey_points(model_a);
   const std::string last = points.name(engine::Role::kResidual, model_a->info().n_layer - 1);

@@ -16,6 +16,7 @@ namespace hd::run {
 struct LengthCurveConfig {
   engine::ArmSettings a, b;
   std::string text_file;
+  bool token_ids = false;    // text_file holds token ids (--tokens, run/input.h)
   std::vector<int> lengths;  // strictly increasing, each at least 1
   bool skip_unencodable = false;  // drop the lines the vocabulary cannot encode (run/text.h)
 };

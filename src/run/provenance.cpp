@@ -36,18 +36,23 @@ static std::string sha256_of_tokens(const std::vector<std::vector<int32_t>>& chu
   return sha256_bytes(bytes);
 }
 
-nlohmann::json run_provenance(const std::string& text_path, const std::string& text,
-                              const std::vector<std::vector<int32_t>>& chunks,
+nlohmann::json tokens_record(const std::vector<std::vector<int32_t>>& chunks) {
+  size_t n_tokens = 0;
+  for (const auto& c : chunks) n_tokens += c.size();
+  return {{"n_chunks", chunks.size()}, {"count", n_tokens}, {"sha256", sha256_of_tokens(chunks)}};
+}
+
+nlohmann::json run_provenance(const Input& input, const std::vector<std::vector<int32_t>>& chunks,
                               const std::string& command_line) {
   nlohmann::json p;
   p["heterodyne"] = heterodyne_facts();
   p["llama_cpp"] = llama_cpp_facts();
   p["machine"] = machine_facts();
-  p["text"] = {{"path", text_path}, {"sha256", sha256_bytes(text)}, {"bytes", text.size()}};
-  size_t n_tokens = 0;
-  for (const auto& c : chunks) n_tokens += c.size();
-  p["tokens"] = {
-      {"n_chunks", chunks.size()}, {"count", n_tokens}, {"sha256", sha256_of_tokens(chunks)}};
+  p["text"] = {{"path", input.source.path},
+               {"sha256", sha256_bytes(input.bytes)},
+               {"bytes", input.bytes.size()}};
+  if (input.source.token_ids) p["text"]["token_ids"] = true;
+  p["tokens"] = tokens_record(chunks);
   p["command_line"] = command_line;
   p["started_at"] = now_utc();
   return p;

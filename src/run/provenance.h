@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "run/input.h"
+
 namespace hd::engine {
 class Arm;
 }
@@ -21,11 +23,14 @@ nlohmann::json heterodyne_facts();
 nlohmann::json llama_cpp_facts();
 nlohmann::json machine_facts();
 
-// The three above (keys heterodyne, llama_cpp, machine), the text {path, sha256, bytes}, its
-// tokens {n_chunks, count, sha256}, the command line and the start time (UTC, ISO 8601).
-nlohmann::json run_provenance(const std::string& text_path, const std::string& text,
-                              const std::vector<std::vector<int32_t>>& chunks,
+// The three above (keys heterodyne, llama_cpp, machine), the input "text" {path, sha256, bytes,
+// and token_ids: true for a --tokens file (absent for a text: files of text runs keep their
+// bytes)}, its tokens (tokens_record), the command line and the start time (UTC, ISO 8601).
+nlohmann::json run_provenance(const Input& input, const std::vector<std::vector<int32_t>>& chunks,
                               const std::string& command_line);
+
+// The chunks as provenance "tokens" records them: {n_chunks, count, sha256}.
+nlohmann::json tokens_record(const std::vector<std::vector<int32_t>>& chunks);
 
 // One arm: its settings, n_threads_used, model_sha256, the model's size, description,
 // architecture and shape, and runs_on (the process and llama.cpp build, the devices).

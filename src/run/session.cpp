@@ -305,6 +305,8 @@ void Session::run_analyses(ChunkResult& r, std::span<const int32_t> tokens, int 
 
 std::map<int32_t, std::string> Session::pieces_of(const ChunkResult& c) const {
   std::map<int32_t, std::string> out;
+  // Ids without texts (no_vocab) store none: show prints <id>, export leaves token_text empty.
+  if (!a_.arm->model().info().has_vocab) return out;
   auto add = [&](int32_t id) {
     if (id >= 0 && !out.count(id)) out[id] = a_.arm->model().token_text(id);
   };

@@ -16,10 +16,10 @@
 #include "engine/model.h"
 #include "errors.h"
 #include "run/arms.h"
+#include "run/input.h"
 #include "run/provenance.h"
 #include "run/session.h"
 #include "run/sweep_summary.h"
-#include "run/text.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
 
@@ -287,19 +287,18 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
   if (max_arms < 1) throw InputError("--max-arms must be at least 1");
   const std::vector<std::string> inputs = {config.a.model, config.b.model, config.text_file};
   store::Experiment::check_creatable(out, replace, inputs);
-  const std::string text = read_text_file(config.text_file);
+  const Input input = read_input({config.text_file, config.token_ids}, config.skip_unencodable);
   Sweeper s(config, max_arms);
   size_t dropped = 0;
-  const auto chunks = chunk_text(
-      s.model_a(), encodable_text(s.model_a(), text, config.skip_unencodable, progress, &dropped),
-      config.chunk, config.max_chunks);
+  const auto chunks = input_chunks(s.model_a(), input, config.skip_unencodable, config.chunk,
+                                   config.max_chunks, progress, &dropped);
   const nlohmann::json combos = s.combinations();
   report_plan(s, combos, chunks.size(), config.chunk, progress);
   store::Experiment e = store::Experiment::create(out, replace, inputs);
   store::set_kind(e, store::Kind::kSweep);
   const nlohmann::json cfg = sweep_config_json(s.config(), max_arms);
   e.set_meta("config", cfg.dump());
-  nlohmann::json prov = run_provenance(config.text_file, text, chunks, command_line);
+  nlohmann::json prov = run_provenance(input, chunks, command_line);
   if (config.skip_unencodable) prov["text"]["unencodable_lines_dropped"] = dropped;
   prov["arms"] = s.arms_provenance();
   prov["floor_ubatch"] = s.floor_ubatch();
@@ -309,7 +308,7 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
 }
 
 RunEnd sweep_resume(const std::string& path, const std::string& command_line,
-                    const ProgressFn& progress, const std::string& text_again) {
+                    const ProgressFn& progress, const InputPath& again) {
   store::Experiment e = store::Experiment::open(path, true);
   store::require_kind(e, store::Kind::kSweep);
   if (e.meta("status").value_or("") == "complete") {
@@ -324,16 +323,15 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
   // Before minutes of loading, and before anything is written: never add to edited rows.
   const auto done = stored_chunks(e, sweep_shape(config, combos, path),
                                   prov.at("tokens").at("n_chunks").get<int>());
-  const std::string text =
-      read_stored_text(config.text_file, prov, text_again, "heterodyne sweep --resume " + path);
+  const Input input = read_stored_input({config.text_file, config.token_ids}, prov, again,
+                                        "heterodyne sweep --resume " + path);
   Sweeper s(config, cfg.at("max_arms").get<int>());
   // The combinations record every model's hash and which could run: they must be as stored.
   if (s.combinations() != combos) {
     throw InputError("the models or settings are not those the sweep used: cannot resume");
   }
-  const auto chunks =
-      chunk_text(s.model_a(), encodable_text(s.model_a(), text, config.skip_unencodable, progress),
-                 config.chunk, config.max_chunks);
+  const auto chunks = input_chunks(s.model_a(), input, config.skip_unencodable, config.chunk,
+                                   config.max_chunks, progress);
   prov["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
   e.set_meta("provenance", prov.dump());
   progress(fmt::format("resuming: {} of {} chunks already stored", done.size(), chunks.size()));
@@ -353,7 +351,7 @@ static std::vector<store::SweepChunkRows> checked_rows(const store::Experiment& 
 }
 
 void sweep_verify(const std::string& path, bool force, const ProgressFn& progress,
-                  const std::string& text_again) {
+                  const InputPath& again) {
   const store::Experiment e = store::Experiment::open(path, false);
   const nlohmann::json cfg = nlohmann::json::parse(e.required_meta("config"));
   const nlohmann::json prov = nlohmann::json::parse(e.required_meta("provenance"));
@@ -368,14 +366,13 @@ void sweep_verify(const std::string& path, bool force, const ProgressFn& progres
     throw InputError(
         "the models or settings are not those the sweep used (--force to compare anyway)");
   }
-  const std::string text =
-      read_stored_text(config.text_file, prov, text_again, "heterodyne verify " + path);
-  const auto chunks =
-      chunk_text(s.model_a(), encodable_text(s.model_a(), text, config.skip_unencodable, progress),
-                 config.chunk, config.max_chunks);
+  const Input input = read_stored_input({config.text_file, config.token_ids}, prov, again,
+                                        "heterodyne verify " + path);
+  const auto chunks = input_chunks(s.model_a(), input, config.skip_unencodable, config.chunk,
+                                   config.max_chunks, progress);
   if (chunks.size() != stored.size()) {
-    throw RuntimeError(fmt::format("verify failed: the text gives {} chunks, the sweep stored {}",
-                                   chunks.size(), stored.size()));
+    throw RuntimeError(fmt::format("verify failed: {} gives {} chunks, the sweep stored {}",
+                                   input.name(), chunks.size(), stored.size()));
   }
   std::vector<store::SweepChunkRows> rows;
   for (size_t c = 0; c < chunks.size(); ++c) {

@@ -42,10 +42,10 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
 // Finishes an interrupted sweep from its own stored configuration (the rows already stored
 // must hash as recorded, and the models as the combinations record them).
 RunEnd sweep_resume(const std::string& path, const std::string& command_line,
-                    const ProgressFn& progress, const std::string& text_again = "");
+                    const ProgressFn& progress, const InputPath& again = {});
 
 // Re-runs a stored sweep chunk by chunk; RuntimeError at the first row that differs.
 void sweep_verify(const std::string& path, bool force, const ProgressFn& progress,
-                  const std::string& text_again = "");
+                  const InputPath& again = {});
 
 }  // namespace hd::run

@@ -7,14 +7,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "common/input_file.h"
-#include "common/sha256.h"
+#include "common/stop.h"
 #include "common/utf8.h"
 #include "engine/model.h"
 #include "errors.h"
-#include "common/stop.h"
 
 namespace hd::run {
 
@@ -24,9 +24,30 @@ static std::string mib(size_t bytes) {
   return buf;
 }
 
+namespace {
+
+// How a file a run reads is named in messages, and whether it must be UTF-8: a text, or token
+// ids (--tokens, which parse_token_ids checks byte by byte).
+struct FileKind {
+  const char* file;      // "text file"
+  const char* on_stdin;  // "the text on standard input"
+  const char* terminal;  // the refusal of a terminal as standard input
+  bool utf8;
+};
+constexpr FileKind kTextKind = {
+    "text file", "the text on standard input",
+    "-f - reads the text from standard input, which is a terminal here: pipe the text in (… -f - "
+    "< text.txt) or give its file",
+    true};
+constexpr FileKind kTokensKind = {
+    "tokens file", kTokensOnStdin,
+    "--tokens - reads token ids from standard input, which is a terminal here: pipe them in (… "
+    "--tokens - < ids.txt) or give their file",
+    false};
+
 // Reads `fd` to its end: at most kMaxTextBytes, stopping when a stop is requested. `what`
-// names the text in messages ("text file 'x'", "the text on standard input").
-static std::string read_bounded(int fd, const std::string& what, size_t expected) {
+// names the input in messages ("text file 'x'", "the text on standard input").
+std::string read_bounded(int fd, const std::string& what, size_t expected, bool utf8) {
   std::string text;
   text.reserve(expected);
   std::vector<char> block(size_t{1} << 20);
@@ -42,73 +63,51 @@ static std::string read_bounded(int fd, const std::string& what, size_t expected
     }
   }
   if (text.empty()) throw InputError(what + " is empty");
-  if (const auto bad = first_invalid_utf8(text)) {
+  if (const auto bad = utf8 ? first_invalid_utf8(text) : std::nullopt) {
     throw InputError(what + " is not valid UTF-8 (at byte " + std::to_string(*bad) + ")");
   }
   return text;
 }
 
-// Standard input, read into memory with a file's checks. A terminal is refused: a run would
-// sit waiting for text typed by hand.
-static std::string read_standard_input() {
-  if (::isatty(STDIN_FILENO)) {
-    throw InputError(
-        "-f - reads the text from standard input, which is a terminal here: pipe "
-        "the text in (… -f - < text.txt) or give its file");
+// The file at `path`, or standard input for "-" (a pipe or a file, not a terminal: a run would
+// sit waiting for input typed by hand), read into memory with the checks of its kind.
+std::string read_input_file(const std::string& path, const FileKind& k) {
+  if (path == "-") {
+    if (::isatty(STDIN_FILENO)) throw InputError(k.terminal);
+    return read_bounded(STDIN_FILENO, k.on_stdin, 0, k.utf8);
   }
-  return read_bounded(STDIN_FILENO, "the text on standard input", 0);
-}
-
-std::string read_text_file(const std::string& path) {
-  if (path == "-") return read_standard_input();
+  const std::string named = std::string(k.file) + " '" + path + "'";
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw InputError("cannot read text file '" + path + "'");
-  if (S_ISDIR(st.st_mode)) throw InputError("text file '" + path + "' is a directory");
-  refuse_special_file(path, "text file");
+  if (::stat(path.c_str(), &st) != 0) throw InputError("cannot read " + named);
+  if (S_ISDIR(st.st_mode)) throw InputError(named + " is a directory");
+  refuse_special_file(path, k.file);
   if (static_cast<uint64_t>(st.st_size) > kMaxTextBytes) {
-    throw InputError("text file '" + path + "' is " + mib(static_cast<size_t>(st.st_size)) +
-                     ", more than the " + mib(kMaxTextBytes) + " heterodyne reads");
+    throw InputError(named + " is " + mib(static_cast<size_t>(st.st_size)) + ", more than the " +
+                     mib(kMaxTextBytes) + " heterodyne reads");
   }
   // O_NONBLOCK: should a FIFO take the file's place after the check, open does not wait for it.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw InputError("cannot read text file '" + path + "'");
+  if (fd < 0) throw InputError("cannot read " + named);
   struct stat opened {};
   if (::fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode)) {
     ::close(fd);
-    throw InputError("text file '" + path + "' is not a regular file");
+    throw InputError(named + " is not a regular file");
   }
   try {
-    std::string text =
-        read_bounded(fd, "text file '" + path + "'", static_cast<size_t>(opened.st_size));
+    std::string bytes = read_bounded(fd, named, static_cast<size_t>(opened.st_size), k.utf8);
     ::close(fd);
-    return text;
+    return bytes;
   } catch (...) {
     ::close(fd);
     throw;
   }
 }
 
-std::string read_stored_text(const std::string& stored, const nlohmann::json& provenance,
-                             const std::string& given, const std::string& how) {
-  const std::string sha256 = provenance.at("text").at("sha256").get<std::string>();
-  const std::string shown = sha256.substr(0, 16) + "…";
-  if (given.empty() && stored == "-") {
-    throw InputError("this run read its text from standard input: give it again, " + how +
-                     " -f FILE (or -f - with the text on standard input); it must hash to "
-                     "sha256 " +
-                     shown);
-  }
-  const std::string text = read_text_file(given.empty() ? stored : given);
-  if (sha256_bytes(text) == sha256) return text;
-  if (given.empty()) {
-    throw InputError("the text file '" + stored +
-                     "' has changed since this run started (give "
-                     "the text it read with " +
-                     how + " -f FILE)");
-  }
-  throw InputError("the text given with -f " + given + " is not the one this run read (sha256 " +
-                   sha256_bytes(text).substr(0, 16) + "…, the run's " + shown + ")");
-}
+}  // namespace
+
+std::string read_text_file(const std::string& path) { return read_input_file(path, kTextKind); }
+
+std::string read_tokens_file(const std::string& path) { return read_input_file(path, kTokensKind); }
 
 static std::vector<int32_t> tokenize_whole(const engine::Model& m, const std::string& text) {
   if (text.size() > kMaxWholeTokenizeBytes) {
@@ -218,25 +217,34 @@ std::string encodable_text(const engine::Model& m, const std::string& text, bool
   return kept;
 }
 
-std::vector<std::vector<int32_t>> chunk_text(const engine::Model& m, const std::string& text,
-                                             int chunk_tokens, int max_chunks) {
+std::vector<std::vector<int32_t>> cut_chunks(const engine::Model& m,
+                                             const std::vector<int32_t>& all, int chunk_tokens,
+                                             int max_chunks, const std::string& what) {
   const size_t n = static_cast<size_t>(chunk_tokens);
-  const std::vector<int32_t> all =
-      tokenize_text(m, text, max_chunks > 0 ? n * static_cast<size_t>(max_chunks) : 0);
   size_t count = all.size() / n;
   if (count == 0) {
-    throw InputError("the text has " + std::to_string(all.size()) +
+    throw InputError(what + " has " + std::to_string(all.size()) +
                      " tokens, fewer than one chunk of " + std::to_string(n));
   }
   if (max_chunks > 0) count = std::min(count, static_cast<size_t>(max_chunks));
+  // A model without a BOS (no_vocab fixtures: bos -1) has nothing to put there.
+  const bool bos = m.info().add_bos && m.info().bos >= 0;
   std::vector<std::vector<int32_t>> out;
   for (size_t c = 0; c < count; ++c) {
     std::vector<int32_t> chunk(all.begin() + static_cast<long>(c * n),
                                all.begin() + static_cast<long>((c + 1) * n));
-    if (m.info().add_bos) chunk[0] = m.info().bos;
+    if (bos) chunk[0] = m.info().bos;
     out.push_back(std::move(chunk));
   }
   return out;
+}
+
+std::vector<std::vector<int32_t>> chunk_text(const engine::Model& m, const std::string& text,
+                                             int chunk_tokens, int max_chunks) {
+  const size_t n = static_cast<size_t>(chunk_tokens);
+  return cut_chunks(
+      m, tokenize_text(m, text, max_chunks > 0 ? n * static_cast<size_t>(max_chunks) : 0),
+      chunk_tokens, max_chunks, "the text");
 }
 
 }  // namespace hd::run

@@ -26,13 +26,12 @@ inline constexpr size_t kMaxWholeTokenizeBytes = size_t{64} << 20;
 // Stopped when a stop was requested while it was read.
 std::string read_text_file(const std::string& path);
 
-// The text a stored run read, read again to resume or verify it: from `given` (a path, or "-")
-// when set, else from `stored`, the path the run recorded. InputError when it does not hash as
-// the run's `provenance` records ("text"."sha256": changed since, or another text given), or
-// when the run read standard input and nothing is given: the message says how to give it,
-// `how` being the command ("heterodyne verify run.hdy").
-std::string read_stored_text(const std::string& stored, const nlohmann::json& provenance,
-                             const std::string& given, const std::string& how);
+// The bytes of a file of token ids (--tokens), or standard input for "-": read by the same
+// rules as a text (regular file, kMaxTextBytes, no terminal), not checked as UTF-8 (the parser,
+// common/token_ids.h, names the first byte that is no id). "tokens file 'x'" in messages.
+std::string read_tokens_file(const std::string& path);
+// How messages name token ids read from standard input.
+inline constexpr const char* kTokensOnStdin = "standard input (--tokens -)";
 
 // The first `needed` tokens of `text` as the whole text tokenizes (all of them when needed is
 // 0), BOS first when the model asks for one. Only a prefix is tokenized when that is enough:
@@ -50,9 +49,15 @@ std::string encodable_text(const engine::Model& model, const std::string& text, 
                            const std::function<void(const std::string&)>& progress,
                            size_t* dropped = nullptr);
 
-// A text as diff reads it: cut into whole chunks (at most max_chunks when > 0), each chunk's
-// first token replaced by BOS (llama-perplexity's convention). InputError when not even one
-// chunk fits.
+// Tokens as diff reads them: cut into whole chunks (at most max_chunks when > 0), each chunk's
+// first token replaced by BOS when the model adds one (llama-perplexity's convention; a model
+// without a BOS keeps it). InputError "<what> has N tokens, fewer than one chunk of C" when not
+// even one chunk fits.
+std::vector<std::vector<int32_t>> cut_chunks(const engine::Model& model,
+                                             const std::vector<int32_t>& tokens, int chunk,
+                                             int max_chunks, const std::string& what);
+
+// A text as diff reads it: tokenized as far as the chunks need, then cut_chunks.
 std::vector<std::vector<int32_t>> chunk_text(const engine::Model& model, const std::string& text,
                                              int chunk, int max_chunks);
 

@@ -7,9 +7,9 @@
 #include "analysis/compare.h"
 #include "errors.h"
 #include "run/floor.h"
+#include "run/input.h"
 #include "run/session.h"
 #include "run/sweep.h"
-#include "run/text.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
 
@@ -39,10 +39,12 @@ void diff_verify(const std::string& path, const VerifyOptions& options,
   const auto prov = nlohmann::json::parse(e.required_meta("provenance"));
   require_same_llama_commit(prov, options.force);
   const DiffConfig config = diff_config_from_json(nlohmann::json::parse(e.required_meta("config")));
-  if (!options.text.empty()) {
-    // A diff stores its tokens and needs no text; one given is still checked, not ignored.
-    read_stored_text(config.text_file, prov, options.text, "heterodyne verify " + path);
-    progress("text: the one this run read (sha256 matches)");
+  if (!options.input.empty()) {
+    // A diff stores its tokens and needs no input; one given is still checked, not ignored.
+    read_stored_input({config.text_file, config.token_ids}, prov, options.input,
+                      "heterodyne verify " + path);
+    progress(config.token_ids ? "tokens: the ids this run read (sha256 matches)"
+                              : "text: the one this run read (sha256 matches)");
   }
   Session s(config);
   if (auto change = s.model_change(prov["arms"]); change && !options.force) {
@@ -72,10 +74,10 @@ using Verifier = void (*)(const std::string&, const VerifyOptions&, const Progre
 constexpr std::array<Verifier, store::kKindCount> kVerifiers = {
     diff_verify,
     [](const std::string& path, const VerifyOptions& o, const ProgressFn& progress) {
-      sweep_verify(path, o.force, progress, o.text);
+      sweep_verify(path, o.force, progress, o.input);
     },
     [](const std::string& path, const VerifyOptions& o, const ProgressFn& progress) {
-      floor_verify(path, o.force, progress, o.text);
+      floor_verify(path, o.force, progress, o.input);
     },
 };
 

@@ -9,9 +9,10 @@ namespace hd::run {
 struct VerifyOptions {
   bool integrity_only = false;
   bool force = false;  // go on when a model hash or the llama.cpp commit differs
-  // -f: the text again (a path, "-" for standard input), checked against the stored sha256.
-  // Sweeps and floors re-read their text; a run that read standard input needs it given.
-  std::string text;
+  // -f or --tokens: the input again (a path, "-" for standard input), checked against the
+  // stored sha256. Sweeps and floors re-read their input; a run that read standard input needs
+  // it given.
+  InputPath input;
 };
 
 // Returns 0 when everything matches; throws RuntimeError naming the first mismatch, and
