@@ -28,6 +28,7 @@
 #include "engine/system.h"
 #include "errors.h"
 #include "ggml-backend.h"
+#include "gguf.h"
 #include "llama.h"
 #include "test_support.h"
 
@@ -294,6 +295,25 @@ TEST_F(ModelPresetTest, QuantizationsDecodeAndDifferALittle) {
       if (type == "Q8_0") EXPECT_LT(kl, 0.05) << out;
     }
   }
+}
+
+// In an f16 file the experts are f16 and the routers F32, as llama.cpp's converter writes them.
+TEST_F(ModelPresetTest, Qwen3MoeKeepsItsRoutersF32) {
+  gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
+  gguf_context* g = gguf_init_from_file(file("tiny-qwen3moe").c_str(), params);
+  ASSERT_NE(g, nullptr);
+  const auto type_of = [g](const std::string& name) {
+    const int64_t id = gguf_find_tensor(g, name.c_str());
+    return id < 0 ? GGML_TYPE_COUNT : gguf_get_tensor_type(g, id);
+  };
+  for (int il = 0; il < 4; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".";
+    EXPECT_EQ(type_of(b + "ffn_gate_inp.weight"), GGML_TYPE_F32) << il;
+    for (const char* t : {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}) {
+      EXPECT_EQ(type_of(b + t + ".weight"), GGML_TYPE_F16) << b << t;
+    }
+  }
+  gguf_free(g);
 }
 
 namespace {

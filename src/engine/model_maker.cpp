@@ -45,7 +45,7 @@ struct WeightType {
 };
 
 // As llama.cpp's converters do, only matrices (2-D, or 3-D expert stacks) take this type; 1-D
-// norm weights stay F32.
+// norm weights and MoE routers stay F32.
 constexpr WeightType kWeightTypes[] = {
     {"f32", GGML_TYPE_F32, LLAMA_FTYPE_ALL_F32},
     {"f16", GGML_TYPE_F16, LLAMA_FTYPE_MOSTLY_F16},
@@ -189,7 +189,7 @@ void set_metadata(gguf_context* ctx, const Preset& p, const WeightType& t, uint6
 // Tensors
 
 ggml_type storage_type(const TensorPlan& t, const WeightType& w) {
-  return t.ne1 == 0 ? GGML_TYPE_F32 : w.type;
+  return t.ne1 == 0 || t.keep_f32 ? GGML_TYPE_F32 : w.type;
 }
 
 // Registers every tensor's name, shape and type with the GGUF writer (gguf_add_tensor copies

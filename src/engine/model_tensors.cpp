@@ -37,7 +37,12 @@ void plan_mlp(const Preset& p, const std::string& b, double e, std::vector<Tenso
     return;
   }
   const int64_t n_exp = p.n_expert;
-  plan.push_back({b + "ffn_gate_inp.weight", n_embd, n_exp, in_std(n_embd), false});
+  plan.push_back({.name = b + "ffn_gate_inp.weight",
+                  .ne0 = n_embd,
+                  .ne1 = n_exp,
+                  .sigma = in_std(n_embd),
+                  .norm_weight = false,
+                  .keep_f32 = true});
   plan.push_back({b + "ffn_gate_exps.weight", n_embd, p.n_ff_exp, in_std(n_embd), false, n_exp});
   plan.push_back({b + "ffn_up_exps.weight", n_embd, p.n_ff_exp, in_std(n_embd), false, n_exp});
   plan.push_back(

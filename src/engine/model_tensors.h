@@ -19,6 +19,9 @@ struct TensorPlan {
   bool norm_weight;  // 1-D RMS-norm weight: 1 + noise, always F32
   int64_t ne2 = 0;   // experts of a 3-D expert tensor (one matrix each); 0 otherwise
   double centre = 1.0;  // a norm weight's mean
+  // Stored F32 whatever the weight type, as convert_hf_to_gguf.py stores MoE routers (and
+  // llama_model_quantize leaves them).
+  bool keep_f32 = false;
 
   int64_t n_values() const { return ne0 * std::max<int64_t>(ne1, 1) * std::max<int64_t>(ne2, 1); }
 };
