@@ -60,6 +60,13 @@ const Preset& find_preset(const std::string& name) {
                    ")");
 }
 
+std::string preset_of_arch(const std::string& arch) {
+  for (const Preset& p : kPresets) {
+    if (arch == p.arch) return p.name;
+  }
+  return "";
+}
+
 std::vector<std::string> model_presets() {
   std::vector<std::string> names;
   for (const Preset& p : kPresets) names.emplace_back(p.name);

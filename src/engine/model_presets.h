@@ -40,6 +40,10 @@ struct Preset {
 // The preset called `name`; InputError naming the valid ones otherwise.
 const Preset& find_preset(const std::string& name);
 
+// The first preset of architecture `arch`, or "" (make-model --arch names it where llama.cpp's
+// fixture generator skips the architecture).
+std::string preset_of_arch(const std::string& arch);
+
 // Names as an error message lists them: "a, b, c".
 std::string joined_names(const std::vector<std::string>& names);
 
