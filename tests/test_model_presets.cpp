@@ -15,12 +15,11 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/sha256.h"
 #include "engine/model_maker.h"
@@ -240,7 +239,8 @@ TEST_F(ModelPresetTest, LlamaCppLoadsAndDecodesThem) {
     const ModelPtr m = load(file(p));
     ASSERT_NE(m, nullptr) << p;
     const std::vector<float> logits = decode(m.get(), tokens_of(m.get(), 16));
-    const size_t n_vocab = static_cast<size_t>(llama_vocab_n_tokens(llama_model_get_vocab(m.get())));
+    const size_t n_vocab =
+        static_cast<size_t>(llama_vocab_n_tokens(llama_model_get_vocab(m.get())));
     ASSERT_EQ(logits.size(), 16 * n_vocab) << p;
     EXPECT_EQ(count_non_finite(logits), 0u) << p;
   }
@@ -264,8 +264,8 @@ TEST_F(ModelPresetTest, Gemma3HasTheHeadDimForQuantizedKCaches) {
     ASSERT_EQ(q.size(), f16.size()) << ggml_type_name(k);
     EXPECT_EQ(count_non_finite(q), 0u) << ggml_type_name(k);
     const double kl = mean_kl(f16, q, n_vocab);
-    std::printf("tiny-gemma3, K cache %s vs f16: mean KL %.3g over 64 tokens\n",
-                ggml_type_name(k), kl);
+    std::printf("tiny-gemma3, K cache %s vs f16: mean KL %.3g over 64 tokens\n", ggml_type_name(k),
+                kl);
     EXPECT_TRUE(std::isfinite(kl) && kl > 0) << ggml_type_name(k) << ": " << kl;
   }
 }

@@ -22,23 +22,50 @@ constexpr Preset kPresets[] = {
     // (1e6), where Gemma 3 has five to one of window 512: a 128-token chunk crosses the window.
     // Gemma's own vocabulary has 262,144 tokens; llama.cpp's SPM test vocabulary (32,000) has
     // the same tokenizer type and keeps the file small. Tied output, as in every Gemma 3.
-    {.name = "tiny-gemma3", .arch = "gemma3", .vocab_file = "ggml-vocab-llama-spm.gguf",
-     .n_layer = 4, .n_embd = 256, .n_head = 4, .n_head_kv = 2, .head_dim = 128, .n_ff = 768,
-     .n_ctx = 2048, .rope_base = 1000000.0f, .rms_eps = 1e-6f, .qk_norm = true,
-     .tied_output = true, .n_swa = 64, .swa_pattern = 4, .rope_base_swa = 10000.0f,
+    {.name = "tiny-gemma3",
+     .arch = "gemma3",
+     .vocab_file = "ggml-vocab-llama-spm.gguf",
+     .n_layer = 4,
+     .n_embd = 256,
+     .n_head = 4,
+     .n_head_kv = 2,
+     .head_dim = 128,
+     .n_ff = 768,
+     .n_ctx = 2048,
+     .rope_base = 1000000.0f,
+     .rms_eps = 1e-6f,
+     .qk_norm = true,
+     .tied_output = true,
+     .n_swa = 64,
+     .swa_pattern = 4,
+     .rope_base_swa = 10000.0f,
      .post_norms = true},
     // Qwen3-30B-A3B's layout (every layer routed, softmax gate, top-k weights renormalized) with
     // 8 experts of which 2 are used, where it has 128 and 8. n_ff is the width llama.cpp falls
     // back to (n_ff / n_expert_used) were expert_feed_forward_length missing. Tied output (the
     // real one is not) to halve the file: the qwen2 vocabulary has 151,936 tokens.
-    // q/k norm weights of mean 2 give attention scores of std ~4 instead of ~1: random scores
-    // that flat average the prefix into a part every token's residual shares, the router reads
-    // it as a bias, and a layer can starve an expert (seed 1, gain 1: layer 3 sent none of 64
-    // tokens to expert 2; gain 2: every layer of seeds 1-6 sends 4 or more to each).
-    {.name = "tiny-qwen3moe", .arch = "qwen3moe", .vocab_file = "ggml-vocab-qwen2.gguf",
-     .n_layer = 4, .n_embd = 256, .n_head = 4, .n_head_kv = 2, .head_dim = 64, .n_ff = 512,
-     .n_ctx = 2048, .rope_base = 1000000.0f, .rms_eps = 1e-6f, .qk_norm = true,
-     .tied_output = true, .qk_norm_gain = 2.0f, .n_expert = 8, .n_expert_used = 2,
+    // q/k norm weights of mean 2 give attention scores of std ~4 instead of ~1. Scores that
+    // flat make each token's attention output an average of its prefix, a part of the residual
+    // every token shares; the router reads it as a bias and a layer can starve an expert (seed
+    // 1, gain 1: layer 3 sent none of 64 tokens to expert 2; gain 2: every layer of seeds 1-6
+    // sends 4 or more to each).
+    {.name = "tiny-qwen3moe",
+     .arch = "qwen3moe",
+     .vocab_file = "ggml-vocab-qwen2.gguf",
+     .n_layer = 4,
+     .n_embd = 256,
+     .n_head = 4,
+     .n_head_kv = 2,
+     .head_dim = 64,
+     .n_ff = 512,
+     .n_ctx = 2048,
+     .rope_base = 1000000.0f,
+     .rms_eps = 1e-6f,
+     .qk_norm = true,
+     .tied_output = true,
+     .qk_norm_gain = 2.0f,
+     .n_expert = 8,
+     .n_expert_used = 2,
      .n_ff_exp = 256},
 };
 

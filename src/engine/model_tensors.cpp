@@ -16,7 +16,6 @@ uint64_t fnv1a64(const std::string& s) {
   return h;
 }
 
-
 double in_std(int64_t fan_in) { return 1.0 / std::sqrt(static_cast<double>(fan_in)); }
 
 constexpr double kNormNoise = 0.05;

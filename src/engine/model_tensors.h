@@ -13,11 +13,11 @@ namespace hd::engine {
 
 struct TensorPlan {
   std::string name;
-  int64_t ne0;       // row length = fan-in of a matrix
-  int64_t ne1;       // rows; 0 for a 1-D tensor
-  double sigma;      // standard deviation of the random part
-  bool norm_weight;  // 1-D RMS-norm weight: 1 + noise, always F32
-  int64_t ne2 = 0;   // experts of a 3-D expert tensor (one matrix each); 0 otherwise
+  int64_t ne0;          // row length = fan-in of a matrix
+  int64_t ne1;          // rows; 0 for a 1-D tensor
+  double sigma;         // standard deviation of the random part
+  bool norm_weight;     // 1-D RMS-norm weight: 1 + noise, always F32
+  int64_t ne2 = 0;      // experts of a 3-D expert tensor (one matrix each); 0 otherwise
   double centre = 1.0;  // a norm weight's mean
   // Stored F32 whatever the weight type, as convert_hf_to_gguf.py stores MoE routers (and
   // llama_model_quantize leaves them).
