@@ -157,7 +157,8 @@ TEST_F(FixtureTest, ArchitecturesWithoutAFixtureAreOneLine) {
   hd::test::expect_refused({"make-model", "--arch", "no-such-arch", "-o", out},
                            "llama.cpp names no architecture 'no-such-arch'");
   hd::test::expect_refused({"make-model", "--arch", "gemma3", "-o", out},
-                           "makes no model of architecture 'gemma3'");
+                           "makes no model of architecture 'gemma3': make-model --preset "
+                           "tiny-gemma3 writes one");
   hd::test::expect_refused({"make-model", "--arch", "qwen3moe", "-o", out}, "add --moe");
   hd::test::expect_refused({"make-model", "--arch", "qwen3", "--moe", "-o", out},
                            "leave out --moe");

@@ -41,7 +41,8 @@ void add_make_model(CLI::App& app, Context& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "make-model", "write a deterministic random-weight GGUF: a preset, or any architecture");
   CLI::Option* preset =
-      cmd->add_option("--preset", o->spec.preset, "tiny-llama | tiny-qwen3 | qwen3-0.6b");
+      cmd->add_option("--preset", o->spec.preset,
+                      "tiny-llama | tiny-qwen3 | qwen3-0.6b | tiny-gemma3 | tiny-qwen3moe");
   CLI::Option* arch = cmd->add_option(
       "--arch", o->arch, "llama.cpp's fixture of this architecture (make fixtures builds it)");
   CLI::Option* list = cmd->add_flag("--list-archs", o->list_archs,

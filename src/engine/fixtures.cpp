@@ -18,6 +18,7 @@
 #include "build_info.h"
 #include "common/cache_dir.h"
 #include "common/cached_file.h"
+#include "engine/model_presets.h"
 #include "engine/spawn.h"
 #include "errors.h"
 
@@ -160,8 +161,11 @@ const FixtureArch& find_fixture(const std::string& arch, bool moe) {
                                [&](const FixtureArch& a) { return a.name == arch; });
   if (it == l.archs.end()) {
     const bool known = std::find(l.known.begin(), l.known.end(), arch) != l.known.end();
+    const std::string preset = preset_of_arch(arch);
+    const std::string instead =
+        preset.empty() ? "" : ": make-model --preset " + preset + " writes one";
     throw InputError(known ? "llama.cpp's fixture generator makes no model of architecture '" +
-                                 arch + "'" + lists
+                                 arch + "'" + instead + lists
                            : "llama.cpp names no architecture '" + arch + "'" + lists);
   }
   if (moe && !it->moe) {

@@ -44,7 +44,8 @@ struct WeightType {
   llama_ftype file_type;
 };
 
-// As llama.cpp's converters do, only 2-D matrices take this type; 1-D norm weights stay F32.
+// As llama.cpp's converters do, only matrices (2-D, or 3-D expert stacks) take this type; 1-D
+// norm weights and MoE routers stay F32.
 constexpr WeightType kWeightTypes[] = {
     {"f32", GGML_TYPE_F32, LLAMA_FTYPE_ALL_F32},
     {"f16", GGML_TYPE_F16, LLAMA_FTYPE_MOSTLY_F16},
@@ -140,6 +141,22 @@ void set_vocabulary(gguf_context* ctx, const SpmVocabulary& v) {
 // ---------------------------------------------------------------------------------------------
 // Metadata
 
+// The keys only some families have: local attention (gemma3) and experts (qwen3moe), under the
+// names convert_hf_to_gguf.py gives them.
+void set_family_metadata(gguf_context* ctx, const Preset& p) {
+  const std::string a = p.arch;
+  if (p.n_swa > 0) {
+    gguf_set_val_u32(ctx, (a + ".attention.sliding_window").c_str(), p.n_swa);
+    gguf_set_val_u32(ctx, (a + ".attention.sliding_window_pattern").c_str(), p.swa_pattern);
+    gguf_set_val_f32(ctx, (a + ".rope.freq_base_swa").c_str(), p.rope_base_swa);
+  }
+  if (p.n_expert > 0) {
+    gguf_set_val_u32(ctx, (a + ".expert_count").c_str(), p.n_expert);
+    gguf_set_val_u32(ctx, (a + ".expert_used_count").c_str(), p.n_expert_used);
+    gguf_set_val_u32(ctx, (a + ".expert_feed_forward_length").c_str(), p.n_ff_exp);
+  }
+}
+
 void set_metadata(gguf_context* ctx, const Preset& p, const WeightType& t, uint64_t seed,
                   int64_t n_vocab) {
   const std::string a = p.arch;
@@ -162,6 +179,7 @@ void set_metadata(gguf_context* ctx, const Preset& p, const WeightType& t, uint6
   gguf_set_val_f32(ctx, (a + ".attention.layer_norm_rms_epsilon").c_str(), p.rms_eps);
   gguf_set_val_f32(ctx, (a + ".rope.freq_base").c_str(), p.rope_base);
   gguf_set_val_u32(ctx, (a + ".rope.dimension_count").c_str(), p.head_dim);
+  set_family_metadata(ctx, p);
 
   gguf_set_val_str(ctx, "heterodyne.preset", p.name);
   gguf_set_val_u64(ctx, "heterodyne.seed", seed);
@@ -171,7 +189,7 @@ void set_metadata(gguf_context* ctx, const Preset& p, const WeightType& t, uint6
 // Tensors
 
 ggml_type storage_type(const TensorPlan& t, const WeightType& w) {
-  return t.ne1 == 0 ? GGML_TYPE_F32 : w.type;
+  return t.ne1 == 0 || t.keep_f32 ? GGML_TYPE_F32 : w.type;
 }
 
 // Registers every tensor's name, shape and type with the GGUF writer (gguf_add_tensor copies
@@ -184,9 +202,10 @@ GgmlPtr add_tensors(gguf_context* ctx, const std::vector<TensorPlan>& plan, cons
   GgmlPtr meta(ggml_init(params));
   if (!meta) throw RuntimeError("ggml could not allocate tensor descriptors");
   for (const TensorPlan& t : plan) {
-    ggml_tensor* tensor = t.ne1 == 0
-                              ? ggml_new_tensor_1d(meta.get(), GGML_TYPE_F32, t.ne0)
-                              : ggml_new_tensor_2d(meta.get(), storage_type(t, w), t.ne0, t.ne1);
+    ggml_tensor* tensor =
+        t.ne1 == 0   ? ggml_new_tensor_1d(meta.get(), GGML_TYPE_F32, t.ne0)
+        : t.ne2 == 0 ? ggml_new_tensor_2d(meta.get(), storage_type(t, w), t.ne0, t.ne1)
+                     : ggml_new_tensor_3d(meta.get(), storage_type(t, w), t.ne0, t.ne1, t.ne2);
     ggml_set_name(tensor, t.name.c_str());
     gguf_add_tensor(ctx, tensor);
   }
@@ -234,7 +253,7 @@ void write_gguf(const gguf_context* ctx, const std::vector<TensorPlan>& plan, co
       throw RuntimeError("internal error: GGUF data offset mismatch at " + t.name);
     }
     ValueStream values(t, seed);
-    const size_t n = static_cast<size_t>(t.ne0 * std::max<int64_t>(t.ne1, 1));
+    const size_t n = static_cast<size_t>(t.n_values());
     for (size_t done = 0; done < n; done += kBlock) {
       const size_t len = std::min(kBlock, n - done);
       values.next(block.data(), len);

@@ -33,8 +33,9 @@ struct ModelSpec {
   const SpmVocabulary* vocabulary = nullptr;
 };
 
-// Names accepted in ModelSpec::preset: tiny-llama, tiny-qwen3, qwen3-0.6b, demo-llama (the
-// shape heterodyne trains for its demo: tiny-llama's, to be filled by training).
+// Names accepted in ModelSpec::preset: tiny-llama, tiny-qwen3, qwen3-0.6b, tiny-gemma3 (local
+// and global attention, post-norms), tiny-qwen3moe (8 experts, 2 used), demo-llama (the shape
+// heterodyne trains for its demo: tiny-llama's, to be filled by training).
 std::vector<std::string> model_presets();
 
 // Names accepted in ModelSpec::type: f32, f16, bf16 (case-insensitive).

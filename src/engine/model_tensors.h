@@ -1,6 +1,7 @@
 // The tensors of a made-up model (model_maker): each one's name, shape and scale, and the
 // deterministic stream of its values.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -12,10 +13,17 @@ namespace hd::engine {
 
 struct TensorPlan {
   std::string name;
-  int64_t ne0;       // row length = fan-in of a matrix
-  int64_t ne1;       // rows; 0 for a 1-D tensor
-  double sigma;      // standard deviation of the random part
-  bool norm_weight;  // 1-D RMS-norm weight: 1 + noise, always F32
+  int64_t ne0;          // row length = fan-in of a matrix
+  int64_t ne1;          // rows; 0 for a 1-D tensor
+  double sigma;         // standard deviation of the random part
+  bool norm_weight;     // 1-D RMS-norm weight: 1 + noise, always F32
+  int64_t ne2 = 0;      // experts of a 3-D expert tensor (one matrix each); 0 otherwise
+  double centre = 1.0;  // a norm weight's mean
+  // Stored F32 whatever the weight type, as convert_hf_to_gguf.py stores MoE routers (and
+  // llama_model_quantize leaves them).
+  bool keep_f32 = false;
+
+  int64_t n_values() const { return ne0 * std::max<int64_t>(ne1, 1) * std::max<int64_t>(ne2, 1); }
 };
 
 // Every tensor of preset `p` with a vocabulary of n_vocab tokens, in file order.
@@ -38,6 +46,7 @@ class ValueStream {
   }
 
   bool norm_weight_;
+  double centre_;
   uint64_t state_;
   double scale_;
 };
