@@ -178,19 +178,8 @@ double mean_kl(const std::vector<float>& a, const std::vector<float>& b, size_t 
   return total / static_cast<double>(n);
 }
 
-// heterodyne's quantizer where gguf_check lets the architecture through; otherwise the same
-// llama_model_quantize call it makes (so the test does not wait on issue 17's points).
 void quantize(const std::string& in, const std::string& out, const std::string& type) {
-  try {
-    hd::engine::quantize_model(in, out, type, 2);
-    return;
-  } catch (const hd::InputError& e) {
-    ASSERT_NE(std::string(e.what()).find("is not supported"), std::string::npos) << e.what();
-  }
-  llama_model_quantize_params qp = llama_model_quantize_default_params();
-  qp.nthread = 2;
-  qp.ftype = type == "Q8_0" ? LLAMA_FTYPE_MOSTLY_Q8_0 : LLAMA_FTYPE_MOSTLY_Q4_K_M;
-  ASSERT_EQ(llama_model_quantize(in.c_str(), out.c_str(), &qp), 0u) << type << " of " << in;
+  hd::engine::quantize_model(in, out, type, 2);
 }
 
 constexpr const char* kNewPresets[] = {"tiny-gemma3", "tiny-qwen3moe"};
@@ -372,8 +361,8 @@ TEST_F(ModelPresetTest, Qwen3MoeRoutesToEveryExpert) {
   }
 }
 
-// `heterodyne diff` of each preset against its Q8_0: a finite, positive mean KL. Skipped while
-// heterodyne's architecture list refuses gemma3 and qwen3moe (issue 17).
+// `heterodyne diff` of each preset against its Q8_0: a finite, positive mean KL, with the
+// transplants and components the survey proves on both.
 TEST_F(ModelPresetTest, DiffAgainstQ8_0IsFiniteAndPositive) {
   const hd::test::ScopedCacheDir cache(path("cache"));
   std::string text;
@@ -383,10 +372,7 @@ TEST_F(ModelPresetTest, DiffAgainstQ8_0IsFiniteAndPositive) {
     const std::string out = path(std::string(p) + ".hdy");
     const auto r = hd::test::run_cli({"diff", "--a", file(p), "--b-quant", "Q8_0", "--text-file",
                                       path("text.txt"), "--chunk", "64", "--max-chunks", "2",
-                                      "--threads", "2", "-o", out});
-    if (r.exit_code == 2 && r.err.find("is not supported") != std::string::npos) {
-      GTEST_SKIP() << "heterodyne's arms refuse " << p << " until issue 17's points: " << r.err;
-    }
+                                      "--threads", "2", "--transplants", "--components", "-o", out});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto show = hd::test::run_cli({"show", out, "--json"});
     ASSERT_EQ(show.exit_code, 0) << show.err;

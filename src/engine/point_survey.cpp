@@ -231,6 +231,10 @@ PointMap Survey::run() {
     const std::string name = fmt::format("ffn_moe_probs-{}", l);
     if (unusable(name).empty()) m.router[static_cast<size_t>(l)] = name;
   }
+  if (std::any_of(m.router.begin(), m.router.end(), [](const std::string& r) { return !r.empty(); })) {
+    const std::vector<std::string> dense(m.router.size(), "a dense layer");
+    m.proofs.push_back("router: " + layers_line(m.router, dense));
+  }
   finish(m, why);
   for (const auto* names : {&m.residual, &m.mid, &m.per_head, &m.attn_out, &m.mlp_out}) {
     for (const std::string& name : *names) {
