@@ -21,20 +21,20 @@ std::string table_row(const std::string& arch, bool moe, const engine::PointMap&
   int routed = 0;
   for (const std::string& r : m.router) routed += r.empty() ? 0 : 1;
   std::string why;
-  for (const std::string* r : {&m.no_residuals, &m.no_transplants, &m.no_components,
-                               &m.no_per_head}) {
+  for (const std::string* r : {&m.no_floor, &m.no_residuals, &m.no_transplants,
+                               &m.no_components, &m.no_per_head}) {
     if (!r->empty() && why.find(*r) == std::string::npos) why += (why.empty() ? "" : "; ") + *r;
   }
   auto yes = [](bool b) { return b ? "yes" : "no"; };
-  return fmt::format("| {} | {} | yes | {} | {} | {} | {} | {} | {} |\n", arch, moe ? "moe" : "dense",
-                     yes(m.residuals()), yes(m.transplants()), yes(m.components()),
+  return fmt::format("| {} | {} | yes | {} | {} | {} | {} | {} | {} | {} |\n", arch,
+                     moe ? "moe" : "dense", yes(m.floor()), yes(m.residuals()), yes(m.transplants()), yes(m.components()),
                      yes(m.has_per_head()),
                      routed > 0 ? fmt::format("{} of {} layers", routed, m.n_layer) : "-", why);
 }
 
 void print_fixture_table() {
-  std::cout << "| architecture | fixture | logits | residuals | transplants | components | "
-               "per-head | routes | why not |\n|---|---|---|---|---|---|---|---|---|\n";
+  std::cout << "| architecture | fixture | logits | floor | residuals | transplants | components "
+               "| per-head | routes | why not |\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const engine::FixtureArch& a : engine::fixture_archs()) {
     for (const bool moe : {false, true}) {
       if (!(moe ? a.moe : a.dense)) continue;
@@ -44,7 +44,7 @@ void print_fixture_table() {
       } catch (const RuntimeError& e) {  // llama.cpp runs it, but not to numbers heterodyne takes
         std::string why = e.what();  // without the cache's path, which differs by machine
         for (size_t at; (at = why.find(file)) != std::string::npos;) why.replace(at, file.size(), "the fixture");
-        std::cout << fmt::format("| {} | {} | no | no | no | no | no | - | {} |\n", a.name,
+        std::cout << fmt::format("| {} | {} | no | no | no | no | no | no | - | {} |\n", a.name,
                                  moe ? "moe" : "dense", why);
       }
     }

@@ -44,7 +44,21 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
     throw InputError("llama.cpp refused the settings for '" + settings_.model + "'" +
                      (why.empty() ? "" : ": " + why));
   }
+  // A model without a KV cache (the diffusion models dream, llada, rnd1) is encoded: llama.cpp
+  // asserts (aborts) unless the whole batch is one ubatch.
+  if (!splits_batches() && static_cast<int>(cp.n_ubatch) < n_ctx_) {
+    llama_free(ctx_);
+    ctx_ = nullptr;
+    throw InputError(no_split_reason(settings_.model) + ": its ubatch must hold the whole chunk (-ub " +
+                     std::to_string(n_ctx_) + " or more)");
+  }
 }
+
+std::string no_split_reason(const std::string& model) {
+  return "'" + model + "' keeps no KV cache, so llama.cpp evaluates a batch in one piece";
+}
+
+bool LocalArm::splits_batches() const { return llama_get_memory(ctx_) != nullptr; }
 
 LocalArm::~LocalArm() {
   if (ctx_ != nullptr) llama_free(ctx_);
@@ -64,6 +78,9 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
     throw RuntimeError("chunk length out of range for this arm");
   if (first_output < 0 || first_output >= n)
     throw RuntimeError("first output position out of range");
+  if (pos0 > 0 && !splits_batches()) {
+    throw InputError(no_split_reason(settings_.model) + ": it cannot continue a sequence (decode steps)");
+  }
   if (pos0 == 0) llama_memory_clear(llama_get_memory(ctx_), true);
   const int32_t width = from_rows ? model_->info().n_embd : 0;
   if (from_rows ? in.rows.size() != static_cast<size_t>(n) * static_cast<size_t>(width)

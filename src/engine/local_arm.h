@@ -19,6 +19,8 @@ class LocalArm : public ArmBackend {
   void decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) override;
   int n_threads() const override { return n_threads_; }
   nlohmann::json facts() const override;
+  // false for a model without a KV cache: every batch is one ubatch, and there are no steps.
+  bool splits_batches() const;
 
  private:
   static bool eval_callback(ggml_tensor* t, bool ask, void* self);
@@ -35,6 +37,10 @@ class LocalArm : public ArmBackend {
 // The ggml_type of a KV cache type name (GGML_TYPE_COUNT when unknown), as an int so this
 // header needs no ggml.h.
 int cache_ggml_type(const std::string& name);
+
+// "'m.gguf' keeps no KV cache, so llama.cpp evaluates a batch in one piece": the start of every
+// refusal that follows from it.
+std::string no_split_reason(const std::string& model);
 
 // The placement the settings ask for (resolving device names, registering RPC servers).
 Placement placement_of(const ArmSettings& s);

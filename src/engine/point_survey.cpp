@@ -181,6 +181,11 @@ PointMap Survey::run() {
   PointMap m;
   m.architecture = info_.architecture;
   m.n_layer = info_.n_layer;
+  if (!arm_.splits_batches()) {
+    m.no_floor = info_.architecture +
+                 " keeps no KV cache: llama.cpp evaluates a batch in one piece, so there is no "
+                 "other split to measure a floor with";
+  }
   Hook lister;
   lister.list_nodes(&listed);
   decode(t1_, &lister, logits1_);

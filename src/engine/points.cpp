@@ -92,6 +92,7 @@ nlohmann::json to_json(const PointMap& m) {
           {"no_transplants", m.no_transplants},
           {"no_components", m.no_components},
           {"no_per_head", m.no_per_head},
+          {"no_floor", m.no_floor},
           {"proofs", m.proofs}};
 }
 
@@ -116,6 +117,7 @@ PointMap point_map_from_json(const nlohmann::json& j) {
     m.no_transplants = j.at("no_transplants").get<std::string>();
     m.no_components = j.at("no_components").get<std::string>();
     m.no_per_head = j.at("no_per_head").get<std::string>();
+    m.no_floor = j.at("no_floor").get<std::string>();
     m.proofs = j.at("proofs").get<std::vector<std::string>>();
     return m;
   } catch (const nlohmann::json::exception& e) {
@@ -127,7 +129,7 @@ std::vector<std::string> capability_lines(const PointMap& m) {
   auto line = [](const char* what, const std::string& why) {
     return std::string(what) + ": " + (why.empty() ? "yes" : "no (" + why + ")");
   };
-  return {"logits (KL, flips, perplexity, floor, gate): yes",
+  return {"logits (KL, flips, perplexity, gate): yes", line("floor", m.no_floor),
           line("residuals", m.no_residuals), line("transplants", m.no_transplants),
           line("components", m.no_components), line("per-head", m.no_per_head)};
 }

@@ -59,12 +59,14 @@ struct PointMap {
   std::string no_transplants;  // embedding and every layer's residual
   std::string no_components;   // and every layer's mid point
   std::string no_per_head;     // per-head taps on every attention layer (capture, head-diff)
+  std::string no_floor;        // another ubatch split of the same arm (no KV cache: none)
   std::vector<std::string> proofs;  // one line per role, how it was proven or why not
 
   bool residuals() const { return no_residuals.empty(); }
   bool transplants() const { return no_transplants.empty(); }
   bool components() const { return no_components.empty(); }
   bool has_per_head() const { return no_per_head.empty(); }
+  bool floor() const { return no_floor.empty(); }
   // The graph name of `role` at `layer` (-1 for the embedding), "" when there is none.
   const std::string& name(Role role, int layer = -1) const;
 };

@@ -55,7 +55,7 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   }
   a_ = make_run(model_a, config_.a);
   b_ = make_run(model_b, config_.b);
-  if (config_.floor) {
+  if (config_.floor && map_.floor()) {  // otherwise the run says why (capability_lines)
     engine::ArmSettings fs = config_.a;
     floor_ub_ = config_.floor_ubatch > 0 ? config_.floor_ubatch
                                          : floor_ubatch_for(config_.chunk, config_.a.n_ubatch);
