@@ -100,9 +100,10 @@ std::shared_ptr<Model> model_load(const std::string& path) {
   i.head_dim_k = summary.head_dim_k;
   i.head_dim_v = summary.head_dim_v;
   i.n_ctx_train = summary.n_ctx_train;
-  if (i.n_layer < 1 || i.n_embd < 1 || i.n_head < 1) {
-    throw InputError("'" + path + "' lacks " + i.architecture +
-                     ".block_count, .embedding_length or .attention.head_count");
+  // No attention heads is a model without attention (mamba, rwkv): it has no per-head points.
+  if (i.n_layer < 1 || i.n_embd < 1) {
+    throw InputError("'" + path + "' lacks " + i.architecture + ".block_count or " +
+                     i.architecture + ".embedding_length");
   }
   i.n_vocab = llama_vocab_n_tokens(vocab);
   i.n_params = summary.n_params;  // the vocabulary-only load has no tensors to count

@@ -23,6 +23,9 @@ void check_comparable(const engine::Model& a, const engine::Model& b, Pairing pa
 
 void resolve_quantized_b(DiffConfig& config) {
   if (config.b_quant.empty()) return;
+  // A file llama.cpp cannot read is the user's to fix: its one line before llama.cpp's quantizer
+  // fails on it less clearly.
+  engine::model_load(config.a.model);
   const int threads = config.a.n_threads > 0 ? config.a.n_threads : 2;
   config.b.model = engine::ensure_quantized(config.a.model, config.b_quant, threads);
 }
