@@ -31,6 +31,7 @@ class Survey {
         t2_(sequence(info_, n_, 1)) {}
 
   PointMap run();
+  void capture_candidates();
   std::vector<Hook::Node> listed;  // every node, in the order the graph asked about them
 
  private:
@@ -177,6 +178,21 @@ void finish(PointMap& m, std::map<Role, std::vector<std::string>>& why) {
 
 }  // namespace
 
+// Pass 1 keeps every usable candidate of the roles the swap test proves.
+void Survey::capture_candidates() {
+  for (Role role : {Role::kEmbedding, Role::kResidual, Role::kMid}) {
+    for (int l = per_layer(role) ? 0 : -1; l < (per_layer(role) ? info_.n_layer : 0); ++l) {
+      for (const std::string& base : candidate_names(role)) {
+        const std::string name = per_layer(role) ? fmt::format("{}-{}", base, l) : base;
+        if (!unusable(name).empty()) continue;
+        first_.capture(name);
+        if (excepted(name)) first_.except_from_row_rule(name);
+      }
+    }
+  }
+  decode(t1_, &first_, logits1_);
+}
+
 PointMap Survey::run() {
   PointMap m;
   m.architecture = info_.architecture;
@@ -190,17 +206,7 @@ PointMap Survey::run() {
   lister.list_nodes(&listed);
   decode(t1_, &lister, logits1_);
   for (const auto& node : listed) nodes_[node.name] = node;
-  for (Role role : {Role::kEmbedding, Role::kResidual, Role::kMid}) {
-    for (int l = per_layer(role) ? 0 : -1; l < (per_layer(role) ? info_.n_layer : 0); ++l) {
-      for (const std::string& base : candidate_names(role)) {
-        const std::string name = per_layer(role) ? fmt::format("{}-{}", base, l) : base;
-        if (!unusable(name).empty()) continue;
-        first_.capture(name);
-        if (excepted(name)) first_.except_from_row_rule(name);
-      }
-    }
-  }
-  decode(t1_, &first_, logits1_);
+  capture_candidates();
   decode(t2_, nullptr, logits_);
   const std::string vacuous =
       logits_ == logits1_ ? "its logits do not depend on the tokens: no point can be proven" : "";
