@@ -150,3 +150,24 @@ TEST(Points, CommandPrintsTheMapAndItsNodes) {
   EXPECT_EQ(test::run_cli({"points"}).exit_code, 2);
   EXPECT_EQ(test::run_cli({"points", "--model", "/nonexistent.gguf"}).exit_code, 2);
 }
+
+// deepseek4's residual is 3-D ([n_embd, 4 streams, tokens]): a decode step shows it one row at a
+// time, [n_embd, 4, 1], which reads as one row of the width the prompt gave it.
+TEST(Points, DecodeStepsOfAThreeDimensionalResidualAreOneRowEach) {
+  const std::string dir = test::temp_dir("points-3d");
+  const auto r = test::run_cli({"capture", "--model", fixture("deepseek4", true), "--tokens",
+                                ids_file(), "--max-tokens", "8", "--decode", "2", "--threads", "2",
+                                "-o", dir + "/ref"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(dir + "/ref/manifest.json");
+  const auto manifest = nlohmann::json::parse(in);
+  bool seen = false;
+  for (const auto& t : manifest["taps"]) {
+    if (t["name"] != "l_out-0@token_1") continue;
+    seen = true;
+    EXPECT_EQ(t["graph_name"], "l_last-0");
+    EXPECT_EQ(t["shape"][0], 1);
+    EXPECT_EQ(t["shape"][1], 4 * engine::model_load(fixture("deepseek4", true))->info().n_embd);
+  }
+  EXPECT_TRUE(seen) << manifest["taps"].dump();
+}

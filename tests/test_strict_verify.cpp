@@ -169,10 +169,16 @@ TEST(QuantCache, AWrongOrTruncatedFileInItsSlotIsMadeAgain) {
 TEST(NonFinite, AnUndefinedResidualErrorIsRefusedNotStored) {
   const std::string seed = std::string(HD_SOURCE_DIR) + "/fuzz/corpus/gguf/seed-llama.gguf";
   const std::string zero = dir() + "/zero-embd.gguf";
-  hd::test::rewrite_gguf(seed, zero, [](gguf_context*, ggml_context* data) {
+  // BOS's embedding row zeroed: every chunk's position 0 has a zero residual in A (RMS norm of
+  // zero is zero, and llama has no biases), while the other tokens still move the logits, so the
+  // survey proves the residual points and the comparison meets the zero.
+  hd::test::rewrite_gguf(seed, zero, [](gguf_context* meta, ggml_context* data) {
     ggml_tensor* embd = ggml_get_tensor(data, "token_embd.weight");
     ASSERT_NE(embd, nullptr);
-    std::memset(embd->data, 0, ggml_nbytes(embd));
+    const int64_t key = gguf_find_key(meta, "tokenizer.ggml.bos_token_id");
+    ASSERT_GE(key, 0);
+    const size_t row = ggml_row_size(embd->type, embd->ne[0]);
+    std::memset(static_cast<char*>(embd->data) + gguf_get_val_u32(meta, key) * row, 0, row);
   });
   std::string text;
   for (int i = 0; i < 8; ++i) text += "Once upon a time there was a little model.\n";

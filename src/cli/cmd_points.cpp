@@ -41,7 +41,8 @@ void print_fixture_table() {
       const std::string file = engine::ensure_fixture(a.name, moe, 1);
       try {
         std::cout << table_row(a.name, moe, engine::survey_points(engine::model_load(file)));
-      } catch (const RuntimeError& e) {  // llama.cpp runs it, but not to numbers heterodyne takes
+      } catch (const std::runtime_error& e) {  // llama.cpp loads it; heterodyne takes no numbers
+        if (dynamic_cast<const Stopped*>(&e) != nullptr) throw;
         std::string why = e.what();  // without the cache's path, which differs by machine
         for (size_t at; (at = why.find(file)) != std::string::npos;) why.replace(at, file.size(), "the fixture");
         std::cout << fmt::format("| {} | {} | no | no | no | no | no | no | - | {} |\n", a.name,
@@ -94,8 +95,8 @@ void add_points(CLI::App& app, Context& ctx) {
     for (const std::string& line : m.proofs) std::cout << "  " << line << "\n";
     for (const std::string& line : engine::capability_lines(m)) std::cout << line << "\n";
     if (o->nodes) {
-      std::cout << "\nnodes of an 8-token batch with 4 outputs (width x rows; - : no point "
-                   "can be read there):\n";
+      std::cout << "\nnodes of the survey's batch (logits for its second half; width x rows; "
+                   "- : no point can be read there):\n";
       for (const auto& n : nodes) {
         std::cout << fmt::format("  {:<32} {}\n", n.name,
                                  n.readable ? fmt::format("{} x {}", n.width, n.rows) : "-");

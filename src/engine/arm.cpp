@@ -101,6 +101,8 @@ Arm::~Arm() = default;
 
 int Arm::n_threads() const { return backend_->n_threads(); }
 
+bool Arm::splits_batches() const { return backend_->splits_batches(); }
+
 nlohmann::json Arm::facts() const { return backend_->facts(); }
 
 void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<float>& logits,

@@ -50,6 +50,9 @@ class Arm {
   const Model& model() const { return *model_; }
   const ArmSettings& settings() const { return settings_; }
   int n_threads() const;
+  // Whether another ubatch gives another split of the batch: false for a model without a KV
+  // cache (dream, llada), which llama.cpp encodes in one piece. Such an arm has no floor.
+  bool splits_batches() const;
   // Where it ran, for provenance: the process ("in-process" or the worker's build facts) and
   // the devices that held the weights.
   nlohmann::json facts() const;
@@ -89,6 +92,8 @@ class ArmBackend {
   virtual void decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) = 0;
   virtual int n_threads() const = 0;
   virtual nlohmann::json facts() const = 0;
+  // false for a model without a KV cache, whose batch is always one ubatch (local_arm.h).
+  virtual bool splits_batches() const { return true; }
 };
 
 }  // namespace hd::engine

@@ -142,6 +142,11 @@ void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
   if (!point_shape(t, width, rows)) {
     throw RuntimeError("graph point '" + name + "' is not a contiguous 2-D or 3-D tensor");
   }
+  // One row of a 3-D point ([width, streams, 1]) looks 2-D: the width already known decides.
+  if (p.width != 0 && width != p.width && t->ne[2] == 1 && t->ne[0] * t->ne[1] == p.width) {
+    width = p.width;
+    rows = 1;
+  }
   if (p.width == 0) p.width = width;
   if (width != p.width) {
     throw RuntimeError("graph point '" + name + "' changed width between ubatches");

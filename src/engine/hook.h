@@ -10,7 +10,8 @@
 // several sequences can patch each at its own point and rows.
 //
 // When logits are wanted only from position `first_output` on, the last layer's points keep
-// only those rows (see point_has_output_rows_only); their row 0 is then that position.
+// only those rows (see point_has_output_rows_only, and except_from_row_rule for the models that
+// keep other rows); their row 0 is then that position.
 //
 // A point is a 2-D tensor [width, rows] or a 3-D one [width, streams, rows] (a residual of
 // several streams, as hyper-connections keep): its rows are then width × streams floats.
@@ -30,6 +31,9 @@ class Hook {
  public:
   // Keep every row of `point` (the whole batch).
   void capture(const std::string& point);
+  // The width `point`'s rows have (floats): needed only where a decode may show a 3-D point one
+  // row at a time before any wider piece (a decode step of a hyper-connection model).
+  void expect_width(const std::string& point, int64_t width) { points_[point].width = width; }
   // Replace rows [row_begin, row_begin + n) of `point` with `rows` ([n][width], row-major).
   void overwrite(const std::string& point, int64_t row_begin, std::span<const float> rows);
 

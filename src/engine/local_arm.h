@@ -20,7 +20,7 @@ class LocalArm : public ArmBackend {
   int n_threads() const override { return n_threads_; }
   nlohmann::json facts() const override;
   // false for a model without a KV cache: every batch is one ubatch, and there are no steps.
-  bool splits_batches() const;
+  bool splits_batches() const override;
 
  private:
   static bool eval_callback(ggml_tensor* t, bool ask, void* self);

@@ -17,7 +17,10 @@ const std::vector<std::string>& candidate_names(Role role) {
   // - attn_residual-N: plamo2, qwen35, qwen3next; sa_out-N: gemma, gemma2, bailingmoe2.
   // - attn_pregate-N: the per-head tap of gated attention (qwen35, qwen3next), renamed from
   //   kqv_out-N (the last name given wins).
-  static const std::vector<std::string> embedding = {"embd", "model.embed_tokens",
+  // inpL first: gpt2, starcoder and mpt add a learned position embedding to embd and name the
+  // sum inpL. embd alone passes the swap test there (both passes have the same positions), yet
+  // it is not layer 0's whole input once the arms' position embeddings differ.
+  static const std::vector<std::string> embedding = {"inpL", "embd", "model.embed_tokens",
                                                      "model.input_embed", "embedding_output",
                                                      "inp_scaled"};
   static const std::vector<std::string> residual = {"l_out", "l_last", "ffn_residual",
@@ -107,7 +110,8 @@ PointMap point_map_from_json(const nlohmann::json& j) {
                           {"mlp_out", &m.mlp_out}, {"router", &m.router}}) {
       *v = j.at(key).get<std::vector<std::string>>();
       if (v->size() != static_cast<size_t>(m.n_layer)) {
-        throw RuntimeError(std::string("its ") + key + " list does not have one entry per layer");
+        throw RuntimeError(std::string("a stored point map is damaged: its ") + key +
+                           " list does not have one entry per layer");
       }
     }
     m.result_norm = j.at("result_norm").get<std::string>();

@@ -15,6 +15,7 @@
 #include "common/output_file.h"
 #include "common/sha256.h"
 #include "engine/gguf_file.h"
+#include "engine/model.h"
 #include "engine/system.h"
 #include "errors.h"
 #include "llama.h"
@@ -93,7 +94,9 @@ std::string canonical_quant_type(const std::string& type) { return require_type(
 void quantize_model(const std::string& in, const std::string& out, const std::string& type,
                     int n_threads, bool keep_output, OutputPolicy policy) {
   const QuantType& t = require_type(type);
-  gguf_check(in);  // a missing, foreign or truncated input gets its own clear line
+  // A missing, foreign or truncated input, or one llama.cpp cannot read, gets its own clear
+  // line before llama.cpp's quantizer fails on it less clearly.
+  model_load(in);
   policy.inputs.push_back(in);
   // llama.cpp writes the whole file itself, under the temporary name; it is moved over `out`
   // only on success, so `out` is either as it was or complete.

@@ -93,7 +93,10 @@ Captured capture_taps(std::shared_ptr<engine::Model> model, const engine::ArmSet
     const int32_t token = feed.empty() ? argmax(last) : feed[static_cast<size_t>(i)];
     out.continuation.push_back(token);
     engine::Hook step_hook;
-    for (const Tap& t : taps) step_hook.capture(t.graph_name);
+    for (const Tap& t : taps) {
+      step_hook.capture(t.graph_name);
+      step_hook.expect_width(t.graph_name, hook.width(t.graph_name));  // 3-D points: one row
+    }
     arm.run_step(token, n + i, &step_hook, last);
     for (size_t k = 0; k < taps.size(); ++k) {
       const Tap& t = taps[k];

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "analysis/head_diff.h"
@@ -38,12 +39,14 @@ nlohmann::json calibrate_reference(const CalibrateConfig& c) {
     throw InputError("the reference's model '" + base.model + "' has changed since capture");
   }
   // Runs that must not matter: an odd ubatch split of the tokens, a small one, other threads.
+  // A model without a KV cache runs its batch in one piece: it has no other split to try.
   const int n = static_cast<int>(ref.tokens.size());
+  const bool splits = engine::Arm(model, base, n).splits_batches();
   std::vector<engine::ArmSettings> runs;
   for (int ub : {n / 2 + 1, 7}) {
     engine::ArmSettings s = base;
     s.n_ubatch = ub;
-    if (ub != base.n_ubatch && ub < n) runs.push_back(s);
+    if (splits && ub != base.n_ubatch && ub < n) runs.push_back(s);
   }
   engine::ArmSettings other_threads = base;
   other_threads.n_threads = base.n_threads == 1 ? 2 : 1;
@@ -168,6 +171,16 @@ nlohmann::json check_reference(const CheckConfig& c) {
   const auto taps = capture_taps(model, c.arm, ref.tokens, steps, ref.continuation).tensors;
   std::map<std::string, const store::NamedTensor*, std::less<>> ref_of;
   for (const auto& t : ref.activations.tensors) ref_of[t.name] = &t;
+  // Every prompt tap of the reference is compared: one the candidate's points lack is a
+  // refusal, never a tap left out of the verdict.
+  std::set<std::string, std::less<>> cand_names;
+  for (const auto& t : taps) cand_names.insert(t.name);
+  for (const auto& t : ref.activations.tensors) {
+    if (t.name.find('@') == std::string::npos && !cand_names.count(t.name)) {
+      throw InputError("tap " + t.name + " of the reference is not a point of the candidate (a "
+                       "model of another architecture, or another llama.cpp build?)");
+    }
+  }
   const int n_head = ref.manifest["model"].value("n_head", 0);
 
   nlohmann::json rows = nlohmann::json::array(), heads = nlohmann::json::array();
@@ -200,6 +213,10 @@ nlohmann::json check_reference(const CheckConfig& c) {
     if (!c.per_head || kqv_layer(cand.name) < 0) continue;
     heads.push_back(head_row(cand, ref_data, n_head, atol));
     if (first_head.is_null() && !heads.back().at("heads_over").empty()) first_head = heads.back();
+  }
+  if (c.per_head && heads.empty()) {
+    throw InputError("--per-head: '" + c.arm.model + "' has no per-head attention tap (heterodyne "
+                     "points --model " + c.arm.model + ")");
   }
   nlohmann::json result = {
       {"passed", first.empty()},

@@ -166,8 +166,8 @@ void Session::patched_pass(bool denoise, const analysis::RestorePoint& point,
                         first_output);  // that split is out: a smaller one, or none
   }
   engine::Hook patch;
-  engine::tell_rows(map_, patch);
   if (s == 0) {
+    engine::tell_rows(map_, patch);  // the full model's names; a tail's are renumbered below
     patch.overwrite(name, source.hook.first_row(name), source.hook.captured(name));
     target.arm->run_chunk(tokens, &patch, patched_logits_, first_output);
     return;
@@ -327,6 +327,19 @@ nlohmann::json Session::arms_provenance() const {
   j["b"] = arm_facts(*b_.arm, sha256_.at(config_.b.model));
   if (floor_.arm) j["floor"] = arm_facts(*floor_.arm, sha256_.at(config_.a.model));
   return j;
+}
+
+std::optional<std::string> Session::points_change(const nlohmann::json& provenance) const {
+  if (!provenance.contains("points")) return std::nullopt;
+  const nlohmann::json now = engine::to_json(map_);
+  for (const auto& [key, value] : provenance["points"].items()) {
+    if (!now.contains(key) || now[key] != value) {
+      return "the points this heterodyne proves on '" + config_.a.model +
+             "' are not the ones the run used (its '" + key +
+             "' differs: another llama.cpp build?)";
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> Session::model_change(const nlohmann::json& stored) const {

@@ -84,7 +84,7 @@ class Sweeper {
         reasons_[m] = e.what();
       }
     }
-    if (c.floor) {
+    if (c.floor && arms_[0]->splits_batches()) {  // show says "floor: not measured" otherwise
       engine::ArmSettings fs = c.a;
       fs.n_ubatch = c.floor_ubatch > 0 ? c.floor_ubatch : floor_ubatch_for(c.chunk, c.a.n_ubatch);
       floor_ = std::make_unique<engine::Arm>(model_a, fs, c.chunk);
