@@ -171,3 +171,19 @@ TEST(Points, DecodeStepsOfAThreeDimensionalResidualAreOneRowEach) {
   }
   EXPECT_TRUE(seen) << manifest["taps"].dump();
 }
+
+// The gate on a model without attention: capture, calibrate and check run on its residuals;
+// --per-head is one line (exit 2), not an empty verdict.
+TEST(Points, GatePerHeadOnAModelWithoutAttentionIsOneLine) {
+  const std::string mamba = fixture("mamba");
+  const std::string ref = test::temp_dir("points-gate") + "/ref";
+  auto r = test::run_cli({"capture", "--model", mamba, "--tokens", ids_file(), "--max-tokens", "16",
+                          "--threads", "2", "-o", ref});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(test::run_cli({"calibrate", "--reference", ref}).exit_code, 0);
+  r = test::run_cli({"check", "--reference", ref, "--model", mamba, "--threads", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = test::run_cli({"check", "--reference", ref, "--model", mamba, "--threads", "2", "--per-head"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "--per-head:") && contains(r.err, "no per-head attention tap")) << r.err;
+}
