@@ -62,6 +62,8 @@ class ChunkAnalysis {
   virtual std::string name() const = 0;
   virtual std::string description() const = 0;  // one line for --help
   // Graph points (l_out-3, ...) both arms must capture for it, for a model of n_layer layers.
+  // These are graph names, which differ by architecture (`heterodyne points --model M` prints a
+  // model's): no analysis declares any yet; one that does should take the point map instead.
   virtual std::vector<std::string> points(int n_layer) const {
     (void)n_layer;
     return {};
