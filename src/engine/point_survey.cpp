@@ -169,11 +169,10 @@ void finish(PointMap& m, std::map<Role, std::vector<std::string>>& why) {
                                         "mid-layer (between attention and MLP)");
   const bool any_head = std::any_of(m.per_head.begin(), m.per_head.end(),
                                     [](const std::string& n) { return !n.empty(); });
-  m.no_per_head = any_head || m.per_head.empty()
-                      ? ""
-                      : fmt::format("{} has no per-head attention tap: {}", m.architecture,
-                                    why[Role::kPerHead][0]);
-  if (m.n_layer == 0) m.no_per_head = m.architecture + " has no layers";
+  // Every model has a layer (model_load refuses one without): layer 0's reason stands for all.
+  m.no_per_head = any_head ? ""
+                           : fmt::format("{} has no per-head attention tap: {}", m.architecture,
+                                         why[Role::kPerHead][0]);
 }
 
 }  // namespace
@@ -247,7 +246,8 @@ PointMap Survey::run() {
     m.proofs.push_back("router: " + layers_line(m.router, dense));
   }
   finish(m, why);
-  for (const auto* names : {&m.residual, &m.mid, &m.per_head, &m.attn_out, &m.mlp_out}) {
+  for (const auto* names :
+       {&m.residual, &m.mid, &m.per_head, &m.attn_out, &m.mlp_out, &m.router}) {
     for (const std::string& name : *names) {
       if (!name.empty() && excepted(name)) m.row_rule_exceptions.push_back(name);
     }

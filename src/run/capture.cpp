@@ -59,7 +59,7 @@ int32_t argmax(const std::vector<float>& logits) {  // the lowest id among ties
 
 Captured capture_taps(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings,
                       const std::vector<int32_t>& prompt, int decode_steps,
-                      const std::vector<int32_t>& feed) {
+                      const std::vector<int32_t>& feed, const engine::PointMap* points) {
   const int n = static_cast<int>(prompt.size());
   if (decode_steps < 0) throw InputError("--decode must not be negative");
   if (!feed.empty() && feed.size() < static_cast<size_t>(decode_steps)) {
@@ -73,7 +73,8 @@ Captured capture_taps(std::shared_ptr<engine::Model> model, const engine::ArmSet
                      std::to_string(info.n_ctx_train));
   }
   engine::Arm arm(model, settings, n + decode_steps);
-  const std::vector<Tap> taps = forward_taps(engine::survey_points(model));
+  const std::vector<Tap> taps =
+      forward_taps(points != nullptr ? *points : engine::survey_points(model));
   engine::Hook hook;
   for (const Tap& t : taps) hook.capture(t.graph_name);
   std::vector<float> logits;

@@ -54,10 +54,13 @@ struct Captured {
 
 // One arm over `prompt` (one batch, logits everywhere), then `decode_steps` single-token steps.
 // The steps are fed `feed` when it is given (a candidate takes the reference's tokens), else
-// the arm's own greedy continuation: step 0 takes the argmax after the prompt.
+// the arm's own greedy continuation: step 0 takes the argmax after the prompt. The taps are
+// those of `points`, the model's map, surveyed here when not given (a caller that captures the
+// same model several times surveys it once).
 Captured capture_taps(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings,
                       const std::vector<int32_t>& prompt, int decode_steps = 0,
-                      const std::vector<int32_t>& feed = {});
+                      const std::vector<int32_t>& feed = {},
+                      const engine::PointMap* points = nullptr);
 
 // Runs the capture and writes the reference directory (created if missing; an existing
 // reference is replaced only with `force`). Returns the manifest. `progress` hears of lines

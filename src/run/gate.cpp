@@ -14,6 +14,7 @@
 #include "common/output_file.h"
 #include "common/sha256.h"
 #include "engine/model.h"
+#include "engine/point_survey.h"
 #include "errors.h"
 #include "run/capture.h"
 #include "run/reference.h"
@@ -41,7 +42,8 @@ nlohmann::json calibrate_reference(const CalibrateConfig& c) {
   // Runs that must not matter: an odd ubatch split of the tokens, a small one, other threads.
   // A model without a KV cache runs its batch in one piece: it has no other split to try.
   const int n = static_cast<int>(ref.tokens.size());
-  const bool splits = engine::Arm(model, base, n).splits_batches();
+  const engine::PointMap points = engine::survey_points(model);  // once for every run below
+  const bool splits = points.floor();
   std::vector<engine::ArmSettings> runs;
   for (int ub : {n / 2 + 1, 7}) {
     engine::ArmSettings s = base;
@@ -56,7 +58,7 @@ nlohmann::json calibrate_reference(const CalibrateConfig& c) {
   nlohmann::json run_list = nlohmann::json::array();
   for (const auto& s : runs) {
     const auto taps =
-        capture_taps(model, s, ref.tokens, ref.decode_steps, ref.continuation).tensors;
+        capture_taps(model, s, ref.tokens, ref.decode_steps, ref.continuation, &points).tensors;
     if (taps.size() != observed.size()) throw RuntimeError("a calibration run has other taps");
     for (size_t i = 0; i < taps.size(); ++i) {
       observed[i] = std::max(
