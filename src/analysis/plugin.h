@@ -25,6 +25,16 @@ struct ColumnDef {
   std::string meaning;  // one line, for docs/experiment-format.md and --help
 };
 
+// The points of the model an analysis may read, as the survey proved them on it
+// (engine/points.h, `heterodyne points --model M`): graph names, "" on a layer without one.
+struct ModelPoints {
+  int n_layer = 0;
+  std::vector<std::string> router;         // the router's probabilities [n_expert] per position
+  std::vector<std::string> route_experts;  // the experts chosen [n_used] (ids as floats), best first
+  std::vector<std::string> route_weights;  // the weights that mix their outputs [n_used]
+  std::string no_routing, no_routing_transplant;  // why not, "" when they can be read / written
+};
+
 // What one chunk gives an analysis. Logit rows are for positions first_output .. n-1
 // (n_vocab floats each; position p predicts token p + 1), as both arms computed them.
 struct ChunkInput {
@@ -35,9 +45,19 @@ struct ChunkInput {
   std::span<const float> logits_a, logits_b;
   const Comparison* diff = nullptr;   // A vs B, scored per position
   const Comparison* floor = nullptr;  // A vs A re-split; null without the floor
-  // The rows an arm ('a' or 'b') computed at a point the analysis declared, [rows][width]
-  // for the positions first_row .. n-1 of that point.
-  std::function<std::span<const float>(char arm, const std::string& point)> captured;
+  // The rows an arm ('a', 'b', or 'f' for the floor: A re-split) computed at a point the
+  // analysis declared: empty for 'f' without the floor.
+  struct Rows {
+    std::span<const float> data;  // [n - first_pos][width], row-major
+    int64_t width = 0;
+    int first_pos = 0;  // the position of row 0 (first_output where the graph keeps only those)
+  };
+  std::function<Rows(char arm, const std::string& point)> captured;
+  const ModelPoints* points = nullptr;  // the model's, as points() and unavailable() saw them
+  // Logits [n - first_output][n_vocab] of `target` ('a' or 'b') run again on this chunk with
+  // each of `points` (declared by the analysis) overwritten by the other arm's rows: an
+  // intervention. Valid until the next call.
+  std::function<std::span<const float>(char target, const std::vector<std::string>& points)> rerun;
 };
 
 // Stored rows of every finished chunk: the chunk, then the analysis' own columns.
@@ -61,11 +81,14 @@ class ChunkAnalysis {
   // Lower case, digits and '_': the --analysis value and the table "analysis_<name>".
   virtual std::string name() const = 0;
   virtual std::string description() const = 0;  // one line for --help
-  // Graph points (l_out-3, ...) both arms must capture for it, for a model of n_layer layers.
-  // These are graph names, which differ by architecture (`heterodyne points --model M` prints a
-  // model's): no analysis declares any yet; one that does should take the point map instead.
-  virtual std::vector<std::string> points(int n_layer) const {
-    (void)n_layer;
+  // Why it cannot run on this model, one line ("" when it can): the run refuses it with this.
+  virtual std::string unavailable(const ModelPoints& m) const {
+    (void)m;
+    return "";
+  }
+  // Graph points every arm (the floor's too) must capture for it on this model.
+  virtual std::vector<std::string> points(const ModelPoints& m) const {
+    (void)m;
     return {};
   }
   // The columns of its rows, in order (a row index and the chunk are added by the store).

@@ -3,6 +3,7 @@
 // static library when nothing else refers to their file.
 #include "analysis/confidence.h"
 #include "analysis/plugin.h"
+#include "analysis/routing.h"
 
 namespace hd::analysis {
 
@@ -10,6 +11,9 @@ const std::vector<std::unique_ptr<ChunkAnalysis>>& chunk_analyses() {
   static const auto all = [] {
     std::vector<std::unique_ptr<ChunkAnalysis>> v;
     v.push_back(make_confidence_analysis());
+    v.push_back(make_routing_analysis());
+    v.push_back(make_routing_load_analysis());
+    v.push_back(make_routing_transplant_analysis());
     return v;
   }();
   return all;

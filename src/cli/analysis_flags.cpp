@@ -1,15 +1,37 @@
 #include "cli/analysis_flags.h"
 
+#include <algorithm>
+
 #include "analysis/plugin.h"
 
 namespace hd::cli {
 
-void add_analysis_flag(CLI::App& cmd, std::vector<std::string>& analyses) {
+std::vector<std::string> AnalysisFlags::analyses() const {
+  std::vector<std::string> out = names;  // a name given twice is refused by run::validate
+  auto add = [&out](const char* name) {
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.emplace_back(name);
+  };
+  if (routing) {
+    add("routing");
+    add("routing_load");
+  }
+  if (routing_transplant) add("routing_transplant");
+  return out;
+}
+
+void add_analysis_flags(CLI::App& cmd, AnalysisFlags& flags) {
+  cmd.add_flag("--routing", flags.routing,
+               "MoE models: where and how the arms route tokens to other experts, per layer and "
+               "position, and each expert's load (--analysis routing,routing_load)");
+  cmd.add_flag("--routing-transplant", flags.routing_transplant,
+               "MoE models: run each arm again with the other's experts and mixing weights, at "
+               "every MoE layer and at each alone: the KL routing causes "
+               "(--analysis routing_transplant)");
   std::string help = "add plug-in analyses (repeat, or a comma list); this build has:";
   for (const auto& a : analysis::chunk_analyses())
     help += "\n  " + a->name() + ": " + a->description();
   // Names are checked by run::validate, with the list of those that exist.
-  cmd.add_option("--analysis", analyses, help)->delimiter(',')->type_name("NAME");
+  cmd.add_option("--analysis", flags.names, help)->delimiter(',')->type_name("NAME");
 }
 
 }  // namespace hd::cli

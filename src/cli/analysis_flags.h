@@ -1,5 +1,6 @@
 // --analysis NAME[,NAME]: the plug-in analyses (analysis/plugin.h) a diff adds; the help lists
-// every one this build has, from the registry.
+// every one this build has, from the registry. --routing and --routing-transplant are names for
+// the MoE ones.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
@@ -7,6 +8,13 @@
 
 namespace hd::cli {
 
-void add_analysis_flag(CLI::App& cmd, std::vector<std::string>& analyses);
+struct AnalysisFlags {
+  std::vector<std::string> names;
+  bool routing = false, routing_transplant = false;
+  // The analyses asked for, in order, each once.
+  std::vector<std::string> analyses() const;
+};
+
+void add_analysis_flags(CLI::App& cmd, AnalysisFlags& flags);
 
 }  // namespace hd::cli

@@ -16,6 +16,7 @@ void add_diff(CLI::App& app, Context& ctx) {
     PairFlags pair;
     std::string out, resume;
     run::DiffConfig cfg;
+    AnalysisFlags analyses;
     bool force = false, no_prefix_reuse = false;
   };
   auto o = std::make_shared<Opts>();
@@ -33,7 +34,7 @@ void add_diff(CLI::App& app, Context& ctx) {
     cmd->add_flag(
         "--no-prefix-reuse", o->no_prefix_reuse,
         "run every patched pass from the embeddings (for comparison; the numbers are the same)");
-    add_analysis_flag(*cmd, o->cfg.analyses);
+    add_analysis_flags(*cmd, o->analyses);
   });
   add_output_and_resume(*cmd, o->out, o->force, o->resume);
   cmd->callback([o, cmd, &ctx] {
@@ -47,6 +48,7 @@ void add_diff(CLI::App& app, Context& ctx) {
       run::DiffConfig cfg = pair_config("diff", o->pair, o->cfg);
       cfg.transplants = cfg.transplants || cfg.components;
       cfg.prefix_reuse = !o->no_prefix_reuse;
+      cfg.analyses = o->analyses.analyses();
       return run::diff_run(cfg, o->out, o->force, ctx.command_line, progress_line);
     };
     ctx.exit_code = run_or_resume(*cmd, r);

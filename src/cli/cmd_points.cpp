@@ -16,25 +16,35 @@
 namespace hd::cli {
 namespace {
 
-// One row of the table: yes/no per analysis, then why not (each reason once).
-std::string table_row(const std::string& arch, bool moe, const engine::PointMap& m) {
+// What the routing analyses can do: "-" on a dense model, else the layers that route and
+// whether their routing is read only or also written (the transplant).
+std::string routing_cell(const engine::PointMap& m) {
   int routed = 0;
   for (const std::string& r : m.router) routed += r.empty() ? 0 : 1;
+  if (routed == 0) return m.no_routing.find("routes no tokens") != std::string::npos ? "-" : "no";
+  return fmt::format("{} of {} layers, {}", routed, m.n_layer,
+                     m.routing_transplant() ? "read and written" : "read");
+}
+
+// One row of the table: yes/no per analysis, then why not (each reason once).
+std::string table_row(const std::string& arch, bool moe, const engine::PointMap& m) {
   std::string why;
   for (const std::string* r : {&m.no_floor, &m.no_residuals, &m.no_transplants,
-                               &m.no_components, &m.no_per_head}) {
-    if (!r->empty() && why.find(*r) == std::string::npos) why += (why.empty() ? "" : "; ") + *r;
+                               &m.no_components, &m.no_per_head, &m.no_routing,
+                               &m.no_routing_transplant}) {
+    if (r->empty() || r->find("routes no tokens") != std::string::npos) continue;
+    if (why.find(*r) == std::string::npos) why += (why.empty() ? "" : "; ") + *r;
   }
   auto yes = [](bool b) { return b ? "yes" : "no"; };
   return fmt::format("| {} | {} | yes | {} | {} | {} | {} | {} | {} | {} |\n", arch,
-                     moe ? "moe" : "dense", yes(m.floor()), yes(m.residuals()), yes(m.transplants()), yes(m.components()),
-                     yes(m.has_per_head()),
-                     routed > 0 ? fmt::format("{} of {} layers", routed, m.n_layer) : "-", why);
+                     moe ? "moe" : "dense", yes(m.floor()), yes(m.residuals()),
+                     yes(m.transplants()), yes(m.components()), yes(m.has_per_head()),
+                     routing_cell(m), why);
 }
 
 void print_fixture_table() {
   std::cout << "| architecture | fixture | logits | floor | residuals | transplants | components "
-               "| per-head | routes | why not |\n|---|---|---|---|---|---|---|---|---|---|\n";
+               "| per-head | routing | why not |\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const engine::FixtureArch& a : engine::fixture_archs()) {
     for (const bool moe : {false, true}) {
       if (!(moe ? a.moe : a.dense)) continue;

@@ -79,7 +79,9 @@ void Hook::end_decode() {
   for (auto& [name, p] : points_) {
     if (p.keep) p.data.resize(static_cast<size_t>(p.rows_seen * p.width));  // never grows here
     if (p.rows_seen == 0) {
-      throw RuntimeError("graph point '" + name + "' was never produced by this model's graph");
+      throw RuntimeError("graph point '" + name + "' was never produced by this model's graph " +
+                         "(or a backend computed it inside a fused kernel without showing it to " +
+                         "the eval callback)");
     }
     if (p.rows_seen != n_rows_ - p.first_row) {
       throw RuntimeError("graph point '" + name + "' produced " + std::to_string(p.rows_seen) +
@@ -96,13 +98,54 @@ static std::string_view point_of_node(const char* node) {
   return node;
 }
 
-// The width and rows a point reads a tensor as: [width, rows] or [width, streams, rows].
+// The width and rows a point reads a tensor as: [width, rows] or [width, streams, rows] of f32,
+// contiguous; or [width, rows] of i32 with rows at any stride (ffn_moe_topk-N, a view of the
+// first n_expert_used columns of an argsort), read and written a row at a time as floats (the
+// ids it holds are exact in a float).
 static bool point_shape(const ggml_tensor* t, int64_t& width, int64_t& rows) {
-  if (t->type != GGML_TYPE_F32 || !ggml_is_contiguous(t) || t->ne[3] != 1) return false;
+  if (t->ne[3] != 1) return false;
+  if (t->type == GGML_TYPE_I32) {
+    if (t->ne[2] != 1 || t->nb[0] != sizeof(int32_t)) return false;
+    width = t->ne[0];
+    rows = t->ne[1];
+    return true;
+  }
+  if (t->type != GGML_TYPE_F32 || !ggml_is_contiguous(t)) return false;
   const bool streams = t->ne[2] != 1;
   width = streams ? t->ne[0] * t->ne[1] : t->ne[0];
   rows = streams ? t->ne[2] : t->ne[1];
   return true;
+}
+
+// Rows [row, row + n) of `t` from `src` ([n][width] floats), and back.
+static void set_rows(ggml_tensor* t, const float* src, int64_t row, int64_t n, int64_t width) {
+  if (t->type == GGML_TYPE_F32) {
+    const size_t row_bytes = sizeof(float) * static_cast<size_t>(width);
+    ggml_backend_tensor_set(t, src, static_cast<size_t>(row) * row_bytes,
+                            static_cast<size_t>(n) * row_bytes);
+    return;
+  }
+  std::vector<int32_t> ids(static_cast<size_t>(width));
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t i = 0; i < width; ++i) {
+      ids[static_cast<size_t>(i)] = static_cast<int32_t>(src[r * width + i]);
+    }
+    ggml_backend_tensor_set(t, ids.data(), static_cast<size_t>(row + r) * t->nb[1],
+                            ids.size() * sizeof(int32_t));
+  }
+}
+
+static void get_rows(const ggml_tensor* t, float* dst, int64_t n, int64_t width) {
+  if (t->type == GGML_TYPE_F32) {
+    ggml_backend_tensor_get(t, dst, 0, sizeof(float) * static_cast<size_t>(n * width));
+    return;
+  }
+  std::vector<int32_t> ids(static_cast<size_t>(width));
+  for (int64_t r = 0; r < n; ++r) {
+    ggml_backend_tensor_get(t, ids.data(), static_cast<size_t>(r) * t->nb[1],
+                            ids.size() * sizeof(int32_t));
+    for (int64_t i = 0; i < width; ++i) dst[r * width + i] = static_cast<float>(ids[static_cast<size_t>(i)]);
+  }
 }
 
 void Hook::list(const ggml_tensor* t) {
@@ -134,9 +177,9 @@ bool Hook::on_eval(ggml_tensor* t, bool ask) {
 }
 
 void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
-  if (t->type != GGML_TYPE_F32) {
+  if (t->type != GGML_TYPE_F32 && t->type != GGML_TYPE_I32) {
     throw RuntimeError("graph point '" + name + "' has type " + ggml_type_name(t->type) +
-                       ", expected f32");
+                       ", expected f32 (or i32 ids)");
   }
   int64_t width = 0, rows = 0;
   if (!point_shape(t, width, rows)) {
@@ -155,7 +198,6 @@ void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
   if (first + rows > n_rows_ - p.first_row) {
     throw RuntimeError("graph point '" + name + "' produced more rows than the batch has");
   }
-  const size_t row_bytes = sizeof(float) * static_cast<size_t>(width);
   // Overwrite first, so a capture at the same point sees what downstream sees.
   const int64_t pos = p.first_row + first;  // the batch position of this piece's row 0
   for (const auto& patch : p.patches) {
@@ -163,15 +205,12 @@ void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
     const int64_t lo = std::max(pos, patch.row_begin);
     const int64_t hi = std::min(pos + rows, patch.row_begin + n_patch);
     if (lo >= hi) continue;
-    ggml_backend_tensor_set(t, patch.rows.data() + (lo - patch.row_begin) * width,
-                            static_cast<size_t>(lo - pos) * row_bytes,
-                            static_cast<size_t>(hi - lo) * row_bytes);
+    set_rows(t, patch.rows.data() + (lo - patch.row_begin) * width, lo - pos, hi - lo, width);
   }
   if (p.keep) {
     const size_t need = static_cast<size_t>((first + rows) * width);
     if (p.data.size() < need) p.data.resize(need);
-    ggml_backend_tensor_get(t, p.data.data() + first * width, 0,
-                            static_cast<size_t>(rows) * row_bytes);
+    get_rows(t, p.data.data() + first * width, rows, width);
   }
   p.rows_seen += rows;
 }

@@ -14,7 +14,9 @@
 // keep other rows); their row 0 is then that position.
 //
 // A point is a 2-D tensor [width, rows] or a 3-D one [width, streams, rows] (a residual of
-// several streams, as hyper-connections keep): its rows are then width × streams floats.
+// several streams, as hyper-connections keep): its rows are then width × streams floats. An
+// i32 point (expert ids: ffn_moe_topk-N) is 2-D, its rows at any stride; it is captured and
+// written as floats, which hold its ids exactly.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -42,7 +44,7 @@ class Hook {
   // decode of one ubatch.
   struct Node {
     std::string name;
-    bool readable = false;  // f32, contiguous, at most 3-D: a point can be taken here
+    bool readable = false;  // f32 contiguous at most 3-D, or i32 2-D: a point can be taken here
     int64_t width = 0, rows = 0;
     int count = 1;  // nodes of this name per ubatch: more than one is no point (arctic, grok)
   };

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "engine/local_arm.h"
+#include "engine/route_survey.h"
 #include "errors.h"
 
 namespace hd::engine {
@@ -234,20 +235,17 @@ PointMap Survey::run() {
                   m.embedding.empty() ? fmt::format("embedding: none ({}{})", why_embedding, vacuous)
                                       : fmt::format("embedding: {}", m.embedding));
   if (nodes_.count("result_norm")) m.result_norm = "result_norm";
-  // The router's probabilities over the experts ([n_expert, rows]; build_moe_ffn): where a layer
-  // routes. Named only: the MoE analyses prove what they read.
-  m.router.assign(static_cast<size_t>(info_.n_layer), "");
-  for (int l = 0; l < info_.n_layer; ++l) {
-    const std::string name = fmt::format("ffn_moe_probs-{}", l);
-    if (unusable(name).empty()) m.router[static_cast<size_t>(l)] = name;
-  }
-  if (std::any_of(m.router.begin(), m.router.end(), [](const std::string& r) { return !r.empty(); })) {
-    const std::vector<std::string> dense(m.router.size(), "a dense layer");
-    m.proofs.push_back("router: " + layers_line(m.router, dense));
-  }
+  RouteSurvey routes;
+  routes.nodes = &nodes_;
+  routes.unusable = [this](const std::string& name) { return unusable(name); };
+  routes.excepted = [this](const std::string& name) { return excepted(name); };
+  routes.decode = [this](Hook* hook, std::vector<float>& logits) { decode(t1_, hook, logits); };
+  routes.logits = logits1_;
+  survey_routes(routes, m);
   finish(m, why);
   for (const auto* names :
-       {&m.residual, &m.mid, &m.per_head, &m.attn_out, &m.mlp_out, &m.router}) {
+       {&m.residual, &m.mid, &m.per_head, &m.attn_out, &m.mlp_out, &m.router, &m.route_experts,
+        &m.route_weights}) {
     for (const std::string& name : *names) {
       if (!name.empty() && excepted(name)) m.row_rule_exceptions.push_back(name);
     }

@@ -88,6 +88,8 @@ nlohmann::json to_json(const PointMap& m) {
           {"attn_out", m.attn_out},
           {"mlp_out", m.mlp_out},
           {"router", m.router},
+          {"route_experts", m.route_experts},
+          {"route_weights", m.route_weights},
           {"result_norm", m.result_norm},
           {"residual_width", m.residual_width},
           {"row_rule_exceptions", m.row_rule_exceptions},
@@ -96,6 +98,8 @@ nlohmann::json to_json(const PointMap& m) {
           {"no_components", m.no_components},
           {"no_per_head", m.no_per_head},
           {"no_floor", m.no_floor},
+          {"no_routing", m.no_routing},
+          {"no_routing_transplant", m.no_routing_transplant},
           {"proofs", m.proofs}};
 }
 
@@ -107,8 +111,12 @@ PointMap point_map_from_json(const nlohmann::json& j) {
     m.embedding = j.at("embedding").get<std::string>();
     for (auto [key, v] : {std::pair{"residual", &m.residual}, {"mid", &m.mid},
                           {"per_head", &m.per_head}, {"attn_out", &m.attn_out},
-                          {"mlp_out", &m.mlp_out}, {"router", &m.router}}) {
-      *v = j.at(key).get<std::vector<std::string>>();
+                          {"mlp_out", &m.mlp_out}, {"router", &m.router},
+                          {"route_experts", &m.route_experts},
+                          {"route_weights", &m.route_weights}}) {
+      // Maps stored before routing was read have no route_* lists: no layer routed there.
+      *v = j.contains(key) ? j.at(key).get<std::vector<std::string>>()
+                           : std::vector<std::string>(static_cast<size_t>(m.n_layer));
       if (v->size() != static_cast<size_t>(m.n_layer)) {
         throw RuntimeError(std::string("a stored point map is damaged: its ") + key +
                            " list does not have one entry per layer");
@@ -122,6 +130,9 @@ PointMap point_map_from_json(const nlohmann::json& j) {
     m.no_components = j.at("no_components").get<std::string>();
     m.no_per_head = j.at("no_per_head").get<std::string>();
     m.no_floor = j.at("no_floor").get<std::string>();
+    const std::string older = "the run was made before heterodyne read routing";
+    m.no_routing = j.value("no_routing", older);
+    m.no_routing_transplant = j.value("no_routing_transplant", older);
     m.proofs = j.at("proofs").get<std::vector<std::string>>();
     return m;
   } catch (const nlohmann::json::exception& e) {
@@ -135,7 +146,8 @@ std::vector<std::string> capability_lines(const PointMap& m) {
   };
   return {"logits (KL, flips, perplexity, gate): yes", line("floor", m.no_floor),
           line("residuals", m.no_residuals), line("transplants", m.no_transplants),
-          line("components", m.no_components), line("per-head", m.no_per_head)};
+          line("components", m.no_components), line("per-head", m.no_per_head),
+          line("routing", m.no_routing), line("routing transplant", m.no_routing_transplant)};
 }
 
 }  // namespace hd::engine

@@ -47,7 +47,10 @@ struct PointMap {
   std::vector<std::string> per_head;    // [n_layer]; "" where a layer has none
   std::vector<std::string> attn_out;    // [n_layer]; "" where not named
   std::vector<std::string> mlp_out;     // [n_layer]; "" where not named
-  std::vector<std::string> router;      // [n_layer]: ffn_moe_probs-N on MoE layers, else ""
+  // Routing, on the layers that route tokens to experts ("" on dense layers; build_moe_ffn):
+  std::vector<std::string> router;         // [n_layer]: the router's probabilities over the experts
+  std::vector<std::string> route_experts;  // [n_layer]: the experts chosen (i32 ids, best first)
+  std::vector<std::string> route_weights;  // [n_layer]: the weights that mix their outputs
   std::string result_norm;              // "" when not named
   int64_t residual_width = 0;           // floats per token of every residual point
   // The points whose rows are not what point_has_output_rows_only predicts (measured): a model
@@ -60,6 +63,8 @@ struct PointMap {
   std::string no_components;   // and every layer's mid point
   std::string no_per_head;     // per-head taps on every attention layer (capture, head-diff)
   std::string no_floor;        // another ubatch split of the same arm (no KV cache: none)
+  std::string no_routing;      // reading every MoE layer's routing (diff --routing)
+  std::string no_routing_transplant;  // writing it (diff --routing-transplant)
   std::vector<std::string> proofs;  // one line per role, how it was proven or why not
 
   bool residuals() const { return no_residuals.empty(); }
@@ -67,6 +72,8 @@ struct PointMap {
   bool components() const { return no_components.empty(); }
   bool has_per_head() const { return no_per_head.empty(); }
   bool floor() const { return no_floor.empty(); }
+  bool routing() const { return no_routing.empty(); }
+  bool routing_transplant() const { return no_routing_transplant.empty(); }
   // The graph name of `role` at `layer` (-1 for the embedding), "" when there is none.
   const std::string& name(Role role, int layer = -1) const;
 };

@@ -46,7 +46,16 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   if (config_.save_residuals && !map_.residuals()) {
     throw InputError("--save-residuals: " + map_.no_residuals);
   }
-  for (const auto& name : config_.analyses) analyses_.push_back(analysis::find_chunk_analysis(name));
+  model_points_ = {map_.n_layer,      map_.router,     map_.route_experts,
+                   map_.route_weights, map_.no_routing, map_.no_routing_transplant};
+  for (const auto& name : config_.analyses) {
+    const auto* a = analysis::find_chunk_analysis(name);
+    if (const std::string why = a->unavailable(model_points_); !why.empty()) {
+      throw InputError("the analysis '" + name + "' cannot run: " + why +
+                       " (heterodyne points --model " + config_.a.model + ")");
+    }
+    analyses_.push_back(a);
+  }
   if (!points_.empty() && config_.prefix_reuse &&
       prefix_reuse_applies(model_a->info().architecture)) {
     const auto splits = tail_splits(model_a->info().n_layer);
@@ -60,7 +69,7 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
     floor_ub_ = config_.floor_ubatch > 0 ? config_.floor_ubatch
                                          : floor_ubatch_for(config_.chunk, config_.a.n_ubatch);
     fs.n_ubatch = floor_ub_;
-    floor_ = make_run(model_a, fs, false);
+    floor_ = make_run(model_a, fs);
   }
   for (const auto& [path, m] : models) sha256_[path] = sha256_file(path);
 }
@@ -81,8 +90,7 @@ static void parallel_for(int n, int threads, const std::function<void(int, int)>
 }
 
 Session::ArmRun Session::make_run(std::shared_ptr<engine::Model> model,
-                                  const engine::ArmSettings& settings,
-                                  bool with_analysis_points) const {
+                                  const engine::ArmSettings& settings) const {
   ArmRun r;
   const auto& info = model->info();
   r.arm = std::make_unique<engine::Arm>(std::move(model), settings, config_.chunk);
@@ -91,10 +99,8 @@ Session::ArmRun Session::make_run(std::shared_ptr<engine::Model> model,
     for (int l = 0; l < info.n_layer; ++l) r.hook.capture(residual_name(l));
   }
   for (const auto& p : points_) r.hook.capture(graph_name(p));  // the sources of transplants
-  if (with_analysis_points) {  // A and B only: the floor arm is never given to an analysis
-    for (const auto* a : analyses_) {
-      for (const auto& point : a->points(info.n_layer)) r.hook.capture(point);
-    }
+  for (const auto* a : analyses_) {  // the floor's too: an analysis may compare it with A
+    for (const auto& point : a->points(model_points_)) r.hook.capture(point);
   }
   return r;
 }
@@ -287,8 +293,15 @@ void Session::run_analyses(ChunkResult& r, std::span<const int32_t> tokens, int 
   in.logits_b = b_.logits;
   in.diff = &r.diff;
   in.floor = r.floor ? &*r.floor : nullptr;
-  in.captured = [this](char arm, const std::string& point) -> std::span<const float> {
-    return (arm == 'a' ? a_ : b_).hook.captured(point);
+  in.points = &model_points_;
+  in.captured = [this](char arm, const std::string& point) {
+    const ArmRun& from = arm == 'a' ? a_ : arm == 'b' ? b_ : floor_;
+    if (!from.arm) return analysis::ChunkInput::Rows{};
+    return analysis::ChunkInput::Rows{from.hook.captured(point), from.hook.width(point),
+                                      static_cast<int>(from.hook.first_row(point))};
+  };
+  in.rerun = [&](char target, const std::vector<std::string>& points) {
+    return rerun(target, points, tokens, first_output);
   };
   for (const auto* a : analyses_) {
     auto rows = a->compute(in);
@@ -301,6 +314,19 @@ void Session::run_analyses(ChunkResult& r, std::span<const int32_t> tokens, int 
     }
     r.analyses[a->name()] = std::move(rows);
   }
+}
+
+std::span<const float> Session::rerun(char target, const std::vector<std::string>& points,
+                                      std::span<const int32_t> tokens, int first_output) {
+  ArmRun& to = target == 'a' ? a_ : b_;
+  const ArmRun& from = target == 'a' ? b_ : a_;
+  engine::Hook patch;
+  engine::tell_rows(map_, patch);
+  for (const std::string& p : points) {
+    patch.overwrite(p, from.hook.first_row(p), from.hook.captured(p));
+  }
+  to.arm->run_chunk(tokens, &patch, patched_logits_, first_output);
+  return patched_logits_;
 }
 
 std::map<int32_t, std::string> Session::pieces_of(const ChunkResult& c) const {

@@ -70,14 +70,16 @@ class Session {
   void run(ArmRun& r, std::span<const int32_t> tokens, int first_output);
   analysis::Comparison compare(const ArmRun& a, const ArmRun& b, std::span<const int32_t> tokens,
                                int first_output) const;
-  ArmRun make_run(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings,
-                  bool with_analysis_points = true) const;
+  ArmRun make_run(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings) const;
   analysis::Transplants transplant(std::span<const int32_t> tokens, int first_output);
   void patched_pass(bool denoise, const analysis::RestorePoint& point,
                     std::span<const int32_t> tokens, int first_output);
   std::string graph_name(const analysis::RestorePoint& p) const;
   const std::string& residual_name(int layer) const;
   void run_analyses(analysis::ChunkResult& r, std::span<const int32_t> tokens, int first_output);
+  // `target` ('a' or 'b') run on the chunk with `points` written from the other arm's pass.
+  std::span<const float> rerun(char target, const std::vector<std::string>& points,
+                               std::span<const int32_t> tokens, int first_output);
 
   DiffConfig config_;
   ArmRun a_, b_, floor_;
@@ -85,6 +87,7 @@ class Session {
   std::vector<analysis::RestorePoint> points_;  // empty without --transplants
   std::vector<const analysis::ChunkAnalysis*> analyses_;  // the plug-ins asked for
   engine::PointMap map_;
+  analysis::ModelPoints model_points_;  // map_'s points as analyses see them
   std::vector<float> patched_logits_;
   std::unique_ptr<Tails> tails_a_, tails_b_;  // prefix reuse, with --transplants
   std::function<void(int, int)> on_pass_;
