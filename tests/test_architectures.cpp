@@ -58,6 +58,8 @@ run::DiffConfig config(const std::string& model, const engine::PointMap& m) {
   c.floor = m.floor();  // the same arm split into other ubatches: exactly as A where it splits
   c.transplants = m.transplants();
   c.components = m.components();
+  if (m.routing()) c.analyses = {"routing", "routing_load"};
+  if (m.routing_transplant()) c.analyses.push_back("routing_transplant");
   return c;
 }
 
@@ -82,6 +84,32 @@ void expect_all_zero(const analysis::ChunkResult& r) {
     for (const auto* rows : {&r.transplants->denoise, &r.transplants->noise}) {
       for (const auto& row : *rows) ASSERT_EQ(row.kl, 0.0) << "restore step " << row.step;
     }
+  }
+  // Routing (analysis/routing.cpp's columns): the same experts, router and weights; nothing
+  // left to transplant.
+  if (r.analyses.count("routing")) {
+    ASSERT_FALSE(r.analyses.at("routing").empty());
+    for (const auto& row : r.analyses.at("routing")) {
+      if (std::get<std::string>(row[0]) != "b") continue;
+      ASSERT_EQ(std::get<int64_t>(row[3]), 0) << "layer " << std::get<int64_t>(row[1]);
+      ASSERT_EQ(std::get<double>(row[6]), 0.0) << "router KL, layer " << std::get<int64_t>(row[1]);
+      ASSERT_EQ(std::get<double>(row[7]), 0.0) << "weight moved";
+    }
+  }
+  if (r.analyses.count("routing_transplant")) {
+    for (const auto& row : r.analyses.at("routing_transplant")) {
+      ASSERT_EQ(std::get<double>(row[3]), 0.0) << "routing transplant " << std::get<std::string>(row[0]);
+    }
+  }
+}
+
+// Every analysis a run stored summarizes from its rows.
+void expect_summaries(const analysis::ChunkResult& r) {
+  for (const auto& [name, rows] : r.analyses) {
+    std::vector<analysis::StoredRow> stored;
+    for (const auto& row : rows) stored.push_back({r.chunk, row});
+    const auto t = analysis::find_chunk_analysis(name)->summarize(stored);
+    EXPECT_FALSE(t.rows.empty()) << name;
   }
 }
 
@@ -122,7 +150,8 @@ TEST(Architectures, DocsTableIsCurrent) {
 }
 
 struct Counts {
-  int decode = 0, transplants = 0, components = 0, per_head = 0, k_cache = 0;
+  int decode = 0, transplants = 0, components = 0, per_head = 0, k_cache = 0, routing = 0,
+      routing_transplant = 0;
 };
 
 namespace {
@@ -159,6 +188,7 @@ void check_q8_0(const run::DiffConfig& same, const engine::PointMap& m) {
     kl += p.score.kl;
   }
   EXPECT_GT(kl, 0.0) << "Q8_0 changed nothing";
+  expect_summaries(r);
   if (m.components()) test::expect_steps_telescope(*analysis::summarize_transplants({r}));
 }
 
@@ -202,6 +232,13 @@ void check_fixture(const Fixture& f, Counts& n) {
   n.transplants += m.transplants() ? 1 : 0;
   n.components += m.components() ? 1 : 0;
   n.per_head += m.has_per_head() ? 1 : 0;
+  n.routing += m.routing() ? 1 : 0;
+  n.routing_transplant += m.routing_transplant() ? 1 : 0;
+  // A model that does not route, or whose routing is not proven, says why in one line.
+  for (const std::string* why : {&m.no_routing, &m.no_routing_transplant}) {
+    EXPECT_EQ(why->find('\n'), std::string::npos) << *why;
+  }
+  if (!m.routing()) EXPECT_FALSE(m.no_routing.empty());
   const run::DiffConfig same = config(f.path, m);
   expect_all_zero(compute(same));
   if (q8_k_cache_applies(model->info(), m)) {
@@ -228,8 +265,10 @@ TEST(Architectures, EveryFixtureMeetsTheKnownAnswersItsPointsAllow) {
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%zu fixtures: %d decode, %d transplants, %d components, %d per-head, %d with a "
-              "q8_0 K cache; %.1f s\n",
+              "q8_0 K cache, %d routing read, %d written; %.1f s\n",
               fixtures().size(), counts.decode, counts.transplants, counts.components,
-              counts.per_head, counts.k_cache, s);
+              counts.per_head, counts.k_cache, counts.routing, counts.routing_transplant, s);
   EXPECT_GE(counts.decode, 100);
+  EXPECT_GE(counts.routing, 40);  // of the 42 MoE fixtures that name ffn_moe_probs-N
+  EXPECT_GE(counts.routing_transplant, 30);
 }

@@ -238,7 +238,7 @@ void pad_to(OutputFile& out, size_t alignment) {
 // Same layout gguf_write_to_file produces (metadata, then each tensor padded to the alignment),
 // but with the tensor data generated block by block instead of held in memory.
 void write_gguf(const gguf_context* ctx, const std::vector<TensorPlan>& plan, const WeightType& w,
-                uint64_t seed, const std::string& out_path, const OutputPolicy& policy) {
+                const ModelSpec& spec, const std::string& out_path, const OutputPolicy& policy) {
   OutputFile out(out_path, policy);
   std::vector<char> meta(gguf_get_meta_size(ctx));
   gguf_get_meta_data(ctx, meta.data());
@@ -246,17 +246,27 @@ void write_gguf(const gguf_context* ctx, const std::vector<TensorPlan>& plan, co
 
   const size_t alignment = gguf_get_alignment(ctx);
   constexpr size_t kBlock = size_t{1} << 20;
-  std::vector<float> block(kBlock);
+  std::vector<float> block(kBlock), noise;
   for (size_t i = 0; i < plan.size(); ++i) {
     const TensorPlan& t = plan[i];
     if (out.written() - meta.size() != gguf_get_tensor_offset(ctx, static_cast<int64_t>(i))) {
       throw RuntimeError("internal error: GGUF data offset mismatch at " + t.name);
     }
-    ValueStream values(t, seed);
+    ValueStream values(t, spec.seed);
+    const bool perturbed = !spec.perturb.empty() && t.name.find(spec.perturb) != std::string::npos;
+    ValueStream draws(t, ~spec.seed);  // independent of `values`: another seed
     const size_t n = static_cast<size_t>(t.n_values());
     for (size_t done = 0; done < n; done += kBlock) {
       const size_t len = std::min(kBlock, n - done);
       values.next(block.data(), len);
+      if (perturbed) {
+        noise.resize(len);
+        draws.next(noise.data(), len);
+        for (size_t k = 0; k < len; ++k) {
+          const double draw = noise[k] - (t.norm_weight ? t.centre : 0.0);  // its spread only
+          block[k] += static_cast<float>(spec.perturb_scale * draw);
+        }
+      }
       write_block(out, block.data(), len, storage_type(t, w));
     }
     pad_to(out, alignment);
@@ -296,8 +306,18 @@ void make_model(const ModelSpec& spec, const std::string& out_path, const Output
   }
 
   const std::vector<TensorPlan> plan = plan_tensors(preset, n_vocab);
+  if (!spec.perturb.empty()) {
+    if (std::none_of(plan.begin(), plan.end(), [&](const TensorPlan& t) {
+          return t.name.find(spec.perturb) != std::string::npos;
+        })) {
+      throw InputError("--perturb '" + spec.perturb + "': no tensor of preset '" + preset.name +
+                       "' has a name containing it");
+    }
+    gguf_set_val_str(ctx.get(), "heterodyne.perturb", spec.perturb.c_str());
+    gguf_set_val_f64(ctx.get(), "heterodyne.perturb_scale", spec.perturb_scale);
+  }
   const GgmlPtr descriptors = add_tensors(ctx.get(), plan, weights);
-  write_gguf(ctx.get(), plan, weights, spec.seed, out_path, policy);
+  write_gguf(ctx.get(), plan, weights, spec, out_path, policy);
 }
 
 }  // namespace hd::engine

@@ -31,6 +31,11 @@ struct ModelSpec {
   // others. Written without a BOS (add_bos false) and without a space prefix, so text
   // round-trips through llama.cpp's tokenizer byte for byte.
   const SpmVocabulary* vocabulary = nullptr;
+  // A model that differs from the seed's in some tensors only (a known answer: B = A with only
+  // its router perturbed): each value of every tensor whose name contains `perturb` gets
+  // perturb_scale times an independent draw of the same spread added. Empty: none.
+  std::string perturb;
+  double perturb_scale = 0.05;
 };
 
 // Names accepted in ModelSpec::preset: tiny-llama, tiny-qwen3, qwen3-0.6b, tiny-gemma3 (local
