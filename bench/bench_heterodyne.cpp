@@ -8,6 +8,9 @@
 //   4. diff --components (both directions) with prefix reuse vs one full pass per patch, on the
 //      big model, 2 chunks of 128 tokens; the two stored results must be bitwise identical.
 //      Target >= 1.5x. (Several minutes: filter it out with --benchmark_filter if in a hurry.)
+//   5. diff --routing vs the same diff, tiny-qwen3moe (8 experts, 2 used) vs its Q4_K_M, 4 chunks
+//      of 128 tokens. Target <= 1.05. And diff --routing-transplant vs the same diff: about
+//      2 × (1 + MoE layers) passes more a chunk (no target: it is the work asked for).
 // Models are made once into ~/.cache/heterodyne/bench (make-model, quantize).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
@@ -37,7 +40,7 @@ const int kThreads = 2;
 const int kChunks = 4;
 
 struct Setup {
-  std::string dir, big_a, big_b, small, text, bin;
+  std::string dir, big_a, big_b, small, moe_a, moe_b, text, bin;
 };
 
 const Setup& setup() {
@@ -50,6 +53,9 @@ const Setup& setup() {
     x.big_a = x.dir + "/qwen3-0.6b-f16.gguf";
     if (!fs::exists(x.big_a)) engine::make_model({"qwen3-0.6b", 1, "f16"}, x.big_a);
     x.big_b = engine::ensure_quantized(x.big_a, "Q4_K_M", kThreads);
+    x.moe_a = x.dir + "/tiny-qwen3moe-f16.gguf";
+    if (!fs::exists(x.moe_a)) engine::make_model({"tiny-qwen3moe", 1, "f16"}, x.moe_a);
+    x.moe_b = engine::ensure_quantized(x.moe_a, "Q4_K_M", kThreads);
     x.small = x.dir + "/tiny-llama-f16.gguf";
     if (!fs::exists(x.small)) engine::make_model({"tiny-llama", 1, "f16"}, x.small);
     x.text = std::string(build::kLlamaSource) + "/README.md";
@@ -185,6 +191,24 @@ void components(benchmark::State& state, bool reuse) {
 void BM_ComponentsFullPasses(benchmark::State& state) { components(state, false); }
 void BM_ComponentsPrefixReuse(benchmark::State& state) { components(state, true); }
 
+// The MoE diff, with extra analysis flags.
+void moe_diff(benchmark::State& state, std::vector<std::string> extra) {
+  const Setup& s = setup();
+  for (auto _ : state) {
+    std::vector<std::string> args = {s.bin, "diff", "--a", s.moe_a, "--b", s.moe_b, "--text-file",
+                                     s.text, "--chunk", "128", "--max-chunks",
+                                     std::to_string(kChunks), "-t", std::to_string(kThreads),
+                                     "-o", s.dir + "/moe.hdy", "--force"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    run(args);
+  }
+}
+void BM_MoeDiff(benchmark::State& state) { moe_diff(state, {}); }
+void BM_MoeDiffRouting(benchmark::State& state) { moe_diff(state, {"--routing"}); }
+void BM_MoeDiffRoutingTransplant(benchmark::State& state) {
+  moe_diff(state, {"--routing-transplant"});
+}
+
 std::map<int, long> g_rss;
 void BM_PeakRss(benchmark::State& state) {
   const Setup& s = setup();
@@ -204,6 +228,9 @@ BENCHMARK(BM_HeterodyneDiff)->Unit(benchmark::kSecond)->Iterations(1)->Repetitio
 BENCHMARK(BM_ChunkNoHook)->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(3);
 BENCHMARK(BM_ChunkCaptureEveryLayer)->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(3);
 BENCHMARK(BM_PeakRss)->Arg(4)->Arg(16)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_MoeDiff)->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(3);
+BENCHMARK(BM_MoeDiffRouting)->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(3);
+BENCHMARK(BM_MoeDiffRoutingTransplant)->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(3);
 BENCHMARK(BM_ComponentsFullPasses)->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_ComponentsPrefixReuse)->Unit(benchmark::kSecond)->Iterations(1);
 
@@ -238,6 +265,14 @@ int main(int argc, char** argv) {
               ratio("BM_ChunkCaptureEveryLayer", "BM_ChunkNoHook"));
   std::printf("  peak RSS 16 chunks / 4 chunks           %.3f   target ~1.0 (%ld vs %ld KiB)\n",
               static_cast<double>(g_rss[16]) / static_cast<double>(g_rss[4]), g_rss[16], g_rss[4]);
+  if (reporter.median.count("BM_MoeDiff") && reporter.median.count("BM_MoeDiffRouting")) {
+    std::printf("  MoE diff --routing / the same diff      %.3f   target <= 1.05\n",
+                ratio("BM_MoeDiffRouting", "BM_MoeDiff"));
+  }
+  if (reporter.median.count("BM_MoeDiff") && reporter.median.count("BM_MoeDiffRoutingTransplant")) {
+    std::printf("  MoE --routing-transplant / the same diff %.3f  (2 x (1 + MoE layers) passes more)\n",
+                ratio("BM_MoeDiffRoutingTransplant", "BM_MoeDiff"));
+  }
   if (reporter.median.count("BM_ComponentsPrefixReuse") &&
       reporter.median.count("BM_ComponentsFullPasses")) {
     std::string same = "yes";

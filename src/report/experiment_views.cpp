@@ -8,6 +8,7 @@
 #include "report/flips.h"
 #include "report/floor.h"
 #include "report/result.h"
+#include "report/routing_map.h"
 #include "report/show.h"
 #include "report/stored_result.h"
 #include "report/sweep.h"
@@ -36,6 +37,10 @@ Shown show_diff(const std::string& path, const ShowRequest& r) {
       throw InputError("'" + path +
                        "' has no transplants: run diff with --transplants or --components");
     }
+    if (r.routing) {  // the routing tables and map alone
+      print_routing(out, l);
+      return {out.str(), l.integrity == "MISMATCH"};
+    }
     if (flips) print_flips(out, l);
     print_summary(out, l);
     if (r.transplants) print_transplants(out, *l.transplants);
@@ -59,10 +64,10 @@ void add_floor_rows(const store::Experiment& e, nlohmann::json& floor) {
 template <void (*print)(std::ostream&, const LoadedResult&), AddRows add_rows = nullptr>
 Shown show_summary(const std::string& path, const ShowRequest& r) {
   const store::Kind kind = store::kind_of(store::Experiment::open(path, false));
-  if (r.worst || r.transplants || r.components || r.flips || r.position) {
+  if (r.worst || r.transplants || r.components || r.flips || r.position || r.routing) {
     throw InputError("'" + path + "' is a " + std::string(store::kind_info(kind).name) +
-                     ": --worst, --transplants, --components, --flips and --position are for "
-                     "diffs");
+                     ": --worst, --transplants, --components, --flips, --position and --routing "
+                     "are for diffs");
   }
   const LoadedResult l = load_result(path, std::string(store::kind_info(kind).name), add_rows);
   std::ostringstream out;

@@ -45,6 +45,9 @@ Loaded load_experiment(const std::string& path) {
   l.summary = analysis::summarize(l.chunks);
   l.transplants = analysis::summarize_transplants(l.chunks);
   l.analyses = summarize_analyses(e);
+  for (const auto& name : e.analyses()) {
+    if (name == "routing") l.routing_rows = e.analysis_rows(name);
+  }
   return l;
 }
 

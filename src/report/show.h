@@ -27,6 +27,7 @@ struct Loaded {
   analysis::Summary summary;
   std::optional<analysis::TransplantSummary> transplants;  // with --transplants
   std::vector<std::pair<std::string, analysis::SummaryTable>> analyses;  // plug-ins, by name
+  std::vector<analysis::StoredRow> routing_rows;  // analysis_routing's, for show --routing
 };
 
 Loaded load_experiment(const std::string& path);

@@ -1,0 +1,74 @@
+#include "report/routing_map.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "errors.h"
+#include "report/analyses.h"
+#include "report/show.h"
+
+namespace hd::report {
+namespace {
+
+constexpr int kMapChunks = 4;   // chunks drawn; the tables above cover them all
+constexpr int kPerLine = 64;    // positions per line of the map
+
+// chunk → layer → pos → whether the experts changed (A vs B).
+using Changes = std::map<int, std::map<int, std::map<int, bool>>>;
+
+Changes changes_of(const std::vector<analysis::StoredRow>& rows) {
+  Changes c;
+  for (const auto& r : rows) {
+    if (std::get<std::string>(r.cells.at(0)) != "b") continue;
+    const int layer = static_cast<int>(std::get<int64_t>(r.cells.at(1)));
+    const int pos = static_cast<int>(std::get<int64_t>(r.cells.at(2)));
+    c[r.chunk][layer][pos] = std::get<int64_t>(r.cells.at(3)) != 0;
+  }
+  return c;
+}
+
+void print_map(std::ostream& os, int chunk, const std::map<int, std::map<int, bool>>& layers) {
+  const auto& first = layers.begin()->second;
+  const int lo = first.begin()->first, hi = first.rbegin()->first;
+  os << fmt::format("\n  where B chose other experts (x), chunk {}, positions {}..{}:\n", chunk,
+                    lo, hi);
+  for (int start = lo; start <= hi; start += kPerLine) {
+    if (hi - lo >= kPerLine) os << fmt::format("  from position {}\n", start);
+    for (const auto& [layer, at] : layers) {
+      std::string line;
+      for (int p = start; p < start + kPerLine && p <= hi; ++p) {
+        auto it = at.find(p);
+        line += it == at.end() ? " " : it->second ? "x" : "·";
+      }
+      os << fmt::format("  layer {:>3}  {}\n", layer, line);
+    }
+  }
+}
+
+}  // namespace
+
+void print_routing(std::ostream& os, const Loaded& l) {
+  bool any = false;
+  for (const auto& [name, table] : l.analyses) {
+    if (name.rfind("routing", 0) != 0) continue;
+    print_summary_table(os, table);
+    any = true;
+  }
+  if (!any) {
+    throw InputError("'" + l.path + "' has no routing: run diff with --routing or "
+                     "--routing-transplant (on a MoE model)");
+  }
+  const Changes changes = changes_of(l.routing_rows);
+  int drawn = 0;
+  for (const auto& [chunk, layers] : changes) {
+    if (drawn++ == kMapChunks) {
+      os << fmt::format("\n  (the map shows the first {} of {} chunks)\n", kMapChunks,
+                        changes.size());
+      break;
+    }
+    print_map(os, chunk, layers);
+  }
+}
+
+}  // namespace hd::report
