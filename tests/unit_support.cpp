@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <vector>
 
 #include "analysis/transplant_summary.h"
 
@@ -110,11 +111,40 @@ void sql(const std::string& path, const std::string& statements) {
   sqlite3_close(db);
 }
 
+namespace {
+
+// The directories temp_dir made, removed when the test process that made them exits: a suite
+// of several hundred processes otherwise leaves gigabytes in /tmp, run after run.
+// HD_KEEP_TEST_DIRS=1 keeps them to look at. A forked child that exits removes nothing.
+class TempDirs {
+ public:
+  void add(const fs::path& p) { dirs_.push_back(p); }
+  ~TempDirs() {
+    if (::getpid() != owner_ || std::getenv("HD_KEEP_TEST_DIRS") != nullptr) return;
+    for (const auto& d : dirs_) {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  }
+
+ private:
+  pid_t owner_ = ::getpid();
+  std::vector<fs::path> dirs_;
+};
+
+TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
+}  // namespace
+
 std::string temp_dir(const std::string& name) {
   const fs::path p =
       fs::path(testing::TempDir()) / ("hd-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(p);
   fs::create_directories(p);
+  temp_dirs().add(p);
   return p.string();
 }
 

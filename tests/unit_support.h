@@ -20,7 +20,8 @@ bool shared_available();
       GTEST_SKIP() << "../shared (models and corpora) is absent: skipping this test"; \
   } while (0)
 
-// A fresh directory under the test temp dir, removed by nothing: tests may inspect it later.
+// A fresh directory under the test temp dir (emptied if it was there), removed when the test
+// process exits (HD_KEEP_TEST_DIRS=1 keeps it).
 std::string temp_dir(const std::string& name);
 
 // Runs SQL statements on an experiment file: a test's stand-in for a run killed part-way or a

@@ -28,25 +28,42 @@ Changes changes_of(const std::vector<analysis::StoredRow>& rows) {
   return c;
 }
 
-void print_map(std::ostream& os, int chunk, const std::map<int, std::map<int, bool>>& layers) {
+void map_lines(int chunk, const std::map<int, std::map<int, bool>>& layers,
+               std::vector<std::string>& out) {
   const auto& first = layers.begin()->second;
   const int lo = first.begin()->first, hi = first.rbegin()->first;
-  os << fmt::format("\n  where B chose other experts (x), chunk {}, positions {}..{}:\n", chunk,
-                    lo, hi);
+  out.push_back(fmt::format("where B chose other experts (x), chunk {}, positions {}..{}:", chunk,
+                            lo, hi));
   for (int start = lo; start <= hi; start += kPerLine) {
-    if (hi - lo >= kPerLine) os << fmt::format("  from position {}\n", start);
+    if (hi - lo >= kPerLine) out.push_back(fmt::format("from position {}", start));
     for (const auto& [layer, at] : layers) {
       std::string line;
       for (int p = start; p < start + kPerLine && p <= hi; ++p) {
         auto it = at.find(p);
         line += it == at.end() ? " " : it->second ? "x" : "·";
       }
-      os << fmt::format("  layer {:>3}  {}\n", layer, line);
+      out.push_back(fmt::format("layer {:>3}  {}", layer, line));
     }
   }
 }
 
 }  // namespace
+
+std::vector<std::string> routing_map(const std::vector<analysis::StoredRow>& rows) {
+  const Changes changes = changes_of(rows);
+  std::vector<std::string> out;
+  int drawn = 0;
+  for (const auto& [chunk, layers] : changes) {
+    if (drawn++ == kMapChunks) {
+      out.push_back(fmt::format("(the map shows the first {} of {} chunks)", kMapChunks,
+                                changes.size()));
+      break;
+    }
+    if (!out.empty()) out.emplace_back();
+    map_lines(chunk, layers, out);
+  }
+  return out;
+}
 
 void print_routing(std::ostream& os, const Loaded& l) {
   bool any = false;
@@ -59,15 +76,9 @@ void print_routing(std::ostream& os, const Loaded& l) {
     throw InputError("'" + l.path + "' has no routing: run diff with --routing or "
                      "--routing-transplant (on a MoE model)");
   }
-  const Changes changes = changes_of(l.routing_rows);
-  int drawn = 0;
-  for (const auto& [chunk, layers] : changes) {
-    if (drawn++ == kMapChunks) {
-      os << fmt::format("\n  (the map shows the first {} of {} chunks)\n", kMapChunks,
-                        changes.size());
-      break;
-    }
-    print_map(os, chunk, layers);
+  os << "\n";
+  for (const std::string& line : routing_map(l.routing_rows)) {
+    os << (line.empty() ? "" : "  ") << line << "\n";
   }
 }
 

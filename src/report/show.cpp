@@ -9,6 +9,7 @@
 #include "analysis/consistency.h"
 #include "errors.h"
 #include "report/analyses.h"
+#include "report/routing_map.h"
 #include "report/transplants.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
@@ -261,6 +262,7 @@ nlohmann::json summary_json(const Loaded& l, int worst) {
   if (!l.analyses.empty()) {
     j["analyses"] = nlohmann::json::object();
     for (const auto& [name, table] : l.analyses) j["analyses"][name] = summary_table_json(table);
+    if (!l.routing_rows.empty()) j["routing_map"] = routing_map(l.routing_rows);
   }
   j["config"] = l.config;
   j["provenance"] = l.provenance;

@@ -28,5 +28,8 @@ function table(name: string, t: AnalysisTable): HTMLElement {
 export function analysesSection(s: Summary): HTMLElement | null {
   const all = Object.entries(s.analyses ?? {});
   if (all.length === 0) return null;
-  return h("section", { class: "analyses" }, h("h2", null, "Analyses"), ...all.map(([name, t]) => table(name, t)));
+  const map = s.routing_map?.length
+    ? [h("h3", null, "Routing: layer × position"), h("pre", { class: "routing-map" }, s.routing_map.join("\n"))]
+    : [];
+  return h("section", { class: "analyses" }, h("h2", null, "Analyses"), ...all.map(([name, t]) => table(name, t)), ...map);
 }

@@ -110,6 +110,8 @@ export interface Summary {
   transplants?: Transplants | null;
   components?: Components | null;
   analyses?: Record<string, AnalysisTable>;
+  /** MoE runs with --routing: where B chose other experts, as lines (src/report/routing_map.h). */
+  routing_map?: string[];
   config?: {
     a?: ArmInfo;
     b?: ArmInfo;
