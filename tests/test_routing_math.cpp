@@ -114,3 +114,16 @@ TEST(Routing, SummaryFromRowsMadeByHand) {
   EXPECT_NE(t.notes[0].find("1 of 4"), std::string::npos) << t.notes[0];
   EXPECT_NE(t.notes[0].find("output KL there 0.5"), std::string::npos) << t.notes[0];
 }
+
+TEST(Routing, RouterLogitsAreSoftmaxedFirst) {
+  // gpt-oss keeps logits where others keep probabilities: logits that differ by a constant are
+  // the same router, and the margin is in probabilities.
+  const Owned a{{2.0f, 1.0f, -1.0f, -3.0f}, {0, 1}, {0.7f, 0.3f}};
+  Owned b = a;
+  for (float& z : b.probs) z += 5;
+  const RouteChange c = compare_routes(a.route(), b.route(), true);
+  EXPECT_NEAR(c.router_kl, 0.0, 1e-6);
+  const double sum = std::exp(2.0) + std::exp(1.0) + std::exp(-1.0) + std::exp(-3.0);
+  EXPECT_NEAR(c.margin_a, (std::exp(1.0) - std::exp(-1.0)) / sum, 1e-6);
+  EXPECT_TRUE(std::isfinite(compare_routes(a.route(), a.route(), true).router_kl));
+}

@@ -32,6 +32,8 @@ struct ModelPoints {
   std::vector<std::string> router;         // the router's probabilities [n_expert] per position
   std::vector<std::string> route_experts;  // the experts chosen [n_used] (ids as floats), best first
   std::vector<std::string> route_weights;  // the weights that mix their outputs [n_used]
+  int64_t n_expert = 0, n_expert_used = 0;
+  bool router_logits = false;  // the router point holds logits (gpt-oss), not probabilities
   std::string no_routing, no_routing_transplant;  // why not, "" when they can be read / written
 };
 

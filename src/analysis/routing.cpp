@@ -87,7 +87,7 @@ class Routing final : public ChunkAnalysis {
         for (const auto& p : cmp->positions) {
           if (!p.scored) continue;
           const Route ra = a.at(p.pos), rx = x.at(p.pos);
-          const RouteChange c = compare_routes(ra, rx);
+          const RouteChange c = compare_routes(ra, rx, in.points->router_logits);
           rows.push_back({std::string(pair), int64_t{l}, int64_t{p.pos}, int64_t{c.set_changed},
                           int64_t{c.top1_changed}, c.jaccard, c.router_kl, c.weight_moved,
                           c.margin_a, p.score.kl, experts_text(ra.experts),

@@ -36,8 +36,10 @@ struct RouteChange {
   double margin_a = 0;
 };
 
-// Throws std::invalid_argument on routes of different shapes or ids outside [0, n_expert).
-RouteChange compare_routes(const Route& a, const Route& x);
+// `logits`: the routes' probs are router logits (gpt-oss), turned into probabilities by a
+// softmax over all experts first. Throws std::invalid_argument on routes of different shapes
+// or ids outside [0, n_expert).
+RouteChange compare_routes(const Route& a, const Route& x, bool logits = false);
 
 // "3 7": the experts, best first, as the stored rows hold them.
 std::string experts_text(std::span<const float> experts);

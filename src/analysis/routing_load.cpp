@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <stdexcept>
 
 #include "analysis/routing.h"
 
@@ -44,6 +45,9 @@ class RoutingLoad final : public ChunkAnalysis {
         const auto w = static_cast<size_t>(r.width);
         for (const auto& p : in.diff->positions) {
           if (!p.scored) continue;
+          if (p.pos < r.first_pos || static_cast<size_t>(p.pos - r.first_pos + 1) * w > r.data.size()) {
+            throw std::invalid_argument("a routing point has no row for a scored position");
+          }
           const size_t row = static_cast<size_t>(p.pos - r.first_pos);
           for (float e : r.data.subspan(row * w, w)) {
             const auto id = static_cast<int64_t>(e);
@@ -79,7 +83,8 @@ SummaryTable RoutingLoad::summarize(const std::vector<StoredRow>& rows) const {
   t.columns = {"layer", "experts", "assignments", "moved", "busiest in A", "its share",
                "busiest in B", "its share", "most changed", "A → B"};
   for (const auto& [layer, experts] : load) {
-    int64_t total = 0, moved = 0, busiest_a = 0, busiest_b = 0, changed = 0;
+    int64_t total = 0, moved = 0;
+    int64_t busiest_a = experts.begin()->first, busiest_b = busiest_a, changed = busiest_a;
     for (const auto& [e, ab] : experts) {
       total += ab.first;
       moved += std::llabs(ab.first - ab.second);

@@ -34,6 +34,17 @@ std::vector<double> dense_weights(const std::vector<int64_t>& ids, std::span<con
   return d;
 }
 
+// Softmax over every expert, in double (the KL and the margin need probabilities).
+std::vector<float> softmax(std::span<const float> logits) {
+  double top = -std::numeric_limits<double>::infinity(), sum = 0;
+  for (float z : logits) top = std::max(top, static_cast<double>(z));
+  std::vector<double> e(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) sum += e[i] = std::exp(logits[i] - top);
+  std::vector<float> p(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) p[i] = static_cast<float>(e[i] / sum);
+  return p;
+}
+
 double router_kl(std::span<const float> a, std::span<const float> x) {
   double sa = 0, sx = 0;
   for (size_t e = 0; e < a.size(); ++e) {
@@ -50,7 +61,15 @@ double router_kl(std::span<const float> a, std::span<const float> x) {
 
 }  // namespace
 
-RouteChange compare_routes(const Route& a, const Route& x) {
+RouteChange compare_routes(const Route& a_in, const Route& x_in, bool logits) {
+  std::vector<float> pa, px;
+  Route a = a_in, x = x_in;
+  if (logits) {
+    pa = softmax(a.probs);
+    px = softmax(x.probs);
+    a.probs = pa;
+    x.probs = px;
+  }
   const size_t n_expert = a.probs.size();
   if (x.probs.size() != n_expert || a.experts.size() != x.experts.size() ||
       a.weights.size() != a.experts.size() || x.weights.size() != x.experts.size() ||

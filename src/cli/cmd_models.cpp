@@ -52,12 +52,14 @@ void add_make_model(CLI::App& app, Context& ctx) {
   cmd->add_option("--type", o->spec.type, "f32 | f16 | bf16 (presets)")
       ->capture_default_str()
       ->excludes(arch);
-  cmd->add_option("--perturb", o->spec.perturb,
-                  "add noise to the tensors whose names contain this (ffn_gate_inp: the routers)")
-      ->excludes(arch);
+  CLI::Option* perturb = cmd->add_option(
+      "--perturb", o->spec.perturb,
+      "add noise to the tensors whose names contain this (ffn_gate_inp: the routers)");
+  perturb->excludes(arch);
   cmd->add_option("--perturb-scale", o->spec.perturb_scale,
                   "the noise's spread relative to the weights'")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(perturb);
   CLI::Option* out = cmd->add_option("-o,--output", o->out, "GGUF to write");
   cmd->add_flag("--force", o->force, "replace an existing file");
   preset->excludes(arch)->excludes(list);

@@ -117,7 +117,8 @@ static bool point_shape(const ggml_tensor* t, int64_t& width, int64_t& rows) {
   return true;
 }
 
-// Rows [row, row + n) of `t` from `src` ([n][width] floats), and back.
+// Rows [row, row + n) of `t` from `src` ([n][width] floats), and back. An i32 point is a
+// strided view: its whole span is read (and written back) in one copy, the ids picked out.
 static void set_rows(ggml_tensor* t, const float* src, int64_t row, int64_t n, int64_t width) {
   if (t->type == GGML_TYPE_F32) {
     const size_t row_bytes = sizeof(float) * static_cast<size_t>(width);
@@ -125,14 +126,16 @@ static void set_rows(ggml_tensor* t, const float* src, int64_t row, int64_t n, i
                             static_cast<size_t>(n) * row_bytes);
     return;
   }
-  std::vector<int32_t> ids(static_cast<size_t>(width));
+  std::vector<int32_t> span(ggml_nbytes(t) / sizeof(int32_t));
+  ggml_backend_tensor_get(t, span.data(), 0, span.size() * sizeof(int32_t));
+  const size_t stride = t->nb[1] / sizeof(int32_t);
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t i = 0; i < width; ++i) {
-      ids[static_cast<size_t>(i)] = static_cast<int32_t>(src[r * width + i]);
+      span[static_cast<size_t>(row + r) * stride + static_cast<size_t>(i)] =
+          static_cast<int32_t>(src[r * width + i]);
     }
-    ggml_backend_tensor_set(t, ids.data(), static_cast<size_t>(row + r) * t->nb[1],
-                            ids.size() * sizeof(int32_t));
   }
+  ggml_backend_tensor_set(t, span.data(), 0, span.size() * sizeof(int32_t));
 }
 
 static void get_rows(const ggml_tensor* t, float* dst, int64_t n, int64_t width) {
@@ -140,11 +143,13 @@ static void get_rows(const ggml_tensor* t, float* dst, int64_t n, int64_t width)
     ggml_backend_tensor_get(t, dst, 0, sizeof(float) * static_cast<size_t>(n * width));
     return;
   }
-  std::vector<int32_t> ids(static_cast<size_t>(width));
+  std::vector<int32_t> span(ggml_nbytes(t) / sizeof(int32_t));
+  ggml_backend_tensor_get(t, span.data(), 0, span.size() * sizeof(int32_t));
+  const size_t stride = t->nb[1] / sizeof(int32_t);
   for (int64_t r = 0; r < n; ++r) {
-    ggml_backend_tensor_get(t, ids.data(), static_cast<size_t>(r) * t->nb[1],
-                            ids.size() * sizeof(int32_t));
-    for (int64_t i = 0; i < width; ++i) dst[r * width + i] = static_cast<float>(ids[static_cast<size_t>(i)]);
+    for (int64_t i = 0; i < width; ++i) {
+      dst[r * width + i] = static_cast<float>(span[static_cast<size_t>(r) * stride + static_cast<size_t>(i)]);
+    }
   }
 }
 
@@ -185,6 +190,10 @@ void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
   if (!point_shape(t, width, rows)) {
     throw RuntimeError("graph point '" + name + "' is not a contiguous 2-D or 3-D tensor");
   }
+  if (p.width == 0) {
+    auto known = widths_.find(name);
+    if (known != widths_.end()) p.width = known->second;
+  }
   // One row of a 3-D point ([width, streams, 1]) looks 2-D: the width already known decides.
   if (p.width != 0 && width != p.width && t->ne[2] == 1 && t->ne[0] * t->ne[1] == p.width) {
     width = p.width;
@@ -201,6 +210,10 @@ void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
   // Overwrite first, so a capture at the same point sees what downstream sees.
   const int64_t pos = p.first_row + first;  // the batch position of this piece's row 0
   for (const auto& patch : p.patches) {
+    if (patch.rows.size() % static_cast<size_t>(width) != 0) {
+      throw RuntimeError("the rows written at graph point '" + name + "' are not " +
+                         std::to_string(width) + " wide, as the graph's are");
+    }
     const int64_t n_patch = static_cast<int64_t>(patch.rows.size()) / width;
     const int64_t lo = std::max(pos, patch.row_begin);
     const int64_t hi = std::min(pos + rows, patch.row_begin + n_patch);

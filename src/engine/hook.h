@@ -35,7 +35,9 @@ class Hook {
   void capture(const std::string& point);
   // The width `point`'s rows have (floats): needed only where a decode may show a 3-D point one
   // row at a time before any wider piece (a decode step of a hyper-connection model).
-  void expect_width(const std::string& point, int64_t width) { points_[point].width = width; }
+  // Also a 3-D point whose rows are one wide ([1, n_used, rows]: the mixing weights of a MoE
+  // layer), which a ubatch of one row would show as [1, n_used]. Asks for nothing by itself.
+  void expect_width(const std::string& point, int64_t width) { widths_[point] = width; }
   // Replace rows [row_begin, row_begin + n) of `point` with `rows` ([n][width], row-major).
   void overwrite(const std::string& point, int64_t row_begin, std::span<const float> rows);
 
@@ -95,6 +97,7 @@ class Hook {
   std::map<std::string, Point, std::less<>> points_;
   std::vector<Node>* nodes_ = nullptr;
   std::set<std::string> row_rule_exceptions_;
+  std::map<std::string, int64_t, std::less<>> widths_;  // expect_width's
   int64_t n_rows_ = 0;
   std::string error_;
 };

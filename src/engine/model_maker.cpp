@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -307,6 +308,9 @@ void make_model(const ModelSpec& spec, const std::string& out_path, const Output
 
   const std::vector<TensorPlan> plan = plan_tensors(preset, n_vocab);
   if (!spec.perturb.empty()) {
+    if (!(spec.perturb_scale > 0 && std::isfinite(spec.perturb_scale))) {
+      throw InputError("--perturb-scale must be a positive number");
+    }
     if (std::none_of(plan.begin(), plan.end(), [&](const TensorPlan& t) {
           return t.name.find(spec.perturb) != std::string::npos;
         })) {

@@ -76,6 +76,10 @@ const std::string& PointMap::name(Role role, int layer) const {
 
 void tell_rows(const PointMap& m, Hook& hook) {
   for (const std::string& name : m.row_rule_exceptions) hook.except_from_row_rule(name);
+  // [1, n_used, rows] mixing weights look [1, n_used] in a ubatch of one row.
+  for (const std::string& name : m.route_weights) {
+    if (!name.empty()) hook.expect_width(name, m.n_expert_used);
+  }
 }
 
 nlohmann::json to_json(const PointMap& m) {
@@ -90,6 +94,9 @@ nlohmann::json to_json(const PointMap& m) {
           {"router", m.router},
           {"route_experts", m.route_experts},
           {"route_weights", m.route_weights},
+          {"n_expert", m.n_expert},
+          {"n_expert_used", m.n_expert_used},
+          {"router_logits", m.router_logits},
           {"result_norm", m.result_norm},
           {"residual_width", m.residual_width},
           {"row_rule_exceptions", m.row_rule_exceptions},
@@ -130,6 +137,9 @@ PointMap point_map_from_json(const nlohmann::json& j) {
     m.no_components = j.at("no_components").get<std::string>();
     m.no_per_head = j.at("no_per_head").get<std::string>();
     m.no_floor = j.at("no_floor").get<std::string>();
+    m.n_expert = j.value("n_expert", int64_t{0});
+    m.n_expert_used = j.value("n_expert_used", int64_t{0});
+    m.router_logits = j.value("router_logits", false);
     const std::string older = "the run was made before heterodyne read routing";
     m.no_routing = j.value("no_routing", older);
     m.no_routing_transplant = j.value("no_routing_transplant", older);

@@ -51,6 +51,10 @@ struct PointMap {
   std::vector<std::string> router;         // [n_layer]: the router's probabilities over the experts
   std::vector<std::string> route_experts;  // [n_layer]: the experts chosen (i32 ids, best first)
   std::vector<std::string> route_weights;  // [n_layer]: the weights that mix their outputs
+  int64_t n_expert = 0, n_expert_used = 0;  // on every routing layer (the survey checks)
+  // The router point holds logits, not probabilities: the model takes a softmax over the chosen
+  // experts only (gpt-oss: ffn_moe_weights_softmax-N).
+  bool router_logits = false;
   std::string result_norm;              // "" when not named
   int64_t residual_width = 0;           // floats per token of every residual point
   // The points whose rows are not what point_has_output_rows_only predicts (measured): a model

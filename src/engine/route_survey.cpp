@@ -11,6 +11,7 @@ namespace {
 struct RouteLayer {
   int layer = 0;
   std::string probs, experts, gathered, mixed;  // mixed: the final weights (the layer's own)
+  int64_t n_expert = 0, n_used = 0;
 };
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -46,7 +47,6 @@ class Routes {
   const RouteSurvey& s_;
   const PointMap& m_;
   Hook read_;  // the unpatched pass, every routing point captured
-  int64_t n_expert_ = 0;
 };
 
 bool Routes::find_layers() {
@@ -70,13 +70,20 @@ bool Routes::find_layers() {
         return false;
       }
     }
-    const int64_t n_used = node(r.experts)->width;
-    if (node(r.gathered)->width != n_used || node(r.mixed)->width != n_used ||
+    r.n_used = node(r.experts)->width;
+    r.n_expert = node(r.probs)->width;
+    if (node(r.gathered)->width != r.n_used || node(r.mixed)->width != r.n_used ||
         node(r.probs)->rows != node(r.experts)->rows) {
       why = fmt::format("layer {}'s routing tensors disagree in shape", l);
       return false;
     }
-    n_expert_ = node(r.probs)->width;
+    if (!layers.empty() &&
+        (r.n_expert != layers.front().n_expert || r.n_used != layers.front().n_used)) {
+      why = fmt::format("layer {} routes to {} of {} experts, layer {} to {} of {}", l, r.n_used,
+                        r.n_expert, layers.front().layer, layers.front().n_used,
+                        layers.front().n_expert);
+      return false;
+    }
     layers.push_back(r);
   }
   if (layers.empty()) {
@@ -92,14 +99,12 @@ bool Routes::gathers(const Hook& h, const RouteLayer& r, const Hook* ids_from, i
   const auto& probs = h.captured(r.probs);
   const auto& ids = (ids_from ? *ids_from : h).captured(r.experts);
   const auto& w = h.captured(r.gathered);
-  const int64_t k = h.width(r.experts);
-  if (ids.size() != w.size() || probs.size() / static_cast<size_t>(n_expert_) != w.size() / k) {
-    return false;
-  }
+  const auto k = static_cast<size_t>(r.n_used), n_expert = static_cast<size_t>(r.n_expert);
+  if (ids.size() != w.size() || probs.size() / n_expert != w.size() / k) return false;
   for (size_t i = 0; i < w.size(); ++i) {
-    const auto e = (static_cast<int64_t>(ids[i]) + shift) % n_expert_;
-    const size_t row = i / static_cast<size_t>(k);
-    if (!same_bits(w[i], probs[row * static_cast<size_t>(n_expert_) + static_cast<size_t>(e)])) {
+    const auto e = static_cast<size_t>((static_cast<int64_t>(ids[i]) + shift) % r.n_expert);
+    const size_t row = i / k;
+    if (!same_bits(w[i], probs[row * n_expert + e])) {
       return false;
     }
   }
@@ -123,23 +128,23 @@ std::string Routes::check_reading() {
 
 std::string Routes::check_writing() {
   std::vector<float> logits;
-  Hook halved;
-  for (const auto& r : layers) {
+  for (const auto& r : layers) {  // each layer mixes by its own last weights node
+    Hook halved;
     std::vector<float> w = read_.captured(r.mixed);
     for (float& x : w) x *= 0.5f;
     patch(halved, r.mixed, std::move(w));
-  }
-  s_.decode(&halved, logits);
-  if (logits == s_.logits) {
-    return fmt::format("halving every MoE layer's mixing weights ({}) leaves the logits as they "
-                       "were, bit for bit: the experts' outputs do not reach them on this model, "
-                       "so a routing transplant would prove nothing",
-                       layers.front().mixed.substr(0, layers.front().mixed.rfind('-')));
+    s_.decode(&halved, logits);
+    if (logits == s_.logits) {
+      return fmt::format("halving layer {}'s mixing weights ({}) leaves the logits as they were, "
+                         "bit for bit: its experts' outputs do not reach them on this model, so "
+                         "a routing transplant would prove nothing",
+                         r.layer, r.mixed);
+    }
   }
   Hook shifted;  // every layer sent to other experts: each id + 1
   for (const auto& r : layers) {
     std::vector<float> ids = read_.captured(r.experts);
-    for (float& id : ids) id = static_cast<float>((static_cast<int64_t>(id) + 1) % n_expert_);
+    for (float& id : ids) id = static_cast<float>((static_cast<int64_t>(id) + 1) % r.n_expert);
     patch(shifted, r.experts, std::move(ids));
     watch(shifted, r.probs);
     watch(shifted, r.gathered);
@@ -188,6 +193,12 @@ void survey_routes(const RouteSurvey& s, PointMap& m) {
     if (!routes.layers.empty()) m.proofs.push_back("routing: none (" + routes.why + ")");
     return;
   }
+  m.n_expert = routes.layers.front().n_expert;
+  m.n_expert_used = routes.layers.front().n_used;
+  // gpt-oss: probs are the logits, softmaxed over the chosen experts only (build_moe_ffn's
+  // LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT).
+  m.router_logits = s.nodes->count(fmt::format("ffn_moe_weights_softmax-{}",
+                                               routes.layers.front().layer)) > 0;
   for (const auto& r : routes.layers) {
     const size_t l = static_cast<size_t>(r.layer);
     m.router[l] = r.probs;

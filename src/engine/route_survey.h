@@ -14,9 +14,10 @@
 //     ffn_moe_weights-N the probabilities at the written ids (downstream reads what was
 //     written; a backend that fuses top-k without showing the node fails by name) and changes
 //     the logits;
-//   - writing every final weight halved changes the logits (the layer mixes by that node);
+//   - writing one layer's final weights halved changes the logits, layer by layer (the layer
+//     mixes by that node);
 //   - writing each layer's own experts and final weights back gives the logits bit for bit.
-// The logit checks cover all MoE layers at once; the gather checks hold per layer.
+// The other-experts and write-back checks cover all MoE layers at once; the rest hold per layer.
 #pragma once
 #include <functional>
 #include <map>

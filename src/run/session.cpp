@@ -1,5 +1,7 @@
 #include "run/session.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -46,8 +48,9 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   if (config_.save_residuals && !map_.residuals()) {
     throw InputError("--save-residuals: " + map_.no_residuals);
   }
-  model_points_ = {map_.n_layer,      map_.router,     map_.route_experts,
-                   map_.route_weights, map_.no_routing, map_.no_routing_transplant};
+  model_points_ = {map_.n_layer,       map_.router,        map_.route_experts,
+                   map_.route_weights, map_.n_expert,      map_.n_expert_used,
+                   map_.router_logits, map_.no_routing,    map_.no_routing_transplant};
   for (const auto& name : config_.analyses) {
     const auto* a = analysis::find_chunk_analysis(name);
     if (const std::string why = a->unavailable(model_points_); !why.empty()) {
@@ -304,6 +307,7 @@ void Session::run_analyses(ChunkResult& r, std::span<const int32_t> tokens, int 
     return rerun(target, points, tokens, first_output);
   };
   for (const auto* a : analyses_) {
+    same_widths(a->points(model_points_));
     auto rows = a->compute(in);
     const auto columns = a->columns();
     for (const auto& row : rows) {
@@ -316,6 +320,20 @@ void Session::run_analyses(ChunkResult& r, std::span<const int32_t> tokens, int 
   }
 }
 
+// An analysis compares the arms point by point: B (or the floor) must have A's shape there (a
+// MoE model with other expert counts does not).
+void Session::same_widths(const std::vector<std::string>& points) const {
+  for (const std::string& p : points) {
+    for (const ArmRun* r : {&b_, &floor_}) {
+      if (!r->arm || r->hook.width(p) == a_.hook.width(p)) continue;
+      throw InputError(fmt::format(
+          "graph point '{}' is {} wide in arm {} and {} wide in A: the arms route to different "
+          "numbers of experts, which the routing analyses cannot compare",
+          p, r->hook.width(p), r == &b_ ? "B" : "floor", a_.hook.width(p)));
+    }
+  }
+}
+
 std::span<const float> Session::rerun(char target, const std::vector<std::string>& points,
                                       std::span<const int32_t> tokens, int first_output) {
   ArmRun& to = target == 'a' ? a_ : b_;
@@ -325,6 +343,9 @@ std::span<const float> Session::rerun(char target, const std::vector<std::string
   for (const std::string& p : points) {
     patch.overwrite(p, from.hook.first_row(p), from.hook.captured(p));
   }
+  // The points the arm's own pass asks for too: the scheduler cuts the graph at every node
+  // asked for, and a backend that fuses kernels would otherwise fuse the rerun differently.
+  for (const std::string& p : to.hook.captures()) patch.capture(p);
   to.arm->run_chunk(tokens, &patch, patched_logits_, first_output);
   return patched_logits_;
 }

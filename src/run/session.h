@@ -77,6 +77,7 @@ class Session {
   std::string graph_name(const analysis::RestorePoint& p) const;
   const std::string& residual_name(int layer) const;
   void run_analyses(analysis::ChunkResult& r, std::span<const int32_t> tokens, int first_output);
+  void same_widths(const std::vector<std::string>& points) const;
   // `target` ('a' or 'b') run on the chunk with `points` written from the other arm's pass.
   std::span<const float> rerun(char target, const std::vector<std::string>& points,
                                std::span<const int32_t> tokens, int first_output);
