@@ -119,6 +119,12 @@ static bool point_shape(const ggml_tensor* t, int64_t& width, int64_t& rows) {
 
 // Rows [row, row + n) of `t` from `src` ([n][width] floats), and back. An i32 point is a
 // strided view: its whole span is read (and written back) in one copy, the ids picked out.
+static std::vector<int32_t> whole_span(const ggml_tensor* t) {
+  std::vector<int32_t> span(ggml_nbytes(t) / sizeof(int32_t));
+  ggml_backend_tensor_get(t, span.data(), 0, span.size() * sizeof(int32_t));
+  return span;
+}
+
 static void set_rows(ggml_tensor* t, const float* src, int64_t row, int64_t n, int64_t width) {
   if (t->type == GGML_TYPE_F32) {
     const size_t row_bytes = sizeof(float) * static_cast<size_t>(width);
@@ -126,8 +132,7 @@ static void set_rows(ggml_tensor* t, const float* src, int64_t row, int64_t n, i
                             static_cast<size_t>(n) * row_bytes);
     return;
   }
-  std::vector<int32_t> span(ggml_nbytes(t) / sizeof(int32_t));
-  ggml_backend_tensor_get(t, span.data(), 0, span.size() * sizeof(int32_t));
+  std::vector<int32_t> span = whole_span(t);
   const size_t stride = t->nb[1] / sizeof(int32_t);
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t i = 0; i < width; ++i) {
@@ -143,8 +148,7 @@ static void get_rows(const ggml_tensor* t, float* dst, int64_t n, int64_t width)
     ggml_backend_tensor_get(t, dst, 0, sizeof(float) * static_cast<size_t>(n * width));
     return;
   }
-  std::vector<int32_t> span(ggml_nbytes(t) / sizeof(int32_t));
-  ggml_backend_tensor_get(t, span.data(), 0, span.size() * sizeof(int32_t));
+  std::vector<int32_t> span = whole_span(t);
   const size_t stride = t->nb[1] / sizeof(int32_t);
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t i = 0; i < width; ++i) {
