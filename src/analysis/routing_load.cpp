@@ -20,10 +20,7 @@ class RoutingLoad final : public ChunkAnalysis {
   std::string unavailable(const ModelPoints& m) const override { return m.no_routing; }
   std::vector<std::string> points(const ModelPoints& m) const override {
     std::vector<std::string> p;
-    for (int l : routed_layers(m)) {
-      p.push_back(m.router[static_cast<size_t>(l)]);
-      p.push_back(m.route_experts[static_cast<size_t>(l)]);
-    }
+    for (int l : routed_layers(m)) p.push_back(m.route_experts[static_cast<size_t>(l)]);
     return p;
   }
   std::vector<ColumnDef> columns() const override {
@@ -38,7 +35,7 @@ class RoutingLoad final : public ChunkAnalysis {
     std::vector<CellRow> rows;
     for (int l : routed_layers(*in.points)) {
       const std::string& point = in.points->route_experts[static_cast<size_t>(l)];
-      const int64_t n_expert = router_width(in, l);
+      const int64_t n_expert = in.points->n_expert;  // the survey's, on every routing layer
       std::vector<int64_t> load_a(static_cast<size_t>(n_expert)), load_b(load_a);
       for (auto [arm, load] : {std::pair{'a', &load_a}, {'b', &load_b}}) {
         const ChunkInput::Rows r = in.captured(arm, point);
@@ -63,12 +60,6 @@ class RoutingLoad final : public ChunkAnalysis {
   }
 
   SummaryTable summarize(const std::vector<StoredRow>& rows) const override;
-
- private:
-  // The number of experts: the router's width (its probabilities are captured for routing).
-  static int64_t router_width(const ChunkInput& in, int layer) {
-    return in.captured('a', in.points->router[static_cast<size_t>(layer)]).width;
-  }
 };
 
 SummaryTable RoutingLoad::summarize(const std::vector<StoredRow>& rows) const {
