@@ -163,9 +163,32 @@ TEST(Resume, TransplantRunsKilledAtRandomMomentsResumeBitwise) {
     ASSERT_EQ(r.exit_code, 0) << "kill " << i << " at " << at << " s (" << kept << " chunks kept): " << r.err;
     EXPECT_EQ(test::stored_chunks(cut), 8);
     expect_same_results(whole, cut);
-    EXPECT_EQ(test::run_cli({"verify", cut, "--integrity-only"}).exit_code, 0);
+    const auto v = test::run_cli({"verify", cut, "--integrity-only"});
+    EXPECT_EQ(v.exit_code, 0) << "kill " << i << " at " << at << " s: " << v.err;
   }
   EXPECT_GE(killed, 4) << "most kills should land while the run is still going";
+}
+
+// A run killed inside its seal, as an older heterodyne could leave it: marked complete with no
+// integrity hash. --resume seals it (it used to call it complete, and verify called it not).
+TEST(Resume, AFileKilledMidSealIsSealedByResume) {
+  HD_REQUIRE_SHARED();
+  const Fixture& f = fixture();
+  const std::string path = f.dir + "/mid-seal.hdy";
+  ASSERT_EQ(test::run_cli(diff_args(f, path)).exit_code, 0);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DELETE FROM meta WHERE key = 'integrity_sha256'", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  EXPECT_EQ(sqlite3_changes(db), 1);
+  sqlite3_close(db);
+  EXPECT_EQ(test::run_cli({"verify", path, "--integrity-only"}).exit_code, 2);
+  const auto r = test::run_cli({"diff", "--resume", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("already complete"), std::string::npos) << r.err;
+  const auto v = test::run_cli({"verify", path, "--integrity-only"});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
 }
 
 TEST(Resume, SigintStopsAfterTheChunkInFlight) {

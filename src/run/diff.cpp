@@ -133,7 +133,7 @@ RunEnd diff_resume(const std::string& path, const std::string& command_line,
   store::Experiment e = store::Experiment::open(path, true);
   e.stored_config();  // "holds no run" for a file stopped before its configuration
   store::require_kind(e, store::Kind::kDiff);
-  if (e.meta("status").value_or("") == "complete") {
+  if (e.sealed()) {
     progress("'" + path + "' is already complete");
     return {};
   }

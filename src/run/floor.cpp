@@ -185,7 +185,7 @@ RunEnd floor_resume(const std::string& path, const std::string& command_line,
                     const ProgressFn& progress, const InputPath& again) {
   store::Experiment e = store::Experiment::open(path, true);
   store::require_kind(e, store::Kind::kFloor);
-  if (e.meta("status").value_or("") == "complete") {
+  if (e.sealed()) {
     progress("'" + path + "' is already complete");
     return {0, true, "group"};
   }

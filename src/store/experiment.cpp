@@ -253,9 +253,17 @@ Experiment Experiment::in_memory() {
   return Experiment(":memory:", std::move(db), -1);
 }
 
+bool Experiment::sealed() const {
+  return meta("status").value_or("") == "complete" && meta("integrity_sha256").has_value();
+}
+
 void Experiment::seal() {
+  // One transaction: a run killed between the two would be "complete" with no hash, which
+  // --resume takes as finished and verify as unfinished.
+  Transaction t(*db_);
   set_meta("status", "complete");
   set_meta("integrity_sha256", compute_integrity());
+  t.commit();
 }
 
 }  // namespace hd::store

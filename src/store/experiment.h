@@ -97,6 +97,9 @@ class Experiment {
   static Experiment in_memory();
   // Records the hash and marks the run complete.
   void seal();
+  // Both marks of seal() are there (a file killed mid-seal by an older heterodyne has the
+  // status without the hash; --resume seals it).
+  bool sealed() const;
 
  private:
   Experiment(std::string path, std::unique_ptr<Database> db, int lock_fd);
