@@ -196,12 +196,11 @@ TEST(CliSlips, ExportWritesEveryTableItsRowsAsStored) {
   for (const auto& l : lines_of(layers.out)) rows.push_back(json::parse(l));
   size_t i = 0, floor_rows = 0;
   for (const auto& c : chunks) {
-    for (const auto* cmp : {&c.diff, c.floor ? &*c.floor : nullptr}) {
-      if (cmp == nullptr) continue;
+    for (const auto* cmp : hd::analysis::comparisons_of(c)) {
       for (const auto& r : cmp->layers) {
         ASSERT_LT(i, rows.size());
         const json& j = rows[i++];
-        EXPECT_EQ(j["comparison"], cmp == &c.diff ? "diff" : "floor");
+        EXPECT_EQ(j["comparison"], cmp == &c.diff ? "diff" : cmp == &*c.floor ? "floor" : "floor_b");
         floor_rows += cmp == &c.diff ? 0 : 1;
         EXPECT_EQ(j["chunk"], c.chunk);
         EXPECT_EQ(j["layer"], r.layer);

@@ -73,7 +73,10 @@ TEST(Report, ShowTableNamesTheFloorAndLayers) {
   const auto r = test::run_cli({"show", experiment(), "--worst", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("mean KL"), std::string::npos);
-  EXPECT_NE(r.out.find("floor (A vs A at ubatch 33)"), std::string::npos) << r.out;
+  // Both arms re-split by the same rule, and the few chunks flagged.
+  EXPECT_NE(r.out.find("A vs A′ (ub 33)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("B vs B′ (ub 33)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 chunks: intervals are wide"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("residual after each layer"), std::string::npos);
   EXPECT_NE(r.out.find("largest KL"), std::string::npos);
 }

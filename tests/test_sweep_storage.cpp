@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/sha256.h"
+#include "run/sweep_summary.h"
 #include "store/experiment.h"
 #include "test_support.h"
 
@@ -78,25 +79,34 @@ std::string old_row(const hd::store::SweepChunkRows& r) {
 
 // `path` rewritten in the layout of files before the tables: each chunk one meta row hashed
 // with the configuration, no sweep tables; sealed again.
+// An older sweep: rows in meta, no floor of B (its provenance has no floor_ubatch_b), and the
+// summary its rows give.
 void to_old_layout(const std::string& path) {
   std::string statements, config;
+  const auto quoted = [](const std::string& s) {
+    std::string q = "'";
+    for (char ch : s) q += ch == '\'' ? std::string("''") : std::string(1, ch);
+    return q + "'";
+  };
   {
     const auto e = hd::store::Experiment::open(path, false);
     config = e.required_meta("config");
     const json combos = json::parse(e.required_meta("sweep_combinations"));
-    hd::store::SweepShape shape{16, 15, {}, true};  // chunk 32 from its half: positions 16…30
+    hd::store::SweepShape shape{16, 15, {}, true, true};  // chunk 32 from its half: 16…30
     for (const auto& c : combos) shape.possible.push_back(c["possible"].get<bool>());
+    std::vector<hd::store::SweepChunkRows> rows;
     for (int c = 0; c < 3; ++c) {
-      const std::string row = old_row(e.sweep_chunk(c, shape).value());
-      const auto quoted = [](const std::string& s) {
-        std::string q = "'";
-        for (char ch : s) q += ch == '\'' ? std::string("''") : std::string(1, ch);
-        return q + "'";
-      };
+      rows.push_back(e.sweep_chunk(c, shape).value());
+      rows.back().floor_b.reset();
+      const std::string row = old_row(rows.back());
       statements += "INSERT INTO meta VALUES ('sweep_chunk_" + std::to_string(c) + "', " +
                     quoted(row) + "), ('sweep_chunk_sha256/" + std::to_string(c) + "', '" +
                     hd::sha256_bytes(config + "\n" + row) + "');";
     }
+    const json summary = hd::run::sweep_summary(json::parse(config), rows, combos);
+    statements += "UPDATE meta SET value = " + quoted(summary.dump()) + " WHERE key = 'sweep';";
+    statements += "UPDATE meta SET value = json_remove(value, '$.floor_ubatch_b') WHERE key = "
+                  "'provenance';";
   }
   sql(path, statements +
                 "DROP TABLE sweep_positions; DROP TABLE sweep_flips;"
@@ -116,17 +126,17 @@ TEST(SweepStorage, RowsAreTablesAPandasUserReads) {
   HD_REQUIRE_SHARED();
   const std::string& p = new_sweep();
   // Every scored position (16…30) of every chunk for A (mask 0), the combinations that ran (1
-  // cannot) and the floor; A's KL against itself is 0.
+  // cannot) and both floors (A's and B's, each against its own arm); A's KL against itself is 0.
   EXPECT_EQ(hd::test::rows_text(p,
                                 "SELECT comparison, mask, count(*), min(pos), max(pos) FROM "
                                 "sweep_positions GROUP BY 1, 2 ORDER BY 1, 2"),
             "combination|0|45|16|30|\ncombination|2|45|16|30|\ncombination|3|45|16|30|\n"
-            "floor|0|45|16|30|\n");
+            "floor|0|45|16|30|\nfloor_b|0|45|16|30|\n");
   EXPECT_EQ(hd::test::rows_text(p,
                                 "SELECT max(kl) FROM sweep_positions WHERE mask = 0 AND "
                                 "comparison = 'combination'"),
             "R0|\n");
-  EXPECT_EQ(hd::test::rows_text(p, "SELECT count(*) FROM sweep_flips"), "12|\n");
+  EXPECT_EQ(hd::test::rows_text(p, "SELECT count(*) FROM sweep_flips"), "15|\n");
   // The summary's mean KL of B is the mean of its rows.
   const json s = shown(p)["sweep"];
   const std::string mean = hd::test::rows_text(
@@ -155,7 +165,10 @@ TEST(SweepStorage, AFileWithRowsInMetaStillShowsVerifiesAndResumes) {
   ASSERT_EQ(hd::test::rows_text(old, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'sweep%'"),
             "0|\n");
   const json before = shown(new_sweep()), after = shown(old);
-  EXPECT_EQ(after["sweep"].dump(), before["sweep"].dump());
+  // The same figures, less B's floor (which the older file has not).
+  EXPECT_EQ(after["sweep"]["shapley"].dump(), before["sweep"]["shapley"].dump());
+  EXPECT_EQ(after["sweep"]["floor"]["floor_a"].dump(), before["sweep"]["floor"]["floor_a"].dump());
+  EXPECT_TRUE(after["sweep"]["floor"]["floor_b"].is_null());
   EXPECT_EQ(after["integrity"], "ok");
   const auto v = hd::test::run_cli({"verify", old});
   EXPECT_EQ(v.exit_code, 0) << v.err;
@@ -177,8 +190,13 @@ TEST(SweepStorage, AFileWithRowsInMetaStillShowsVerifiesAndResumes) {
   const auto r = hd::test::run_cli({"sweep", "--resume", cut});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("resuming: 2 of 3 chunks already stored"), std::string::npos) << r.err;
-  EXPECT_EQ(shown(cut)["sweep"].dump(), before["sweep"].dump());
-  const std::string chunk2 = "SELECT * FROM sweep_positions WHERE chunk = 2 ORDER BY 1, 2, 3, 4";
+  EXPECT_EQ(shown(cut)["sweep"].dump(), after["sweep"].dump());
+  // (An older sweep resumes as it began: without B's floor.)
+  const std::string chunk2 =
+      "SELECT * FROM sweep_positions WHERE chunk = 2 AND comparison != 'floor_b' ORDER BY 1, 2, 3, 4";
+  EXPECT_EQ(hd::test::rows_text(cut, "SELECT count(*) FROM sweep_positions WHERE comparison = "
+                                     "'floor_b'"),
+            "0|\n");
   EXPECT_EQ(hd::test::rows_text(cut, chunk2), hd::test::rows_text(new_sweep(), chunk2));
   EXPECT_EQ(hd::test::rows_text(cut, "SELECT DISTINCT chunk FROM sweep_positions"), "2|\n");
   EXPECT_EQ(hd::test::run_cli({"verify", cut}).exit_code, 0);

@@ -108,6 +108,11 @@ std::optional<std::string> first_mismatch(const ChunkResult& s, const ChunkResul
   if (s.floor) {
     if (auto m = compare("floor", s.chunk, *s.floor, *r.floor)) return m;
   }
+  if (s.floor_b.has_value() != r.floor_b.has_value())
+    return fmt::format("chunk {}: B's floor presence differs", s.chunk);
+  if (s.floor_b) {
+    if (auto m = compare("floor_b", s.chunk, *s.floor_b, *r.floor_b)) return m;
+  }
   if (s.transplants.has_value() != r.transplants.has_value()) {
     return fmt::format("chunk {}: transplants presence differs", s.chunk);
   }

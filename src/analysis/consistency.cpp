@@ -16,6 +16,8 @@ std::optional<std::string> chunks_problem(const std::vector<ChunkResult>& chunks
       return where + " has other restore points than chunk " + std::to_string(first.chunk);
     if (c.floor && c.floor->positions.size() != c.diff.positions.size())
       return where + " has floor rows that do not match its diff rows";
+    if (c.floor_b && c.floor_b->positions.size() != c.diff.positions.size())
+      return where + " has B's floor rows that do not match its diff rows";
     if (!c.transplants) continue;
     std::set<int> scored;
     for (const auto& p : c.diff.positions) scored.insert(p.pos);

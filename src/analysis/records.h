@@ -28,7 +28,8 @@ struct LayerRow {
   ResidualDiff diff;
 };
 
-// One pair of arms compared on one chunk: A vs B (the diff) or A vs A re-split (the floor).
+// One pair of arms compared on one chunk: A vs B (the diff), A vs A re-split or B vs B re-split
+// (the floors).
 struct Comparison {
   std::vector<PositionRow> positions;
   std::vector<LayerRow> layers;
@@ -64,11 +65,20 @@ struct ChunkResult {
   int chunk = 0;
   std::vector<int32_t> tokens;  // exactly what both arms evaluated (BOS already in place)
   Comparison diff;
-  std::optional<Comparison> floor;
+  std::optional<Comparison> floor;    // A vs A′ (A re-split into other ubatches)
+  std::optional<Comparison> floor_b;  // B vs B′, same split rule; absent in files from before
   std::vector<ResidualTensor> residuals;
   std::optional<Transplants> transplants;
   std::map<std::string, std::vector<CellRow>> analyses;  // plug-in name -> its rows, in order
   double seconds = 0;  // wall time; provenance only, never compared
 };
+
+// The comparisons a chunk holds: the diff, then the floors that were measured.
+inline std::vector<const Comparison*> comparisons_of(const ChunkResult& c) {
+  std::vector<const Comparison*> v{&c.diff};
+  if (c.floor) v.push_back(&*c.floor);
+  if (c.floor_b) v.push_back(&*c.floor_b);
+  return v;
+}
 
 }  // namespace hd::analysis

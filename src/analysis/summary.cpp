@@ -1,5 +1,6 @@
 #include "analysis/summary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -41,8 +42,9 @@ static std::vector<LayerSummary> summarize_layers(const std::vector<ChunkResult>
   struct Acc {
     std::vector<double> rel;
     std::vector<int> cluster;
-    double cos = 0, max_abs = 0, floor_rel = 0;
-    size_t floor_n = 0;
+    double cos = 0, max_abs = 0;
+    double floor_rel[2] = {0, 0};  // A vs A′, B vs B′
+    size_t floor_n[2] = {0, 0};
   };
   std::map<int, Acc> acc;
   for (size_t c = 0; c < chunks.size(); ++c) {
@@ -58,13 +60,20 @@ static std::vector<LayerSummary> summarize_layers(const std::vector<ChunkResult>
       a.cos += l.diff.cosine;
       a.max_abs = std::max(a.max_abs, l.diff.max_abs);
     }
-    if (!chunks[c].floor) continue;
-    for (const auto& l : chunks[c].floor->layers) {
-      if (!scored.count(l.pos)) continue;
-      acc[l.layer].floor_rel += l.diff.rel_err;
-      acc[l.layer].floor_n++;
+    const std::optional<Comparison>* floors[2] = {&chunks[c].floor, &chunks[c].floor_b};
+    for (int f = 0; f < 2; ++f) {
+      if (!*floors[f]) continue;
+      for (const auto& l : (*floors[f])->layers) {
+        if (!scored.count(l.pos)) continue;
+        acc[l.layer].floor_rel[f] += l.diff.rel_err;
+        acc[l.layer].floor_n[f]++;
+      }
     }
   }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto mean = [nan](double sum, size_t n) {
+    return n == 0 ? nan : sum / static_cast<double>(n);
+  };
   std::vector<LayerSummary> out;
   for (const auto& [layer, a] : acc) {
     LayerSummary s;
@@ -72,24 +81,47 @@ static std::vector<LayerSummary> summarize_layers(const std::vector<ChunkResult>
     s.rel_err = cluster_mean(a.rel, a.cluster);
     s.cosine_mean = a.rel.empty() ? 0 : a.cos / static_cast<double>(a.rel.size());
     s.max_abs = a.max_abs;
-    s.floor_rel_err_mean = a.floor_n == 0 ? std::numeric_limits<double>::quiet_NaN()
-                                          : a.floor_rel / static_cast<double>(a.floor_n);
+    s.floor_a_rel_err_mean = mean(a.floor_rel[0], a.floor_n[0]);
+    s.floor_b_rel_err_mean = mean(a.floor_rel[1], a.floor_n[1]);
+    s.floor_rel_err_mean = std::isnan(s.floor_b_rel_err_mean)
+                               ? s.floor_a_rel_err_mean
+                               : std::max(s.floor_a_rel_err_mean, s.floor_b_rel_err_mean);
     out.push_back(s);
   }
   return out;
 }
 
+FloorFigures larger_floor(const ComparisonSummary& a, const ComparisonSummary* b) {
+  FloorFigures f;
+  const auto larger = [](const MeanCI& x, const MeanCI* y) {
+    return y != nullptr && y->mean > x.mean ? *y : x;
+  };
+  f.kl = larger(a.kl, b ? &b->kl : nullptr);
+  f.top1_change = larger(a.top1_change, b ? &b->top1_change : nullptr);
+  f.kl_percentiles = a.kl_percentiles;
+  for (size_t i = 0; b != nullptr && i < f.kl_percentiles.size() && i < b->kl_percentiles.size();
+       ++i) {
+    f.kl_percentiles[i].value = std::max(f.kl_percentiles[i].value, b->kl_percentiles[i].value);
+  }
+  f.bitwise_identical = a.bitwise_identical && (b == nullptr || b->bitwise_identical);
+  return f;
+}
+
 Summary summarize(const std::vector<ChunkResult>& chunks) {
   Summary s;
   s.n_chunks = chunks.size();
-  std::vector<const Comparison*> diff, floor;
+  std::vector<const Comparison*> diff, floor, floor_b;
   for (const auto& c : chunks) {
     diff.push_back(&c.diff);
     if (c.floor) floor.push_back(&*c.floor);
+    if (c.floor_b) floor_b.push_back(&*c.floor_b);
   }
   s.diff = summarize_comparison(diff);
   s.has_floor = !floor.empty() && floor.size() == chunks.size();
   if (s.has_floor) s.floor = summarize_comparison(floor);
+  s.has_floor_b = s.has_floor && floor_b.size() == chunks.size();
+  if (s.has_floor_b) s.floor_b = summarize_comparison(floor_b);
+  if (s.has_floor) s.noise = larger_floor(s.floor, s.has_floor_b ? &s.floor_b : nullptr);
   s.layers = summarize_layers(chunks);
   return s;
 }

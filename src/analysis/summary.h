@@ -24,18 +24,33 @@ struct LayerSummary {
   MeanCI rel_err;
   double cosine_mean = 0;
   double max_abs = 0;
-  double floor_rel_err_mean = 0;  // NaN without a floor
+  double floor_rel_err_mean = 0;    // the larger of the two below; NaN without a floor
+  double floor_a_rel_err_mean = 0;  // A vs A′; NaN without a floor
+  double floor_b_rel_err_mean = 0;  // B vs B′; NaN without one (and in files from before it)
+};
+
+// The floor each figure is read against: per figure, the larger of A vs A′ and B vs B′ (by
+// mean; A's alone in files from before B's floor). A floor of A alone can understate the noise
+// by orders of magnitude: an F32 A is bitwise stable where a quantized B is not.
+struct FloorFigures {
+  MeanCI kl, top1_change;
+  std::vector<Percentile> kl_percentiles;  // the larger at each percentile
+  bool bitwise_identical = false;          // every floor measured is bitwise
 };
 
 struct Summary {
   size_t n_chunks = 0;
   ComparisonSummary diff;
-  bool has_floor = false;
+  bool has_floor = false;  // A vs A′ on every chunk
   ComparisonSummary floor;
+  bool has_floor_b = false;  // B vs B′ on every chunk
+  ComparisonSummary floor_b;
+  FloorFigures noise;  // when has_floor
   std::vector<LayerSummary> layers;
 };
 
 ComparisonSummary summarize_comparison(const std::vector<const Comparison*>& chunks);
+FloorFigures larger_floor(const ComparisonSummary& a, const ComparisonSummary* b);
 Summary summarize(const std::vector<ChunkResult>& chunks);
 
 }  // namespace hd::analysis

@@ -7,6 +7,7 @@
 #include "errors.h"
 #include "report/flips.h"
 #include "report/floor.h"
+#include "report/noise_floor.h"
 #include "report/result.h"
 #include "report/routing_map.h"
 #include "report/show.h"
@@ -43,8 +44,8 @@ Shown show_diff(const std::string& path, const ShowRequest& r) {
     }
     if (flips) print_flips(out, l);
     print_summary(out, l);
-    if (r.transplants) print_transplants(out, *l.transplants);
-    if (r.components) print_components(out, *l.transplants);
+    if (r.transplants) print_transplants(out, *l.transplants, kl_floor_hi(l.summary));
+    if (r.components) print_components(out, *l.transplants, kl_floor_hi(l.summary));
     if (r.position) print_position(out, l, *r.position);
     if (r.worst > 0) print_worst(out, l, r.worst);
   }
@@ -105,7 +106,7 @@ nlohmann::json diff_entry(const std::string& path) {
       {"top1_change_rate", s.diff.top1_change.mean},
       {"ppl_a", s.diff.ppl_a},
       {"ppl_b", s.diff.ppl_b},
-      {"floor_kl_mean", s.has_floor ? s.floor.kl.mean : NAN},
+      {"floor_kl_mean", s.has_floor ? s.noise.kl.mean : NAN},
       {"n_chunks", s.n_chunks},
       {"a", model("a")},
       {"b", l.config.value("b_quant", "").empty() ? model("b") : l.config.value("b_quant", "")}};

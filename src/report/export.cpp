@@ -82,7 +82,9 @@ void positions(Writer& w, const Loaded& l) {
 void layers(Writer& w, const Loaded& l) {
   for (const auto& c : l.chunks) {
     const std::pair<const char*, const analysis::Comparison*> comparisons[] = {
-        {"diff", &c.diff}, {"floor", c.floor ? &*c.floor : nullptr}};
+        {"diff", &c.diff},
+        {"floor", c.floor ? &*c.floor : nullptr},
+        {"floor_b", c.floor_b ? &*c.floor_b : nullptr}};
     for (const auto& [name, comparison] : comparisons) {
       if (comparison == nullptr) continue;
       for (const auto& r : comparison->layers) {

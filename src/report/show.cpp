@@ -9,6 +9,8 @@
 #include "analysis/consistency.h"
 #include "errors.h"
 #include "report/analyses.h"
+#include "report/figures.h"
+#include "report/noise_floor.h"
 #include "report/routing_map.h"
 #include "report/transplants.h"
 #include "store/experiment.h"
@@ -74,13 +76,6 @@ std::string piece_text(const Loaded& l, int32_t id) {
 
 static std::string piece(const Loaded& l, int32_t id) { return printable(piece_text(l, id)); }
 
-// Four significant digits: KL spans 1e-7 (a floor) to 1 (a broken quant) and all of it matters.
-static std::string num(double v) { return v == 0 ? "0" : fmt::format("{:.4g}", v); }
-
-static std::string ci(const analysis::MeanCI& m, double scale = 1) {
-  if (std::isnan(m.ci95)) return num(m.mean * scale);
-  return num(m.mean * scale) + " ± " + num(m.ci95 * scale);
-}
 
 static std::string arm_line(const nlohmann::json& arm) {
   if (arm.is_null()) return "?";
@@ -115,29 +110,7 @@ void print_summary(std::ostream& os, const Loaded& l) {
     os << "no chunk is stored yet\n";
     return;
   }
-  const bool fl = s.has_floor;
-  const std::string floor_head =
-      fl ? fmt::format("floor (A vs A at ubatch {})", l.provenance.value("floor_ubatch", 0))
-         : "floor: not measured";
-  os << fmt::format("\n  {:<16} {:<28} {}\n", "", "A vs B", floor_head);
-  const std::string floor_kl = !fl                         ? ""
-                               : s.floor.bitwise_identical ? "0 (bitwise identical logits)"
-                                                           : ci(s.floor.kl);
-  os << fmt::format("  {:<16} {:<28} {}\n", "mean KL", ci(s.diff.kl), floor_kl);
-  os << fmt::format("  {:<16} {:<28} {}\n", "top-1 change %", ci(s.diff.top1_change, 100),
-                    fl ? ci(s.floor.top1_change, 100) : "");
-  os << fmt::format("  {:<16} {:<28} {}\n", "PPL A", fmt::format("{:.4f}", s.diff.ppl_a), "");
-  os << fmt::format("  {:<16} {:<28} {}\n", "PPL B", fmt::format("{:.4f}", s.diff.ppl_b),
-                    fl ? fmt::format("{:.4f} (A re-split)", s.floor.ppl_b) : "");
-  os << "\n  KL percentiles  ";
-  for (const auto& p : s.diff.kl_percentiles) os << fmt::format("{} {}  ", p.label, num(p.value));
-  os << "\n\n  residual after each layer (l_out-N), scored positions:\n";
-  os << fmt::format("  {:>5}  {:<26} {:>10} {:>12} {:>14}\n", "layer", "rel. L2 error", "cosine",
-                    "max |Δ|", "floor rel err");
-  for (const auto& r : s.layers) {
-    os << fmt::format("  {:>5}  {:<26} {:>10.6f} {:>12.5g} {:>14.3g}\n", r.layer, ci(r.rel_err),
-                      r.cosine_mean, r.max_abs, r.floor_rel_err_mean);
-  }
+  print_against_floor(os, l);
   for (const auto& [name, table] : l.analyses) print_summary_table(os, table);
 }
 
@@ -162,11 +135,9 @@ void print_ladder(std::ostream& os, const std::vector<Loaded>& runs) {
                     "top-1 change %", "PPL A", "PPL B", "floor KL", "positions");
   for (const Loaded& l : runs) {
     const auto& s = l.summary;
-    const std::string floor = !s.has_floor                ? "not measured"
-                              : s.floor.bitwise_identical ? "0 (bitwise)"
-                                                          : ci(s.floor.kl);
+    const std::string floor = floor_kl_cell(s);
     os << fmt::format("{:<22} {:>24} {:>20} {:>10.4f} {:>10.4f} {:>22} {:>9}\n", b_label(l),
-                      ci(s.diff.kl), ci(s.diff.top1_change, 100), s.diff.ppl_a, s.diff.ppl_b, floor,
+                      with_ci(s.diff.kl), with_ci(s.diff.top1_change, 100), s.diff.ppl_a, s.diff.ppl_b, floor,
                       s.diff.n_scored);
   }
 }
@@ -225,19 +196,6 @@ void print_worst(std::ostream& os, const Loaded& l, int n) {
   }
 }
 
-static nlohmann::json comparison_json(const analysis::ComparisonSummary& s) {
-  nlohmann::json pct;
-  for (const auto& p : s.kl_percentiles) pct[p.label] = p.value;
-  return {{"n_scored", s.n_scored},
-          {"kl_mean", s.kl.mean},
-          {"kl_ci95", s.kl.ci95},
-          {"kl_percentiles", pct},
-          {"top1_change_rate", s.top1_change.mean},
-          {"top1_change_rate_ci95", s.top1_change.ci95},
-          {"ppl_a", s.ppl_a},
-          {"ppl_b", s.ppl_b}};
-}
-
 nlohmann::json summary_json(const Loaded& l, int worst) {
   const auto& s = l.summary;
   nlohmann::json j = comparison_json(s.diff);
@@ -245,20 +203,8 @@ nlohmann::json summary_json(const Loaded& l, int worst) {
   j["status"] = l.status;
   j["integrity"] = l.integrity;
   j["n_chunks"] = s.n_chunks;
-  j["floor_kl_mean"] = s.has_floor ? s.floor.kl.mean : NAN;
-  j["floor_kl_ci95"] = s.has_floor ? s.floor.kl.ci95 : NAN;
-  j["floor_top1_change_rate"] = s.has_floor ? s.floor.top1_change.mean : NAN;
-  if (s.has_floor) j["floor"] = comparison_json(s.floor);
-  j["layers"] = nlohmann::json::array();
-  for (const auto& r : s.layers) {
-    j["layers"].push_back({{"layer", r.layer},
-                           {"rel_err_mean", r.rel_err.mean},
-                           {"rel_err_ci95", r.rel_err.ci95},
-                           {"cosine_mean", r.cosine_mean},
-                           {"max_abs", r.max_abs},
-                           {"floor_rel_err_mean", r.floor_rel_err_mean}});
-  }
-  if (l.transplants) add_transplants_json(j, *l.transplants);
+  add_floor_json(j, l);
+  if (l.transplants) add_transplants_json(j, *l.transplants, kl_floor_hi(s));
   if (!l.analyses.empty()) {
     j["analyses"] = nlohmann::json::object();
     for (const auto& [name, table] : l.analyses) j["analyses"][name] = summary_table_json(table);

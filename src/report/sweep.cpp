@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "analysis/against_floor.h"
+
 namespace hd::report {
 namespace {
 
@@ -77,10 +79,22 @@ void print_sweep(std::ostream& os, const LoadedResult& l) {
                       100 * c["top1_change_rate"].get<double>(), num(c["ppl"], "{:.4f}"));
   }
   if (!r["floor"].is_null()) {
-    os << fmt::format("numerical floor (A re-split into other ubatches): mean KL {} ± {}, top-1 "
-                      "Δ {:.3f}%\n",
-                      num(r["floor"]["kl_mean"]), num(r["floor"]["kl_ci95"]),
-                      100 * r["floor"]["top1_change_rate"].get<double>());
+    const auto line = [&](const char* what, const nlohmann::json& f) {
+      os << fmt::format("{}: mean KL {} ± {}, top-1 Δ {:.3f}%\n", what, num(f["kl_mean"]),
+                        num(f["kl_ci95"]), 100 * f["top1_change_rate"].get<double>());
+    };
+    const bool both = r["floor"].contains("floor_b") && !r["floor"]["floor_b"].is_null();
+    if (!both) {
+      line("numerical floor (A re-split into other ubatches)", r["floor"]);
+    } else {
+      line("numerical floor (the larger of A vs A′ and B vs B′)", r["floor"]);
+      line("  A vs A′ (A re-split into other ubatches)", r["floor"]["floor_a"]);
+      line("  B vs B′ (B re-split into other ubatches)", r["floor"]["floor_b"]);
+    }
+  }
+  if (const std::string note = analysis::few_chunks_note(r.value("chunks", size_t{0}));
+      !note.empty()) {
+    os << note << "\n";
   }
   if (settings.empty()) return;
   os << fmt::format("\ntotal KL(A || B) = {}; attribution (mean over chunks ± 95%; Shapley values "
@@ -99,10 +113,19 @@ void print_sweep(std::ostream& os, const LoadedResult& l) {
   os << fmt::format("{:<16} {:>12} {:>10}\n", "Shapley value", "", "±95%");
   for (const auto& p : r["shapley_players"]) {
     const std::string name = p.get<std::string>();
-    bool in_floor = false;
-    for (const auto& w : r["within_floor"]) in_floor |= w == name;
+    // Sweeps from before the two statements hold one list, "within_floor".
+    const auto listed = [&](const char* key) {
+      bool in = false;
+      if (r.contains(key))
+        for (const auto& w : r[key]) in |= w == name;
+      return in;
+    };
+    std::string says;
+    if (listed("interval_includes_0")) says += std::string("  ") + analysis::kIncludesZero;
+    if (listed("below_floor")) says += std::string("  ") + analysis::kBelowFloor;
+    if (listed("within_floor")) says += "  within the floor";
     os << fmt::format("{:<16} {:>12} {:>10}{}\n", players_text(name), num(r["shapley"][name]),
-                      num(r["shapley_ci95"][name]), in_floor ? "  within the floor" : "");
+                      num(r["shapley_ci95"][name]), says);
   }
   if (r["shapley_players"].size() < settings.size()) {
     os << r["impossible"].get<int>()

@@ -5,61 +5,65 @@
 #include <cmath>
 
 #include "errors.h"
+#include "report/figures.h"
+#include "report/noise_floor.h"
 
 namespace hd::report {
 
 using analysis::MeanCI;
 
-static std::string num(double v) { return v == 0 ? "0" : fmt::format("{:.4g}", v); }
-
-static std::string with_ci(const MeanCI& m) {
-  if (std::isnan(m.ci95)) return num(m.mean);
-  return num(m.mean) + " ± " + num(m.ci95);
-}
 
 static nlohmann::json interval(const MeanCI& m) {
   if (std::isnan(m.ci95)) return {nullptr, nullptr};
   return {m.mean - m.ci95, m.mean + m.ci95};
 }
 
-void print_transplants(std::ostream& os, const analysis::TransplantSummary& s) {
+// A value and, after it, what its interval says against the KL floor (analysis/against_floor).
+static std::string read(const MeanCI& m, double floor_hi, size_t width = 26) {
+  const std::string says = analysis::standing_text(analysis::standing(m, floor_hi));
+  const std::string v = with_ci(m);
+  if (says.empty()) return v;
+  return fmt::format("{:<{}} ({})", v, width, says);
+}
+
+void print_transplants(std::ostream& os, const analysis::TransplantSummary& s, double floor_hi) {
   os << "\n  transplants: mean KL(A‖·) over scored positions after restoring each point\n";
   os << "    denoise: B's pass with A's tensor written there (falls to what the rest adds)\n";
   os << "    noise:   A's pass with B's tensor written there (rises to what the prefix carries)\n";
-  os << fmt::format("  {:<12} {:<26} {}\n", "point", "denoise", "noise");
+  os << fmt::format("  {:<12} {:<52} {}\n", "point", "denoise", "noise");
   for (size_t i = 0; i < s.denoise.size(); ++i) {
-    os << fmt::format("  {:<12} {:<26} {}\n", s.denoise[i].point, with_ci(s.denoise[i].kl),
-                      with_ci(s.noise[i].kl));
+    os << fmt::format("  {:<12} {:<52} {}\n", s.denoise[i].point,
+                      read(s.denoise[i].kl, floor_hi), read(s.noise[i].kl, floor_hi));
   }
 }
 
 static void print_direction(std::ostream& os, const char* name,
-                            const analysis::DirectionComponents& c) {
+                            const analysis::DirectionComponents& c, double floor_hi) {
   os << fmt::format("\n  {}: untouched {}  final {}  (steps sum to {})\n", name, num(c.untouched),
                     num(c.final),
                     std::string(name) == "denoise" ? "untouched − final" : "final − untouched");
-  os << fmt::format("  {:>9}  {:<26} {}\n", "", "attention", "MLP");
-  os << fmt::format("  {:>9}  {:<26}\n", "embedding", with_ci(c.embedding));
+  os << fmt::format("  {:>9}  {:<52} {}\n", "", "attention", "MLP");
+  os << fmt::format("  {:>9}  {:<52}\n", "embedding", read(c.embedding, floor_hi));
   for (const auto& l : c.layers) {
-    os << fmt::format("  {:>9}  {:<26} {}\n", fmt::format("layer {}", l.layer),
-                      with_ci(l.attention), with_ci(l.mlp));
+    os << fmt::format("  {:>9}  {:<52} {}\n", fmt::format("layer {}", l.layer),
+                      read(l.attention, floor_hi), read(l.mlp, floor_hi));
   }
-  os << fmt::format("  {:>9}  {:<26} {}\n", "total", with_ci(c.attention_total),
-                    with_ci(c.mlp_total));
+  os << fmt::format("  {:>9}  {:<52} {}\n", "total", read(c.attention_total, floor_hi),
+                    read(c.mlp_total, floor_hi));
   os << fmt::format(
       "  attention − MLP (paired): {}   attention's share per chunk: {:.2f} – {:.2f}\n",
       with_ci(c.paired_diff), c.attention_share_min, c.attention_share_max);
 }
 
-void print_components(std::ostream& os, const analysis::TransplantSummary& s) {
+void print_components(std::ostream& os, const analysis::TransplantSummary& s, double floor_hi) {
   if (!s.has_components) {
     os << "\n  components: not measured (run diff with --components)\n";
     return;
   }
   os << "\n  components: the change in KL across each block, positive = the block carries "
         "divergence\n";
-  print_direction(os, "denoise", s.denoise_components);
-  print_direction(os, "noise", s.noise_components);
+  print_direction(os, "denoise", s.denoise_components, floor_hi);
+  print_direction(os, "noise", s.noise_components, floor_hi);
 }
 
 Position parse_position(const std::string& where) {
@@ -100,21 +104,29 @@ void print_position(std::ostream& os, const Loaded& l, const Position& where) {
                    " (is it a scored position of a run with --transplants?)");
 }
 
-static nlohmann::json curve_json(const std::vector<analysis::CurvePoint>& c) {
+static nlohmann::json curve_json(const std::vector<analysis::CurvePoint>& c, double floor_hi) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& p : c)
-    a.push_back({{"point", p.point}, {"kl_mean", p.kl.mean}, {"kl_ci95", interval(p.kl)}});
+    a.push_back({{"point", p.point},
+                 {"kl_mean", p.kl.mean},
+                 {"kl_ci95", interval(p.kl)},
+                 {"standing", standing_json(analysis::standing(p.kl, floor_hi))}});
   return a;
 }
 
-static nlohmann::json components_json(const analysis::DirectionComponents& c) {
+static nlohmann::json components_json(const analysis::DirectionComponents& c, double floor_hi) {
+  const auto says = [floor_hi](const MeanCI& m) {
+    return standing_json(analysis::standing(m, floor_hi));
+  };
   nlohmann::json layers = nlohmann::json::array();
   for (const auto& l : c.layers) {
     layers.push_back({{"layer", l.layer},
                       {"attention", l.attention.mean},
                       {"attention_ci95", interval(l.attention)},
+                      {"attention_standing", says(l.attention)},
                       {"mlp", l.mlp.mean},
-                      {"mlp_ci95", interval(l.mlp)}});
+                      {"mlp_ci95", interval(l.mlp)},
+                      {"mlp_standing", says(l.mlp)}});
   }
   return {{"untouched", c.untouched},
           {"final", c.final},
@@ -131,11 +143,13 @@ static nlohmann::json components_json(const analysis::DirectionComponents& c) {
           {"attention_share_max", c.attention_share_max}};
 }
 
-void add_transplants_json(nlohmann::json& j, const analysis::TransplantSummary& s) {
-  j["transplants"] = {{"denoise", curve_json(s.denoise)}, {"noise", curve_json(s.noise)}};
+void add_transplants_json(nlohmann::json& j, const analysis::TransplantSummary& s,
+                          double floor_hi) {
+  j["transplants"] = {{"denoise", curve_json(s.denoise, floor_hi)},
+                      {"noise", curve_json(s.noise, floor_hi)}};
   if (s.has_components) {
-    j["components"] = {{"denoise", components_json(s.denoise_components)},
-                       {"noise", components_json(s.noise_components)}};
+    j["components"] = {{"denoise", components_json(s.denoise_components, floor_hi)},
+                       {"noise", components_json(s.noise_components, floor_hi)}};
   }
 }
 

@@ -9,8 +9,9 @@
 
 namespace hd::report {
 
-void print_transplants(std::ostream& os, const analysis::TransplantSummary& s);
-void print_components(std::ostream& os, const analysis::TransplantSummary& s);
+// `floor_hi`: the upper end of the KL floor every value is read against (report/noise_floor.h).
+void print_transplants(std::ostream& os, const analysis::TransplantSummary& s, double floor_hi);
+void print_components(std::ostream& os, const analysis::TransplantSummary& s, double floor_hi);
 // `where` is "CHUNK:POS". InputError when it names no stored scored position.
 // --position CHUNK:POS, read strictly (whole numbers): InputError otherwise.
 struct Position {
@@ -20,6 +21,7 @@ Position parse_position(const std::string& where);
 void print_position(std::ostream& os, const Loaded& l, const Position& where);
 
 // {transplants: {denoise: [...], noise: [...]}, components: {denoise: {...}, noise: {...}}}
-void add_transplants_json(nlohmann::json& j, const analysis::TransplantSummary& s);
+void add_transplants_json(nlohmann::json& j, const analysis::TransplantSummary& s,
+                          double floor_hi);
 
 }  // namespace hd::report

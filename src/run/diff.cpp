@@ -20,6 +20,7 @@ static nlohmann::json provenance(const Session& s, const Input& input,
   if (s.config().skip_unencodable) p["text"]["unencodable_lines_dropped"] = dropped_lines;
   p["arms"] = s.arms_provenance();
   p["floor_ubatch"] = s.floor_ubatch();
+  if (s.floor_ubatch_b() > 0) p["floor_ubatch_b"] = s.floor_ubatch_b();
   p["points"] = engine::to_json(s.points());
   return p;
 }

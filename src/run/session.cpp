@@ -66,11 +66,17 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   a_ = make_run(model_a, config_.a);
   b_ = make_run(model_b, config_.b);
   if (config_.floor && map_.floor()) {  // otherwise the run says why (capability_lines)
-    engine::ArmSettings fs = config_.a;
-    floor_ub_ = config_.floor_ubatch > 0 ? config_.floor_ubatch
-                                         : floor_ubatch_for(config_.chunk, config_.a.n_ubatch);
-    fs.n_ubatch = floor_ub_;
-    floor_ = make_run(model_a, fs);
+    // Each arm re-split by the same rule from its own ubatch: B's kernels (a quantized matmul,
+    // flash attention) can be split-sensitive where A's are bitwise stable.
+    auto resplit = [&](const engine::ArmSettings& arm, int& ub) {
+      engine::ArmSettings fs = arm;
+      ub = config_.floor_ubatch > 0 ? config_.floor_ubatch
+                                    : floor_ubatch_for(config_.chunk, arm.n_ubatch);
+      fs.n_ubatch = ub;
+      return fs;
+    };
+    floor_ = make_run(model_a, resplit(config_.a, floor_ub_));
+    floor_b_ = make_run(model_b, resplit(config_.b, floor_ub_b_));
   }
   for (const auto& [path, m] : models) sha256_[path] = sha256_file(path);
 }
@@ -276,6 +282,8 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
   if (floor_.arm) {
     run(floor_, tokens, first_output);
     r.floor = compare(a_, floor_, tokens, first_output);
+    run(floor_b_, tokens, first_output);
+    r.floor_b = compare(b_, floor_b_, tokens, first_output);
   }
   run_analyses(r, tokens, first_output);
   if (!points_.empty()) r.transplants = transplant(tokens, first_output);
@@ -290,8 +298,7 @@ std::map<int32_t, std::string> Session::pieces_of(const ChunkResult& c) const {
     if (id >= 0 && !out.count(id)) out[id] = a_.arm->model().token_text(id);
   };
   for (int32_t t : c.tokens) add(t);
-  for (const Comparison* cmp : {&c.diff, c.floor ? &*c.floor : nullptr}) {
-    if (cmp == nullptr) continue;
+  for (const Comparison* cmp : analysis::comparisons_of(c)) {
     for (const auto& p : cmp->positions) {
       for (int32_t id : p.score.top_a.id) add(id);
       for (int32_t id : p.score.top_b.id) add(id);
@@ -305,6 +312,7 @@ nlohmann::json Session::arms_provenance() const {
   j["a"] = arm_facts(*a_.arm, sha256_.at(config_.a.model));
   j["b"] = arm_facts(*b_.arm, sha256_.at(config_.b.model));
   if (floor_.arm) j["floor"] = arm_facts(*floor_.arm, sha256_.at(config_.a.model));
+  if (floor_b_.arm) j["floor_b"] = arm_facts(*floor_b_.arm, sha256_.at(config_.b.model));
   return j;
 }
 

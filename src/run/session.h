@@ -1,5 +1,5 @@
-// The arms of one diff, built from its configuration: A, B and the floor arm (A again, split
-// into other ubatches). Computes a chunk's full result; diff, resume and verify all use this
+// The arms of one diff, built from its configuration: A, B and the floor arms (A and B again,
+// each split into other ubatches: a floor of A alone misses B's own split noise). Computes a chunk's full result; diff, resume and verify all use this
 // one path, which is what makes verify's bitwise comparison meaningful.
 #pragma once
 #include <functional>
@@ -32,6 +32,7 @@ class Session {
   const engine::Arm& arm_a() const { return *a_.arm; }
   const engine::Arm& arm_b() const { return *b_.arm; }
   int floor_ubatch() const { return floor_ub_; }
+  int floor_ubatch_b() const { return floor_ub_b_; }
   // A's points as the survey proved them (engine/point_survey.h): which analyses can run.
   const engine::PointMap& points() const { return map_; }
 
@@ -83,8 +84,8 @@ class Session {
                                std::span<const int32_t> tokens, int first_output);
 
   DiffConfig config_;
-  ArmRun a_, b_, floor_;
-  int floor_ub_ = 0;
+  ArmRun a_, b_, floor_, floor_b_;
+  int floor_ub_ = 0, floor_ub_b_ = 0;
   std::vector<analysis::RestorePoint> points_;  // empty without --transplants
   std::vector<const analysis::ChunkAnalysis*> analyses_;  // the plug-ins asked for
   engine::PointMap map_;

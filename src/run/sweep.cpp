@@ -57,11 +57,12 @@ DiffConfig with_quantized_b(DiffConfig c) {
   return c;
 }
 
-// The arms of a sweep: one per combination that can run (mask 0 is A), and the floor arm.
+// The arms of a sweep: one per combination that can run (mask 0 is A), and the floor arms (A
+// and B re-split; `floor_b` false for a sweep stored before B's floor).
 class Sweeper {
  public:
   // With b_quant, B's model is A's quantized (made or found in the cache first).
-  Sweeper(const DiffConfig& given, int max_arms)
+  Sweeper(const DiffConfig& given, int max_arms, bool floor_b)
       : c_(with_quantized_b(given)), names_(differing_settings(c_.a, c_.b)) {
     const DiffConfig& c = c_;
     const size_t n = size_t{1} << names_.size();
@@ -85,9 +86,13 @@ class Sweeper {
       }
     }
     if (c.floor && arms_[0]->splits_batches()) {  // show says "floor: not measured" otherwise
-      engine::ArmSettings fs = c.a;
-      fs.n_ubatch = c.floor_ubatch > 0 ? c.floor_ubatch : floor_ubatch_for(c.chunk, c.a.n_ubatch);
-      floor_ = std::make_unique<engine::Arm>(model_a, fs, c.chunk);
+      const auto resplit = [&](const engine::ArmSettings& arm) {
+        engine::ArmSettings fs = arm;
+        fs.n_ubatch = c.floor_ubatch > 0 ? c.floor_ubatch : floor_ubatch_for(c.chunk, arm.n_ubatch);
+        return fs;
+      };
+      floor_ = std::make_unique<engine::Arm>(model_a, resplit(c.a), c.chunk);
+      if (floor_b) floor_b_ = std::make_unique<engine::Arm>(model_b, resplit(c.b), c.chunk);
     }
   }
 
@@ -111,6 +116,7 @@ class Sweeper {
   }
 
   int floor_ubatch() const { return floor_ ? floor_->settings().n_ubatch : 0; }
+  int floor_ubatch_b() const { return floor_b_ ? floor_b_->settings().n_ubatch : 0; }
 
   // Provenance "arms": A and B as a diff records them, the floor arm, and every combination's
   // arm by mask (null where it cannot run): what each ran on, when a sweep crosses devices or
@@ -121,6 +127,7 @@ class Sweeper {
     };
     nlohmann::json j = {{"a", facts(*arms_.front())}, {"b", facts(*arms_.back())}};
     if (floor_) j["floor"] = facts(*floor_);
+    if (floor_b_) j["floor_b"] = facts(*floor_b_);
     nlohmann::json all = nlohmann::json::array();
     for (const auto& arm : arms_) all.push_back(arm ? facts(*arm) : nlohmann::json(nullptr));
     j["combinations"] = all;
@@ -142,13 +149,14 @@ class Sweeper {
                                        v);
       out.nll_a.push_back(analysis::log_sum_exp(row) - row[static_cast<size_t>(tokens[p + 1])]);
     }
-    auto score = [&](engine::Arm& arm) {
-      arm.run_chunk(tokens, nullptr, logits_b_, first_output);
+    // KL(ref || arm) and the arm's NLL; the arm's logits are left in `into`.
+    auto score = [&](const std::vector<float>& ref, engine::Arm& arm, std::vector<float>& into) {
+      arm.run_chunk(tokens, nullptr, into, first_output);
       store::SweepArmRows r;
       for (int p = first_output; p < n - 1; ++p) {
         const size_t off = static_cast<size_t>(p - first_output) * v;
-        const auto s = analysis::score_position(
-            {logits_a_.data() + off, v}, {logits_b_.data() + off, v}, tokens[p + 1], scratch_);
+        const auto s = analysis::score_position({ref.data() + off, v}, {into.data() + off, v},
+                                                tokens[p + 1], scratch_);
         r.kl.push_back(s.kl);
         r.nll.push_back(s.nll_b);
         r.flips += s.top_a.id[0] != s.top_b.id[0];
@@ -157,11 +165,14 @@ class Sweeper {
     };
     for (size_t m = 1; m < arms_.size(); ++m) {
       if (arms_[m])
-        out.combos.emplace_back(score(*arms_[m]));
+        out.combos.emplace_back(score(logits_a_, *arms_[m], logits_b_));
       else
         out.combos.emplace_back(std::nullopt);
     }
-    if (floor_) out.floor = score(*floor_);
+    // The last combination is B itself (it always runs): its logits are in logits_b_, or B is A
+    // when the arms differ in nothing.
+    if (floor_b_) out.floor_b = score(arms_.size() > 1 ? logits_b_ : logits_a_, *floor_b_, logits_f_);
+    if (floor_) out.floor = score(logits_a_, *floor_, logits_b_);
     return out;
   }
 
@@ -181,8 +192,8 @@ class Sweeper {
   std::map<std::string, std::string> sha256_;
   std::vector<std::unique_ptr<engine::Arm>> arms_;  // [mask]; null where it cannot run
   std::vector<std::string> reasons_;
-  std::unique_ptr<engine::Arm> floor_;
-  std::vector<float> logits_a_, logits_b_;
+  std::unique_ptr<engine::Arm> floor_, floor_b_;
+  std::vector<float> logits_a_, logits_b_, logits_f_;
   analysis::ScoreScratch scratch_;
 };
 
@@ -197,9 +208,11 @@ nlohmann::json sweep_config_json(const DiffConfig& c, int max_arms) {
 namespace {
 
 // What every stored chunk of this sweep looks like (the reader checks each against it).
+// `prov`: the stored provenance (B's floor is there when it records floor_ubatch_b).
 store::SweepShape sweep_shape(const DiffConfig& c, const nlohmann::json& combos,
-                              const std::string& path) {
+                              const nlohmann::json& prov, const std::string& path) {
   store::SweepShape shape;
+  shape.floor_b = c.floor && prov.value("floor_ubatch_b", 0) > 0;
   shape.first_pos = first_scored_target(c.score_from, c.chunk) - 1;
   shape.n_positions = c.chunk - 1 - shape.first_pos;
   shape.floor = c.floor;
@@ -249,7 +262,8 @@ RunEnd run_sweep_chunks(store::Experiment& e, Sweeper& s, const std::set<int>& d
   loop.command = "sweep";
   loop.total = static_cast<int>(chunks.size());
   loop.done = done;
-  const store::SweepShape shape = sweep_shape(s.config(), combos, e.path());
+  const store::SweepShape shape = sweep_shape(
+      s.config(), combos, nlohmann::json::parse(e.required_meta("provenance")), e.path());
   loop.run_chunk = [&](int c, int) {
     const auto t0 = std::chrono::steady_clock::now();
     e.put_sweep_chunk(s.compute(c, chunks[static_cast<size_t>(c)]));
@@ -288,7 +302,7 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
   const std::vector<std::string> inputs = {config.a.model, config.b.model, config.text_file};
   store::Experiment::check_creatable(out, replace, inputs);
   const Input input = read_input({config.text_file, config.token_ids}, config.skip_unencodable);
-  Sweeper s(config, max_arms);
+  Sweeper s(config, max_arms, true);
   size_t dropped = 0;
   const auto chunks = input_chunks(s.model_a(), input, config.skip_unencodable, config.chunk,
                                    config.max_chunks, progress, &dropped);
@@ -302,6 +316,7 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
   if (config.skip_unencodable) prov["text"]["unencodable_lines_dropped"] = dropped;
   prov["arms"] = s.arms_provenance();
   prov["floor_ubatch"] = s.floor_ubatch();
+  if (s.floor_ubatch_b() > 0) prov["floor_ubatch_b"] = s.floor_ubatch_b();
   e.set_meta("provenance", prov.dump());
   e.set_meta("sweep_combinations", combos.dump());
   return run_sweep_chunks(e, s, {}, chunks, cfg, combos, progress);
@@ -321,11 +336,11 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
   const nlohmann::json combos = nlohmann::json::parse(e.required_meta("sweep_combinations"));
   // Before minutes of loading, and before anything is written: never add to edited rows.
-  const auto done = stored_chunks(e, sweep_shape(config, combos, path),
+  const auto done = stored_chunks(e, sweep_shape(config, combos, prov, path),
                                   prov.at("tokens").at("n_chunks").get<int>());
   const Input input = read_stored_input({config.text_file, config.token_ids}, prov, again,
                                         "heterodyne sweep --resume " + path);
-  Sweeper s(config, cfg.at("max_arms").get<int>());
+  Sweeper s(config, cfg.at("max_arms").get<int>(), prov.value("floor_ubatch_b", 0) > 0);
   // The combinations record every model's hash and which could run: they must be as stored.
   if (s.combinations() != combos) {
     throw InputError("the models or settings are not those the sweep used: cannot resume");
@@ -336,6 +351,18 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
   e.set_meta("provenance", prov.dump());
   progress(fmt::format("resuming: {} of {} chunks already stored", done.size(), chunks.size()));
   return run_sweep_chunks(e, s, done, chunks, cfg, combos, progress);
+}
+
+// Every figure of the stored summary is the recomputed one's, bit for bit in its JSON text. A
+// summary from before B's floor lacks some keys (floor_a, floor_b, the two statements) and has
+// one no longer written (within_floor): it still verifies on the figures it holds.
+static bool follows(const nlohmann::json& stored, const nlohmann::json& again, bool top = true) {
+  if (!stored.is_object() || !again.is_object()) return stored.dump() == again.dump();
+  for (const auto& [key, value] : stored.items()) {
+    if (top && key == "within_floor") continue;
+    if (!again.contains(key) || !follows(value, again[key], false)) return false;
+  }
+  return true;
 }
 
 // The stored rows, read and checked before minutes of loading: each chunk must still hash as
@@ -359,9 +386,9 @@ void sweep_verify(const std::string& path, bool force, const ProgressFn& progres
   const DiffConfig config = diff_config_from_json(cfg);
   validate(config);
   const nlohmann::json combos = nlohmann::json::parse(e.required_meta("sweep_combinations"));
-  const auto stored = checked_rows(e, sweep_shape(config, combos, path),
+  const auto stored = checked_rows(e, sweep_shape(config, combos, prov, path),
                                    prov.at("tokens").at("n_chunks").get<int>());
-  Sweeper s(config, cfg.at("max_arms").get<int>());
+  Sweeper s(config, cfg.at("max_arms").get<int>(), prov.value("floor_ubatch_b", 0) > 0);
   if (s.combinations() != combos && !force) {
     throw InputError(
         "the models or settings are not those the sweep used (--force to compare anyway)");
@@ -382,7 +409,7 @@ void sweep_verify(const std::string& path, bool force, const ProgressFn& progres
     }
     progress(fmt::format("chunk {}/{}: identical", c + 1, chunks.size()));
   }
-  if (sweep_summary(cfg, rows, combos).dump() != e.required_meta("sweep")) {
+  if (!follows(nlohmann::json::parse(e.required_meta("sweep")), sweep_summary(cfg, rows, combos))) {
     throw RuntimeError("verify failed: the stored summary does not follow from the chunks");
   }
   progress(fmt::format("verify: all {} sweep chunks reproduce bitwise", chunks.size()));

@@ -3,9 +3,12 @@
 // chunks with its interval; the floor.
 #include "run/sweep_summary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
+#include "analysis/against_floor.h"
 #include "analysis/attribution.h"
 #include "analysis/stats.h"
 #include "common/json_number.h"
@@ -73,23 +76,46 @@ nlohmann::json combination_rows(const nlohmann::json& combinations,
   return combos;
 }
 
-// The floor's statistics (null without one); floor_hi gets the upper end of its interval.
-nlohmann::json floor_row(const std::vector<SweepChunkRows>& chunks, double& floor_hi) {
-  floor_hi = 0;
-  if (!chunks[0].floor) return nullptr;
+// One floor's statistics (null without it); `hi` gets the upper end of its interval (0 when it
+// is bitwise: a floor of exactly 0 puts nothing below it).
+nlohmann::json one_floor(const std::vector<SweepChunkRows>& chunks,
+                         const std::optional<store::SweepArmRows> SweepChunkRows::*which,
+                         double& hi) {
+  hi = std::numeric_limits<double>::quiet_NaN();
+  if (!(chunks[0].*which)) return nullptr;
   std::vector<double> kl;
   std::vector<int> cluster;
   size_t flips = 0;
+  bool bitwise = true;
   for (size_t g = 0; g < chunks.size(); ++g) {
-    if (!chunks[g].floor) throw InputError("the floor rows of a sweep chunk are missing");
-    for (double x : chunks[g].floor->kl) kl.push_back(x), cluster.push_back(int(g));
-    flips += static_cast<size_t>(chunks[g].floor->flips);
+    if (!(chunks[g].*which)) throw InputError("the floor rows of a sweep chunk are missing");
+    for (double x : (chunks[g].*which)->kl) {
+      kl.push_back(x), cluster.push_back(int(g));
+      bitwise = bitwise && x == 0;
+    }
+    flips += static_cast<size_t>((chunks[g].*which)->flips);
   }
   const auto m = analysis::cluster_mean(kl, cluster);
-  floor_hi = m.mean + (std::isnan(m.ci95) ? 0 : m.ci95);
+  hi = bitwise ? 0 : analysis::upper_end(m);
   return {{"kl_mean", m.mean},
           {"kl_ci95", json_number(m.ci95)},
           {"top1_change_rate", static_cast<double>(flips) / static_cast<double>(kl.size())}};
+}
+
+// "floor": the larger of A's and B's floors (by mean KL; A's alone in sweeps from before B's),
+// with both as floor_a and floor_b; `floor_hi` gets the larger upper end (NaN without a floor).
+nlohmann::json floor_row(const std::vector<SweepChunkRows>& chunks, double& floor_hi) {
+  double hi_a = 0, hi_b = 0;
+  const nlohmann::json a = one_floor(chunks, &SweepChunkRows::floor, hi_a);
+  const nlohmann::json b = one_floor(chunks, &SweepChunkRows::floor_b, hi_b);
+  floor_hi = std::isnan(hi_b) ? hi_a : std::max(hi_a, hi_b);
+  if (a.is_null()) return nullptr;
+  nlohmann::json larger = !b.is_null() && b["kl_mean"].get<double>() > a["kl_mean"].get<double>()
+                              ? b
+                              : a;
+  larger["floor_a"] = a;
+  larger["floor_b"] = b;
+  return larger;
 }
 
 // "a+b" for a player of several settings.
@@ -126,7 +152,8 @@ void attribution(const std::vector<std::vector<double>>& v, const std::vector<st
   };
   nlohmann::json main = nlohmann::json::object(), main_ci = nlohmann::json::object(),
                  shapley = nlohmann::json::object(), shapley_ci = nlohmann::json::object(),
-                 interactions = nlohmann::json::array(), within = nlohmann::json::array();
+                 interactions = nlohmann::json::array(), includes_zero = nlohmann::json::array(),
+                 below_floor = nlohmann::json::array();
   for (size_t i = 0; i < k; ++i) {
     const auto me = across(per, [i](const analysis::Attribution& at) { return at.main[i].value; });
     main[names[i]] = json_number(me.mean);
@@ -144,17 +171,19 @@ void attribution(const std::vector<std::vector<double>>& v, const std::vector<st
         across(per_player, [p](const analysis::Attribution& at) { return at.shapley[p]; });
     shapley[pnames[p]] = json_number(sh.mean);
     shapley_ci[pnames[p]] = json_number(sh.ci95);
-    // Within the floor: the interval of the value reaches down to the floor's upper end.
-    if (std::fabs(sh.mean) - (std::isnan(sh.ci95) ? 0 : sh.ci95) <= floor_hi) {
-      within.push_back(pnames[p]);
-    }
+    // Two statements, never one: a floor of 0 puts nothing below it, yet the interval of a
+    // value can still reach 0.
+    const analysis::Standing st = analysis::standing(sh, floor_hi);
+    if (st.includes_zero) includes_zero.push_back(pnames[p]);
+    if (st.below_floor) below_floor.push_back(pnames[p]);
   }
   out["main_effects"] = main;
   out["main_effects_ci95"] = main_ci;
   out["interactions"] = interactions;
   out["shapley"] = shapley;
   out["shapley_ci95"] = shapley_ci;
-  out["within_floor"] = within;
+  out["interval_includes_0"] = includes_zero;
+  out["below_floor"] = below_floor;
 }
 
 }  // namespace

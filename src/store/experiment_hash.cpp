@@ -171,8 +171,7 @@ static std::vector<Row> chunk_rows(Database& db, const Experiment& e, int chunk,
   std::set<int32_t> ids;
   const analysis::ChunkResult c = e.read_chunk(chunk);
   ids.insert(c.tokens.begin(), c.tokens.end());
-  for (const Comparison* cmp : {&c.diff, c.floor ? &*c.floor : nullptr}) {
-    if (cmp == nullptr) continue;
+  for (const Comparison* cmp : analysis::comparisons_of(c)) {
     for (const auto& r : cmp->positions) {
       ids.insert(r.score.top_a.id.begin(), r.score.top_a.id.end());
       ids.insert(r.score.top_b.id.begin(), r.score.top_b.id.end());

@@ -96,6 +96,7 @@ void Experiment::put_chunk(const ChunkResult& c, const std::map<int32_t, std::st
   for (const auto& [id, text] : pieces) voc.bind(1, int64_t{id}).bind(2, text).run();
   put_comparison(*db_, "diff", c.chunk, c.diff);
   if (c.floor) put_comparison(*db_, "floor", c.chunk, *c.floor);
+  if (c.floor_b) put_comparison(*db_, "floor_b", c.chunk, *c.floor_b);
   Statement res(db_->handle(), "INSERT INTO residuals VALUES (?, ?, ?, ?, ?, ?)");
   for (const auto& r : c.residuals) {
     const auto* bytes = reinterpret_cast<const uint8_t*>(r.data.data());
@@ -239,6 +240,7 @@ ChunkResult Experiment::read_chunk(int chunk) const {
   }
   c.diff = read_comparison(*db_, path_, "diff", chunk, n_tokens).value_or(Comparison{});
   c.floor = read_comparison(*db_, path_, "floor", chunk, n_tokens);
+  c.floor_b = read_comparison(*db_, path_, "floor_b", chunk, n_tokens);
   Statement tr(db_->handle(),
                "SELECT direction, step, point, pos, kl FROM transplants WHERE chunk = ?"
                " ORDER BY direction, step, pos");

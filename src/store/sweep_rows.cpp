@@ -83,6 +83,7 @@ void Experiment::put_sweep_chunk(const SweepChunkRows& r) {
     }
   }
   if (r.floor) put_arm(pos, flips, r.chunk, "floor", 0, r.first_pos, *r.floor);
+  if (r.floor_b) put_arm(pos, flips, r.chunk, "floor_b", 0, r.first_pos, *r.floor_b);
   set_meta(detail::sweep_rows_hash_key(r.chunk), detail::sweep_rows_sha256(*db_, *this, r.chunk));
   t.commit();
 }
@@ -143,7 +144,8 @@ std::optional<std::string> sweep_rows_difference(const SweepChunkRows& s, const 
     const std::string arm = "mask " + std::to_string(m);
     if (auto d = arm_difference(arm, s.first_pos, s.combos[m - 1], r.combos[m - 1])) return d;
   }
-  return arm_difference("the floor", s.first_pos, s.floor, r.floor);
+  if (auto d = arm_difference("the floor", s.first_pos, s.floor, r.floor)) return d;
+  return arm_difference("B's floor", s.first_pos, s.floor_b, r.floor_b);
 }
 
 }  // namespace hd::store

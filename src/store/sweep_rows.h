@@ -25,6 +25,9 @@ struct SweepChunkRows {
   // [mask - 1] for masks 1 … 2^k − 1 (mask 0 is A); nullopt where the combination cannot run.
   std::vector<std::optional<SweepArmRows>> combos;
   std::optional<SweepArmRows> floor;  // A against A re-split, when the sweep has a floor
+  // B against B re-split (KL(B || B′), B′'s NLL, top-1 changes from B's); sweeps from before
+  // B's floor have none.
+  std::optional<SweepArmRows> floor_b;
 };
 
 // What every stored chunk of one sweep looks like; anything else is damage.
@@ -32,6 +35,7 @@ struct SweepShape {
   int first_pos = 0, n_positions = 0;
   std::vector<bool> possible;  // [mask], mask 0 (A) included: which combinations ran
   bool floor = false;
+  bool floor_b = false;  // provenance floor_ubatch_b: sweeps from before it have no B floor
 };
 
 // The first value in which two chunks' rows differ, bit for bit (the position and setting

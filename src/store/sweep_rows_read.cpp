@@ -22,12 +22,13 @@ namespace {
   throw InputError(fmt::format("'{}' is damaged: sweep chunk {} {}", path, chunk, what));
 }
 
-// An arm's rows by (comparison, mask): ("combination", m) or ("floor", 0).
+// An arm's rows by (comparison, mask): ("combination", m), ("floor", 0) or ("floor_b", 0).
 using ArmKey = std::pair<std::string, int64_t>;
 std::string arm_name(const ArmKey& k) { return fmt::format("{} mask {}", k.first, k.second); }
 
 bool belongs(const ArmKey& k, const SweepShape& shape) {
   if (k.first == "floor") return k.second == 0 && shape.floor;
+  if (k.first == "floor_b") return k.second == 0 && shape.floor_b;
   return k.first == "combination" && k.second >= 0 &&
          k.second < static_cast<int64_t>(shape.possible.size()) &&
          shape.possible[static_cast<size_t>(k.second)];
@@ -117,6 +118,7 @@ SweepChunkRows from_tables(const std::string& path, int chunk, const SweepShape&
       r.combos.push_back(std::nullopt);
   }
   if (shape.floor) r.floor = take({"floor", 0});
+  if (shape.floor_b) r.floor_b = take({"floor_b", 0});
   return r;
 }
 

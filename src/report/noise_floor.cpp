@@ -1,0 +1,182 @@
+#include "report/noise_floor.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "report/figures.h"
+
+namespace hd::report {
+
+using analysis::MeanCI;
+using analysis::Standing;
+
+namespace {
+
+// One floor's figure: "0 (bitwise)" when that comparison was bitwise identical.
+std::string floor_cell(const analysis::ComparisonSummary& f, const MeanCI& m, double scale = 1) {
+  return f.bitwise_identical ? "0 (bitwise)" : with_ci(m, scale);
+}
+
+double hi(const analysis::Summary& s, const MeanCI& larger) {
+  if (!s.has_floor) return std::numeric_limits<double>::quiet_NaN();
+  return s.noise.bitwise_identical ? 0 : analysis::upper_end(larger);
+}
+
+}  // namespace
+
+nlohmann::json comparison_json(const analysis::ComparisonSummary& s) {
+  nlohmann::json pct;
+  for (const auto& p : s.kl_percentiles) pct[p.label] = p.value;
+  return {{"n_scored", s.n_scored},
+          {"kl_mean", s.kl.mean},
+          {"kl_ci95", s.kl.ci95},
+          {"kl_percentiles", pct},
+          {"top1_change_rate", s.top1_change.mean},
+          {"top1_change_rate_ci95", s.top1_change.ci95},
+          {"ppl_a", s.ppl_a},
+          {"ppl_b", s.ppl_b},
+          {"bitwise_identical", s.bitwise_identical}};
+}
+
+namespace {
+
+void print_kl_table(std::ostream& os, const Loaded& l) {
+  const auto& s = l.summary;
+  const int ub_a = l.provenance.value("floor_ubatch", 0);
+  const int ub_b = l.provenance.value("floor_ubatch_b", 0);
+  const std::string head_a = fmt::format("A vs A′ (ub {})", ub_a);
+  const std::string head_b = s.has_floor_b ? fmt::format("B vs B′ (ub {})", ub_b)
+                                           : "B vs B′: not measured";
+  if (!s.has_floor) {
+    os << fmt::format("\n  {:<16} {:<28} {}\n", "", "A vs B", "floor: not measured");
+  } else {
+    os << fmt::format("\n  {:<16} {:<28} {:<22} {:<22} {:<22} {}\n", "", "A vs B",
+                      "floor (larger)", head_a, head_b, "against the floor");
+  }
+  const auto row = [&](const char* label, const MeanCI& v, const MeanCI& fl, const MeanCI& fa,
+                       const MeanCI& fb, double scale) {
+    if (!s.has_floor) {
+      os << fmt::format("  {:<16} {}\n", label, with_ci(v, scale));
+      return;
+    }
+    const Standing st = analysis::standing(v, hi(s, fl));
+    os << fmt::format("  {:<16} {:<28} {:<22} {:<22} {:<22} {}\n", label, with_ci(v, scale),
+                      s.noise.bitwise_identical ? "0 (bitwise)" : with_ci(fl, scale),
+                      floor_cell(s.floor, fa, scale),
+                      s.has_floor_b ? floor_cell(s.floor_b, fb, scale) : "", standing_text(st));
+  };
+  row("mean KL", s.diff.kl, s.noise.kl, s.floor.kl, s.floor_b.kl, 1);
+  row("top-1 change %", s.diff.top1_change, s.noise.top1_change, s.floor.top1_change,
+      s.floor_b.top1_change, 100);
+  // A floor's PPL is that of the re-split arm: A′ beside A, B′ beside B.
+  const std::string pad(s.has_floor ? 22 : 0, ' ');
+  os << fmt::format("  {:<16} {:<28} {}{}\n", "PPL A", fmt::format("{:.4f}", s.diff.ppl_a),
+                    pad, s.has_floor ? fmt::format("{:.4f} (A′)", s.floor.ppl_b) : "");
+  os << fmt::format("  {:<16} {:<28} {}{:<22} {}\n", "PPL B", fmt::format("{:.4f}", s.diff.ppl_b),
+                    pad, "", s.has_floor_b ? fmt::format("{:.4f} (B′)", s.floor_b.ppl_b) : "");
+}
+
+void print_percentiles(std::ostream& os, const analysis::Summary& s) {
+  os << "\n  KL percentiles  ";
+  for (const auto& p : s.diff.kl_percentiles) os << fmt::format("{} {}  ", p.label, num(p.value));
+  if (!s.has_floor) {
+    os << "\n";
+    return;
+  }
+  os << "\n  floor (larger)  ";
+  std::string below;
+  for (size_t i = 0; i < s.noise.kl_percentiles.size(); ++i) {
+    const auto& f = s.noise.kl_percentiles[i];
+    os << fmt::format("{} {}  ", f.label, num(f.value));
+    if (i < s.diff.kl_percentiles.size() && f.value > 0 && s.diff.kl_percentiles[i].value <= f.value)
+      below += std::string(below.empty() ? "" : ", ") + f.label;
+  }
+  os << "\n";
+  if (!below.empty()) os << "  " << analysis::kBelowFloor << ": " << below << "\n";
+}
+
+void print_layers(std::ostream& os, const analysis::Summary& s) {
+  os << "\n  residual after each layer (l_out-N), scored positions:\n";
+  os << fmt::format("  {:>5}  {:<26} {:>10} {:>12} {:>14} {:>10} {:>10}  {}\n", "layer",
+                    "rel. L2 error", "cosine", "max |Δ|", "floor rel err", "A vs A′", "B vs B′",
+                    "against the floor");
+  for (const auto& r : s.layers) {
+    const Standing st = analysis::standing(r.rel_err, r.floor_rel_err_mean);
+    os << fmt::format("  {:>5}  {:<26} {:>10.6f} {:>12.5g} {:>14.3g} {:>10.3g} {:>10.3g}  {}\n",
+                      r.layer, with_ci(r.rel_err), r.cosine_mean, r.max_abs, r.floor_rel_err_mean,
+                      r.floor_a_rel_err_mean, r.floor_b_rel_err_mean, standing_text(st));
+  }
+}
+
+}  // namespace
+
+double kl_floor_hi(const analysis::Summary& s) { return hi(s, s.noise.kl); }
+
+nlohmann::json standing_json(const Standing& s) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& n : analysis::standing_notes(s)) a.push_back(n);
+  return a;
+}
+
+std::string floor_kl_cell(const analysis::Summary& s) {
+  if (!s.has_floor) return "not measured";
+  return s.noise.bitwise_identical ? "0 (bitwise)" : with_ci(s.noise.kl);
+}
+
+void print_against_floor(std::ostream& os, const Loaded& l) {
+  const auto& s = l.summary;
+  print_kl_table(os, l);
+  if (const std::string note = analysis::few_chunks_note(s.n_chunks); !note.empty())
+    os << "  " << note << "\n";
+  print_percentiles(os, s);
+  print_layers(os, s);
+}
+
+void add_floor_json(nlohmann::json& j, const Loaded& l) {
+  const auto& s = l.summary;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  j["floor_kl_mean"] = s.has_floor ? s.noise.kl.mean : nan;
+  j["floor_kl_ci95"] = s.has_floor ? s.noise.kl.ci95 : nan;
+  j["floor_top1_change_rate"] = s.has_floor ? s.noise.top1_change.mean : nan;
+  j["floor_top1_change_rate_ci95"] = s.has_floor ? s.noise.top1_change.ci95 : nan;
+  j["floor"] = nullptr;
+  j["floor_a"] = s.has_floor ? comparison_json(s.floor) : nlohmann::json();
+  j["floor_b"] = s.has_floor_b ? comparison_json(s.floor_b) : nlohmann::json();
+  if (s.has_floor) {
+    nlohmann::json pct;
+    for (const auto& p : s.noise.kl_percentiles) pct[p.label] = p.value;
+    j["floor"] = {{"kl_mean", s.noise.kl.mean},
+                  {"kl_ci95", s.noise.kl.ci95},
+                  {"kl_percentiles", pct},
+                  {"top1_change_rate", s.noise.top1_change.mean},
+                  {"top1_change_rate_ci95", s.noise.top1_change.ci95},
+                  {"bitwise_identical", s.noise.bitwise_identical},
+                  {"ppl_a_resplit", s.floor.ppl_b},
+                  {"ppl_b_resplit", s.has_floor_b ? s.floor_b.ppl_b : nan},
+                  {"ubatch_a", l.provenance.value("floor_ubatch", 0)},
+                  {"ubatch_b", l.provenance.value("floor_ubatch_b", 0)}};
+  }
+  j["standing"] = {
+      {"kl", standing_json(analysis::standing(s.diff.kl, hi(s, s.noise.kl)))},
+      {"top1_change", standing_json(analysis::standing(s.diff.top1_change,
+                                                       hi(s, s.noise.top1_change)))}};
+  const std::string note = analysis::few_chunks_note(s.n_chunks);
+  j["intervals_note"] = note.empty() ? nlohmann::json() : nlohmann::json(note);
+  j["layers"] = nlohmann::json::array();
+  for (const auto& r : s.layers) {
+    j["layers"].push_back(
+        {{"layer", r.layer},
+         {"rel_err_mean", r.rel_err.mean},
+         {"rel_err_ci95", r.rel_err.ci95},
+         {"cosine_mean", r.cosine_mean},
+         {"max_abs", r.max_abs},
+         {"floor_rel_err_mean", r.floor_rel_err_mean},
+         {"floor_a_rel_err_mean", r.floor_a_rel_err_mean},
+         {"floor_b_rel_err_mean", r.floor_b_rel_err_mean},
+         {"standing", standing_json(analysis::standing(r.rel_err, r.floor_rel_err_mean))}});
+  }
+}
+
+}  // namespace hd::report
