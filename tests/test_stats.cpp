@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
+#include "analysis/against_floor.h"
 #include "analysis/residual.h"
 #include "analysis/stats.h"
 
@@ -79,4 +81,39 @@ TEST(Residual, IdenticalRowsAreExact) {
   EXPECT_EQ(r.rel_err, 0.0);
   EXPECT_EQ(r.cosine, 1.0);
   EXPECT_EQ(r.max_abs, 0.0);
+}
+
+// The two statements of analysis/against_floor.h are separate: an interval can reach 0 above a
+// floor of 0, and a value can sit on a floor without its interval reaching 0.
+TEST(AgainstFloor, TwoStatementsNeverOne) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const MeanCI crosses_zero{0.5, 0.8, 100, 4};
+  const MeanCI clear{1.0, 0.1, 100, 8};
+  // A floor of exactly 0 (bitwise) puts nothing below it.
+  EXPECT_TRUE(standing(crosses_zero, 0).includes_zero);
+  EXPECT_FALSE(standing(crosses_zero, 0).below_floor);
+  EXPECT_EQ(standing_text(standing(crosses_zero, 0)), "interval includes 0");
+  // Above the floor's upper end: nothing to say.
+  EXPECT_EQ(standing_text(standing(clear, 0.5)), "");
+  // Down to the floor but not to 0.
+  const Standing on_floor = standing(clear, 0.95);
+  EXPECT_FALSE(on_floor.includes_zero);
+  EXPECT_TRUE(on_floor.below_floor);
+  EXPECT_EQ(standing_text(on_floor), "below the floor");
+  EXPECT_EQ(standing_text(standing(crosses_zero, 0.2)), "interval includes 0; below the floor");
+  // Negative values (a component step) are read by their size; no floor, no floor statement.
+  EXPECT_TRUE(standing({-1.0, 0.1, 10, 8}, 0.95).below_floor);
+  EXPECT_FALSE(standing(clear, nan).below_floor);
+  // One chunk: no interval, the mean alone against the floor, never "includes 0".
+  EXPECT_FALSE(standing({0.0, nan, 10, 1}, 0).includes_zero);
+  EXPECT_TRUE(standing({0.3, nan, 10, 1}, 0.5).below_floor);
+  EXPECT_DOUBLE_EQ(upper_end({0.2, 0.05, 1, 2}), 0.25);
+  EXPECT_DOUBLE_EQ(upper_end({0.2, nan, 1, 1}), 0.2);
+}
+
+TEST(AgainstFloor, FewChunksAreFlagged) {
+  EXPECT_EQ(few_chunks_note(2), "2 chunks: intervals are wide");
+  EXPECT_EQ(few_chunks_note(4), "4 chunks: intervals are wide");
+  EXPECT_EQ(few_chunks_note(1), "1 chunk: no intervals");
+  EXPECT_EQ(few_chunks_note(5), "");
 }

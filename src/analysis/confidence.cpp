@@ -100,7 +100,7 @@ SummaryTable Confidence::summarize(const std::vector<StoredRow>& rows) const {
   SummaryTable t;
   t.title = "KL by A's confidence (its top-1 probability)";
   t.columns = {"A top-1 p", "positions",    "share",       "mean KL",
-               "KL ±95%",   "top-1 change", "change ±95%", "floor KL"};
+               "KL ±95%",   "top-1 change", "change ±95%", "floor KL (A vs A′)"};
   bool have_floor = false;
   for (size_t b = 0; b < kBuckets; ++b) {
     const MeanCI k = cluster_mean_of_totals(kl[b], n[b]);

@@ -6,7 +6,7 @@ import { baseName, fmt, fmtBytes, fmtFixed, fmtParams, fmtPct, fmtPm, isNum, DAS
 import { makePlot, type PlotHandle } from "./plots";
 import { componentSpec, residualSpec, transplantSpec, type PlotSpec } from "./plot_specs";
 import { renderTokenStrip } from "./token_strip";
-import type { ArmInfo, ComponentDirection, Interval, Num, Result, Summary } from "./types";
+import type { ArmFloor, ArmInfo, ComponentDirection, Interval, Num, Result, Summary } from "./types";
 
 /** Renders into root (which must be in the document, so plots know their width).
  *  Returns a dispose function that frees charts and listeners. */
@@ -101,16 +101,27 @@ function hasFloor(s: Summary): boolean {
 }
 
 function floorBitwise(s: Summary): boolean {
-  return s.floor_kl_mean === 0 || s.floor?.kl_mean === 0;
+  return !!s.floor?.bitwise_identical;
+}
+
+/** One arm's floor, as show prints it: "0 (bitwise)" or the value. */
+function armFloor(f: ArmFloor | null | undefined, get: (f: ArmFloor) => string): string {
+  if (!f) return "not measured";
+  return f.bitwise_identical ? "0 (bitwise)" : get(f);
+}
+
+/** What a figure's interval says against 0 and the floor (same wording as show and --json). */
+function standing(notes: string[] | undefined): HTMLElement | null {
+  return notes && notes.length ? h("div", { class: "card-standing" }, notes.join("; ")) : null;
 }
 
 function cards(s: Summary): HTMLElement {
   const floorNote = (text: () => string) => (hasFloor(s) ? text() : "no floor");
-  const bit = floorBitwise(s) ? " (bitwise)" : "";
   const fl = s.floor ?? {};
-  const card = (label: string, value: string, ci: string | null, floor: string) =>
-    h("div", { class: "card" }, h("div", { class: "card-label" }, label), h("div", { class: "card-value" }, value, ci ? h("span", { class: "card-ci" }, ` ± ${ci}`) : null), h("div", { class: "card-floor" }, floor));
+  const card = (label: string, value: string, ci: string | null, floor: string, says: HTMLElement | null = null) =>
+    h("div", { class: "card" }, h("div", { class: "card-label" }, label), h("div", { class: "card-value" }, value, ci ? h("span", { class: "card-ci" }, ` ± ${ci}`) : null), h("div", { class: "card-floor" }, floor), says);
   const ci = (v: Num, f: (x: Num) => string) => (isNum(v) ? f(v) : null);
+  const arms = (get: (f: ArmFloor) => string) => `A vs A′ ${armFloor(s.floor_a, get)}, B vs B′ ${armFloor(s.floor_b, get)}`;
   return h(
     "section",
     { class: "headline" },
@@ -121,22 +132,25 @@ function cards(s: Summary): HTMLElement {
         "mean KL(A‖B)",
         fmt(s.kl_mean),
         ci(s.kl_ci95, fmt),
-        floorNote(() => (floorBitwise(s) ? "floor 0 (bitwise)" : `floor ${fmtPm(s.floor_kl_mean ?? fl.kl_mean, s.floor_kl_ci95 ?? fl.kl_ci95)}`)),
+        floorNote(() => `floor ${floorBitwise(s) ? "0 (bitwise)" : fmtPm(s.floor_kl_mean, s.floor_kl_ci95)} (${arms((f) => fmtPm(f.kl_mean, f.kl_ci95))})`),
+        standing(s.standing?.kl),
       ),
       card(
         "top-1 change rate",
         fmtPct(s.top1_change_rate),
         ci(s.top1_change_rate_ci95, (v) => fmtPct(v)),
-        floorNote(() => (floorBitwise(s) ? "floor 0 (bitwise)" : `floor ${fmtPct(s.floor_top1_change_rate ?? fl.top1_change_rate)}`)),
+        floorNote(() => `floor ${floorBitwise(s) ? "0 (bitwise)" : fmtPct(s.floor_top1_change_rate)} (${arms((f) => fmtPct(f.top1_change_rate))})`),
+        standing(s.standing?.top1_change),
       ),
-      card("PPL A", fmtFixed(s.ppl_a, 3), null, floorNote(() => `floor ${fmtFixed(fl.ppl_a, 3)}${bit}`)),
-      card("PPL B", fmtFixed(s.ppl_b, 3), null, floorNote(() => `floor (A re-split) ${fmtFixed(fl.ppl_b, 3)}${bit}`)),
+      card("PPL A", fmtFixed(s.ppl_a, 3), null, floorNote(() => `A re-split (A′) ${fmtFixed(fl.ppl_a_resplit, 3)}`)),
+      card("PPL B", fmtFixed(s.ppl_b, 3), null, floorNote(() => (s.floor_b ? `B re-split (B′) ${fmtFixed(fl.ppl_b_resplit, 3)}` : "B re-split: not measured"))),
     ),
+    s.intervals_note ? h("p", { class: "intervals-note" }, s.intervals_note) : null,
     h(
       "p",
       { class: "muted small" },
       hasFloor(s)
-        ? "± is the 95 % interval (chunks as clusters). The floor is A against itself with a different batch split: the numerical noise a real difference must exceed."
+        ? "± is the 95 % interval (chunks as clusters). The floor is each arm against itself with a different batch split (A vs A′, B vs B′), the larger of the two: the numerical noise a real difference must exceed."
         : "± is the 95 % interval (chunks as clusters). This run has no floor (A against itself), so there is no noise level to compare with.",
     ),
   );
@@ -176,7 +190,7 @@ function componentTotals(s: Summary): HTMLElement | null {
   if (!c) return null;
   const dirs = (["denoise", "noise"] as const).filter((d) => c[d]);
   const row = (label: string, f: (d: ComponentDirection) => Child) => h("tr", null, h("th", null, label), ...dirs.map((d) => h("td", null, f(c[d] as ComponentDirection))));
-  const val = (v: Num, iv?: Interval) => `${fmt(v, 3)} ${fmtInterval(iv)}`;
+  const val = (v: Num, iv?: Interval, says?: string[]) => `${fmt(v, 3)} ${fmtInterval(iv)}${says && says.length ? ` (${says.join("; ")})` : ""}`;
   return h(
     "details",
     { class: "component-totals", open: true },
@@ -189,9 +203,9 @@ function componentTotals(s: Summary): HTMLElement | null {
         "tbody",
         null,
         row("untouched KL", (d) => fmt(d.untouched, 3)),
-        row("embedding", (d) => val(d.embedding, d.embedding_ci95)),
-        row("attention total", (d) => val(d.attention_total, d.attention_total_ci95)),
-        row("MLP total", (d) => val(d.mlp_total, d.mlp_total_ci95)),
+        row("embedding", (d) => val(d.embedding, d.embedding_ci95, d.embedding_standing)),
+        row("attention total", (d) => val(d.attention_total, d.attention_total_ci95, d.attention_total_standing)),
+        row("MLP total", (d) => val(d.mlp_total, d.mlp_total_ci95, d.mlp_total_standing)),
         row("attention − MLP (paired)", (d) => val(d.paired_diff, d.paired_diff_ci95)),
         row("attention share per chunk", (d) => `${fmtPct(d.attention_share_min, 1)} – ${fmtPct(d.attention_share_max, 1)}`),
         row("final norm + head", (d) => fmt(d.final, 3)),
@@ -229,7 +243,7 @@ function provenance(s: Summary): HTMLElement {
           h(
             "table",
             { class: "data" },
-            h("thead", null, h("tr", null, ...["layer", "rel. error", "cosine", "max |b − a|", "floor rel. error"].map((t) => h("th", null, t)))),
+            h("thead", null, h("tr", null, ...["layer", "rel. error", "cosine", "max |b − a|", "floor rel. error", "A vs A′", "B vs B′", "against the floor"].map((t) => h("th", null, t)))),
             h(
               "tbody",
               null,
@@ -242,6 +256,9 @@ function provenance(s: Summary): HTMLElement {
                   h("td", null, fmt(l.cosine_mean, 6)),
                   h("td", null, fmt(l.max_abs, 4)),
                   h("td", null, fmt(l.floor_rel_err_mean, 3)),
+                  h("td", null, fmt(l.floor_a_rel_err_mean, 3)),
+                  h("td", null, fmt(l.floor_b_rel_err_mean, 3)),
+                  h("td", null, (l.standing ?? []).join("; ")),
                 ),
               ),
             ),

@@ -11,13 +11,19 @@ export interface LayerStat {
   rel_err_ci95: Num;
   cosine_mean?: Num;
   max_abs?: Num;
+  /** The larger of the two below. */
   floor_rel_err_mean?: Num;
+  floor_a_rel_err_mean?: Num;
+  floor_b_rel_err_mean?: Num;
+  /** "interval includes 0", "below the floor" (src/analysis/against_floor.h). */
+  standing?: string[];
 }
 
 export interface CurvePoint {
   point: string;
   kl_mean: Num;
   kl_ci95: Interval | Num;
+  standing?: string[];
 }
 
 export interface Transplants {
@@ -31,6 +37,8 @@ export interface ComponentLayer {
   attention_ci95: Interval;
   mlp: Num;
   mlp_ci95: Interval;
+  attention_standing?: string[];
+  mlp_standing?: string[];
 }
 
 export interface ComponentDirection {
@@ -43,6 +51,9 @@ export interface ComponentDirection {
   attention_total_ci95?: Interval;
   mlp_total?: Num;
   mlp_total_ci95?: Interval;
+  embedding_standing?: string[];
+  attention_total_standing?: string[];
+  mlp_total_standing?: string[];
   paired_diff?: Num;
   paired_diff_ci95?: Interval;
   attention_share_min?: Num;
@@ -54,11 +65,26 @@ export interface Components {
   noise?: ComponentDirection;
 }
 
+/** summary.floor: per figure the larger of A vs A′ and B vs B′. */
 export interface FloorSummary {
   kl_mean?: Num;
   kl_ci95?: Num;
   top1_change_rate?: Num;
   top1_change_rate_ci95?: Num;
+  bitwise_identical?: boolean;
+  ppl_a_resplit?: Num;
+  ppl_b_resplit?: Num;
+  ubatch_a?: Num;
+  ubatch_b?: Num;
+}
+
+/** summary.floor_a / floor_b: one arm against itself re-split. */
+export interface ArmFloor {
+  kl_mean?: Num;
+  kl_ci95?: Num;
+  top1_change_rate?: Num;
+  top1_change_rate_ci95?: Num;
+  bitwise_identical?: boolean;
   ppl_a?: Num;
   ppl_b?: Num;
   n_scored?: Num;
@@ -105,6 +131,11 @@ export interface Summary {
   floor_kl_ci95?: Num;
   floor_top1_change_rate?: Num;
   floor?: FloorSummary | null;
+  floor_a?: ArmFloor | null;
+  floor_b?: ArmFloor | null;
+  standing?: { kl?: string[]; top1_change?: string[] };
+  /** "3 chunks: intervals are wide" below 5 chunks, else null. */
+  intervals_note?: string | null;
   kl_percentiles?: Record<string, Num>;
   layers?: LayerStat[];
   transplants?: Transplants | null;

@@ -1,0 +1,97 @@
+// The floor covers both arms: A vs A′ and B vs B′, each re-split by the same rule. Known answers:
+// identical arms give two identical floors, bitwise; a quantized B with flash attention gets the
+// floor the floor explorer measures for B's model at that split, where A's (F16, no flash
+// attention) is far smaller; every figure is read against the larger.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "store/experiment.h"
+#include "test_support.h"
+
+using nlohmann::json;
+using namespace hd;
+
+namespace {
+
+json shown(const std::string& path) {
+  const auto r = test::run_cli({"show", path, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? json::parse(r.out) : json();
+}
+
+}  // namespace
+
+TEST(Floors, IdenticalArmsHaveTwoIdenticalFloors) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = test::temp_dir("floors-identical");
+  const std::string m = test::shared_path("models/stories260K.gguf");
+  const std::string out = dir + "/same.hdy";
+  const auto r = test::run_cli({"diff", "--a", m, "--b", m, "-f",
+                                test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "64",
+                                "--max-chunks", "3", "-t", "2", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto e = store::Experiment::open(out, false);
+  for (int c : e.finished_chunks()) {
+    const auto chunk = e.read_chunk(c);
+    ASSERT_TRUE(chunk.floor.has_value());
+    ASSERT_TRUE(chunk.floor_b.has_value());
+    ASSERT_EQ(chunk.floor->positions.size(), chunk.floor_b->positions.size());
+    for (size_t i = 0; i < chunk.floor->positions.size(); ++i) {
+      EXPECT_EQ(chunk.floor->positions[i].score.kl, chunk.floor_b->positions[i].score.kl);
+      EXPECT_EQ(chunk.floor->positions[i].score.nll_b, chunk.floor_b->positions[i].score.nll_b);
+    }
+  }
+  const json j = shown(out);
+  EXPECT_EQ(j["floor_a"]["kl_mean"], j["floor_b"]["kl_mean"]);
+  EXPECT_EQ(j["floor"]["kl_mean"], j["floor_a"]["kl_mean"]);
+  EXPECT_EQ(j["kl_mean"].get<double>(), 0.0);
+  // Three chunks: every interval is flagged.
+  EXPECT_EQ(j["intervals_note"], "3 chunks: intervals are wide");
+  EXPECT_EQ(test::run_cli({"verify", out}).exit_code, 0);
+}
+
+TEST(Floors, AQuantizedBWithFlashAttentionGetsItsOwnFloor) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = test::temp_dir("floors-b");
+  const std::string a = dir + "/a-f16.gguf", out = dir + "/q.hdy";
+  ASSERT_EQ(test::run_cli({"make-model", "--preset", "tiny-llama", "--type", "f16", "-o", a})
+                .exit_code,
+            0);
+  const std::string text = test::shared_path("corpora/tom-sawyer.txt");
+  const auto r = test::run_cli({"diff", "--a", a, "--b-quant", "Q4_K_M", "--b-fa", "on", "-f",
+                                text, "--chunk", "128", "--max-chunks", "4", "-t", "2", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = shown(out);
+  const int ub = j["provenance"]["floor_ubatch_b"];
+  EXPECT_EQ(ub, 65);  // 128 tokens in ubatches of 512: the odd half, as for A
+  EXPECT_EQ(j["provenance"]["floor_ubatch"], 65);
+  const double fa = j["floor_a"]["kl_mean"], fb = j["floor_b"]["kl_mean"];
+  EXPECT_GT(fb, 0);
+  EXPECT_GT(fb, 10 * fa) << "B's split noise (flash attention, Q4_K_M) dwarfs A's here";
+  EXPECT_EQ(j["floor"]["kl_mean"].get<double>(), fb);  // the larger, beside every figure
+  EXPECT_EQ(j["floor_kl_mean"].get<double>(), fb);
+  EXPECT_FALSE(j["floor"]["bitwise_identical"].get<bool>());
+
+  // The floor explorer on B's model at that split against the same reference finds the same.
+  const std::string b = j["provenance"]["arms"]["b"]["model"];
+  const std::string fx = dir + "/fx.hdy";
+  const auto f = test::run_cli({"floor", "-m", b, "--fa", "on", "--ub", std::to_string(ub),
+                                "-t", "2", "-f", text, "--chunk", "128", "--max-chunks", "4",
+                                "-o", fx});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  const json x = shown(fx);
+  bool found = false;
+  for (const auto& row : x["floor"]["rows"]) {
+    if (row["n_ubatch"] != ub) continue;
+    found = true;
+    EXPECT_FALSE(row["identical"].get<bool>());
+    EXPECT_NEAR(row["kl_mean"].get<double>(), fb, 1e-12 * fb);
+  }
+  EXPECT_TRUE(found) << x.dump();
+
+  // The same text in show: both floors beside the figures.
+  const auto s = test::run_cli({"show", out});
+  EXPECT_NE(s.out.find("B vs B′ (ub 65)"), std::string::npos) << s.out;
+  EXPECT_EQ(test::run_cli({"verify", out}).exit_code, 0);
+}
