@@ -146,18 +146,26 @@ TEST(Resume, TransplantRunsKilledAtRandomMomentsResumeBitwise) {
   int killed = 0;
   for (int i = 0; i < 5; ++i) {
     const std::string cut = f.dir + "/kill" + std::to_string(i) + ".hdy";
-    const double at = when(rng);
-    const pid_t pid = test::spawn_cli(args(cut), "/dev/null", "/dev/null");
-    const auto start = std::chrono::steady_clock::now();
-    // Not before the file has its configuration: a run killed while loading models has no file
-    // to resume (it is simply run again).
-    while (!has_config(cut) && std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    std::this_thread::sleep_until(start + std::chrono::duration<double>(at));
-    kill(pid, SIGKILL);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (WIFSIGNALED(status)) ++killed;
+    double at = when(rng);
+    // A run that finished before its moment (the machine got faster than the timed run) is
+    // run again with the moment halved: the kills must land while it runs.
+    for (int attempt = 0; attempt < 4; ++attempt, at /= 2) {
+      std::filesystem::remove(cut);
+      const pid_t pid = test::spawn_cli(args(cut), "/dev/null", "/dev/null");
+      const auto start = std::chrono::steady_clock::now();
+      // Not before the file has its configuration: a run killed while loading models has no
+      // file to resume (it is simply run again).
+      while (!has_config(cut) && std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::this_thread::sleep_until(start + std::chrono::duration<double>(at));
+      kill(pid, SIGKILL);
+      int status = 0;
+      waitpid(pid, &status, 0);
+      if (WIFSIGNALED(status)) {
+        ++killed;
+        break;
+      }
+    }
     const int kept = test::stored_chunks(cut);
     const auto r = test::run_cli({"diff", "--resume", cut});
     ASSERT_EQ(r.exit_code, 0) << "kill " << i << " at " << at << " s (" << kept << " chunks kept): " << r.err;
