@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "analysis/against_floor.h"
 #include "analysis/stats.h"
 
 namespace hd::analysis {
@@ -76,11 +77,6 @@ class Confidence final : public ChunkAnalysis {
   SummaryTable summarize(const std::vector<StoredRow>& rows) const override;
 };
 
-double real(const Cell& c) {
-  if (const auto* i = std::get_if<int64_t>(&c)) return static_cast<double>(*i);
-  return std::get<double>(c);
-}
-
 SummaryTable Confidence::summarize(const std::vector<StoredRow>& rows) const {
   // Per bucket, per chunk: the totals each interval is computed from (chunks are the clusters).
   std::array<std::vector<double>, kBuckets> n, kl, flips, fn, fkl;
@@ -90,12 +86,12 @@ SummaryTable Confidence::summarize(const std::vector<StoredRow>& rows) const {
     const auto b = static_cast<size_t>(std::get<int64_t>(r.cells.at(0)));
     if (b >= kBuckets) continue;
     chunks.insert(r.chunk);
-    n[b].push_back(real(r.cells.at(1)));
-    kl[b].push_back(real(r.cells.at(2)));
-    flips[b].push_back(real(r.cells.at(3)));
-    fn[b].push_back(real(r.cells.at(4)));
-    fkl[b].push_back(real(r.cells.at(5)));
-    all += real(r.cells.at(1));
+    n[b].push_back(cell_real(r.cells.at(1)));
+    kl[b].push_back(cell_real(r.cells.at(2)));
+    flips[b].push_back(cell_real(r.cells.at(3)));
+    fn[b].push_back(cell_real(r.cells.at(4)));
+    fkl[b].push_back(cell_real(r.cells.at(5)));
+    all += cell_real(r.cells.at(1));
   }
   SummaryTable t;
   t.title = "KL by A's confidence (its top-1 probability)";
@@ -113,9 +109,7 @@ SummaryTable Confidence::summarize(const std::vector<StoredRow>& rows) const {
   }
   t.notes.push_back("intervals: 95 %, cluster-robust over " + std::to_string(chunks.size()) +
                     " chunks (a bucket held by fewer than 2 chunks has none)");
-  if (chunks.size() < 5) {
-    t.notes.push_back(std::to_string(chunks.size()) + " chunks: intervals are wide");
-  }
+  if (const std::string few = few_chunks_note(chunks.size()); !few.empty()) t.notes.push_back(few);
   if (!have_floor) t.notes.push_back("no floor: the run was made with --no-floor");
   return t;
 }

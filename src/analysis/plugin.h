@@ -35,6 +35,10 @@ struct ModelPoints {
   int64_t n_expert = 0, n_expert_used = 0;
   bool router_logits = false;  // the router point holds logits (gpt-oss), not probabilities
   std::string no_routing, no_routing_transplant;  // why not, "" when they can be read / written
+  // The residual stream after each layer (l_out-N), the last one the final norm's input;
+  // `no_residual_writes`: why they cannot all be read and written ("" when they can).
+  std::vector<std::string> residual;
+  std::string no_residual_writes;
 };
 
 // What one chunk gives an analysis. Logit rows are for positions first_output .. n-1
@@ -60,7 +64,19 @@ struct ChunkInput {
   // each of `points` (declared by the analysis) overwritten by the other arm's rows: an
   // intervention. Valid until the next call.
   std::function<std::span<const float>(char target, const std::vector<std::string>& points)> rerun;
+  // Logits of `arm` ('a' or 'b') run again on this chunk with its own rows of point `from`
+  // written over its point `into` (as wide, later in the graph), at the positions `into` keeps:
+  // the logit lens writes a layer's residual as the final norm's input. Valid until the next
+  // call.
+  std::function<std::span<const float>(char arm, const std::string& into, const std::string& from)>
+      rewrite_own;
 };
+
+// A number cell as a double (an INTEGER column read as a count).
+inline double cell_real(const Cell& c) {
+  if (const auto* i = std::get_if<int64_t>(&c)) return static_cast<double>(*i);
+  return std::get<double>(c);
+}
 
 // Stored rows of every finished chunk: the chunk, then the analysis' own columns.
 struct StoredRow {

@@ -2,6 +2,7 @@
 // explicit list, not static registration objects: those are dropped by the linker from a
 // static library when nothing else refers to their file.
 #include "analysis/confidence.h"
+#include "analysis/lens.h"
 #include "analysis/plugin.h"
 #include "analysis/routing.h"
 
@@ -14,6 +15,7 @@ const std::vector<std::unique_ptr<ChunkAnalysis>>& chunk_analyses() {
     v.push_back(make_routing_analysis());
     v.push_back(make_routing_load_analysis());
     v.push_back(make_routing_transplant_analysis());
+    v.push_back(make_lens_analysis());
     return v;
   }();
   return all;

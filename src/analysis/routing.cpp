@@ -39,11 +39,6 @@ LayerRoutes routes_of(const ChunkInput& in, char arm, size_t layer) {
           in.captured(arm, m.route_weights[layer])};
 }
 
-double real(const Cell& c) {
-  if (const auto* i = std::get_if<int64_t>(&c)) return static_cast<double>(*i);
-  return std::get<double>(c);
-}
-
 class Routing final : public ChunkAnalysis {
  public:
   std::string name() const override { return "routing"; }
@@ -161,22 +156,22 @@ SummaryTable Routing::summarize(const std::vector<StoredRow>& rows) const {
     if (std::get<std::string>(c.at(kPair)) == "floor") {
       have_floor = true;
       s.floor_set.add(changed, r.chunk);
-      s.floor_kl.add(real(c.at(kRouterKl)), r.chunk);
+      s.floor_kl.add(cell_real(c.at(kRouterKl)), r.chunk);
       continue;
     }
     s.set.add(changed, r.chunk);
-    s.top1.add(real(c.at(kTop1)), r.chunk);
-    s.jaccard.add(real(c.at(kJaccard)), r.chunk);
-    s.router_kl.add(real(c.at(kRouterKl)), r.chunk);
-    s.moved.add(real(c.at(kMoved)), r.chunk);
-    const double margin = real(c.at(kMargin));
+    s.top1.add(cell_real(c.at(kTop1)), r.chunk);
+    s.jaccard.add(cell_real(c.at(kJaccard)), r.chunk);
+    s.router_kl.add(cell_real(c.at(kRouterKl)), r.chunk);
+    s.moved.add(cell_real(c.at(kMoved)), r.chunk);
+    const double margin = cell_real(c.at(kMargin));
     if (std::isfinite(margin)) {
       s.margin.add(margin, r.chunk);
       if (changed) s.margin_changed.add(margin, r.chunk);
     }
     auto& p = positions[{r.chunk, static_cast<int>(std::get<int64_t>(c.at(kPos)))}];
     p.chunk = r.chunk;
-    p.out_kl = real(c.at(kOutKl));
+    p.out_kl = cell_real(c.at(kOutKl));
     if (changed && (p.first_changed < 0 || layer < p.first_changed)) p.first_changed = layer;
   }
   SummaryTable t;

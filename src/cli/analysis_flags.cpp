@@ -16,6 +16,7 @@ std::vector<std::string> AnalysisFlags::analyses() const {
     add("routing_load");
   }
   if (routing_transplant) add("routing_transplant");
+  if (lens) add("lens");
   return out;
 }
 
@@ -27,6 +28,10 @@ void add_analysis_flags(CLI::App& cmd, AnalysisFlags& flags) {
                "MoE models: run each arm again with the other's experts and mixing weights, at "
                "every MoE layer and at each alone: the KL routing causes "
                "(--analysis routing_transplant)");
+  cmd.add_flag("--lens", flags.lens,
+               "logit lens in each arm's own numerics: every layer's residual through the "
+               "model's final norm and head, per arm and across arms (2 × n_layer more passes "
+               "per chunk; --analysis lens)");
   std::string help = "add plug-in analyses (repeat, or a comma list); this build has:";
   for (const auto& a : analysis::chunk_analyses())
     help += "\n  " + a->name() + ": " + a->description();

@@ -1,6 +1,6 @@
 // --analysis NAME[,NAME]: the plug-in analyses (analysis/plugin.h) a diff adds; the help lists
 // every one this build has, from the registry. --routing and --routing-transplant are names for
-// the MoE ones.
+// the MoE ones, --lens for the logit lens.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
@@ -10,7 +10,7 @@ namespace hd::cli {
 
 struct AnalysisFlags {
   std::vector<std::string> names;
-  bool routing = false, routing_transplant = false;
+  bool routing = false, routing_transplant = false, lens = false;
   // The analyses asked for, in order, each once.
   std::vector<std::string> analyses() const;
 };

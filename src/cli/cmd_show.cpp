@@ -17,7 +17,7 @@ void warn_modified(const std::string& file) {
 void show_several(const std::vector<std::string>& files, bool single_file_option) {
   if (single_file_option) {
     throw InputError(
-        "--json, --worst, --transplants, --components, --routing and --position take one file");
+        "--json, --worst, --transplants, --components, --routing, --lens and --position take one file");
   }
   std::vector<report::Loaded> runs;
   for (const std::string& f : files) runs.push_back(report::load_experiment(f));
@@ -48,6 +48,9 @@ void add_show(CLI::App& app, Context& ctx) {
   cmd->add_flag("--components", o->r.components, "attention vs MLP per layer, with intervals");
   cmd->add_flag("--routing", o->r.routing,
                 "MoE routing alone: its tables and a layer × position map of expert changes");
+  cmd->add_flag("--lens", o->r.lens,
+                "the logit lens alone: per layer, each arm's lens against its final logits and "
+                "against the other arm's (a run with diff --lens)");
   cmd->add_option("--position", o->position,
                   "one token (CHUNK:POS): its KL after each restore point");
   cmd->add_flag("--flips", o->r.flips,
@@ -58,7 +61,8 @@ void add_show(CLI::App& app, Context& ctx) {
   cmd->callback([o, &ctx] {
     if (o->files.size() > 1) {
       show_several(o->files, o->r.json || o->r.worst || o->r.transplants || o->r.components ||
-                                 o->r.flips || o->r.routing || !o->position.empty());
+                                 o->r.flips || o->r.routing || o->r.lens ||
+                                 !o->position.empty());
       ctx.exit_code = 0;
       return;
     }

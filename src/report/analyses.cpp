@@ -100,4 +100,15 @@ void print_summary_table(std::ostream& os, const analysis::SummaryTable& t) {
   for (const auto& n : t.notes) os << "  " << n << "\n";
 }
 
+bool print_tables_named(std::ostream& os, const std::vector<NamedSummary>& all,
+                        const std::string& prefix) {
+  bool any = false;
+  for (const auto& [name, table] : all) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    print_summary_table(os, table);
+    any = true;
+  }
+  return any;
+}
+
 }  // namespace hd::report

@@ -25,5 +25,8 @@ std::vector<NamedSummary> summarize_analyses(const store::Experiment& e);
 // {"title", "columns", "rows": [[...]], "notes"}; numbers that are not finite are null.
 nlohmann::json summary_table_json(const analysis::SummaryTable& t);
 void print_summary_table(std::ostream& os, const analysis::SummaryTable& t);
+// The tables of the analyses whose name starts with `prefix`; false when there is none.
+bool print_tables_named(std::ostream& os, const std::vector<NamedSummary>& all,
+                        const std::string& prefix);
 
 }  // namespace hd::report

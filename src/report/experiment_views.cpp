@@ -6,6 +6,7 @@
 
 #include "errors.h"
 #include "report/flips.h"
+#include "report/analyses.h"
 #include "report/floor.h"
 #include "report/noise_floor.h"
 #include "report/result.h"
@@ -42,6 +43,11 @@ Shown show_diff(const std::string& path, const ShowRequest& r) {
       print_routing(out, l);
       return {out.str(), l.integrity == "MISMATCH"};
     }
+    if (r.lens) {  // the logit lens table alone
+      if (!print_tables_named(out, l.analyses, "lens"))
+        throw InputError("'" + path + "' has no logit lens: run diff with --lens");
+      return {out.str(), l.integrity == "MISMATCH"};
+    }
     if (flips) print_flips(out, l);
     print_summary(out, l);
     if (r.transplants) print_transplants(out, *l.transplants, kl_floor_hi(l.summary));
@@ -65,9 +71,9 @@ void add_floor_rows(const store::Experiment& e, nlohmann::json& floor) {
 template <void (*print)(std::ostream&, const LoadedResult&), AddRows add_rows = nullptr>
 Shown show_summary(const std::string& path, const ShowRequest& r) {
   const store::Kind kind = store::kind_of(store::Experiment::open(path, false));
-  if (r.worst || r.transplants || r.components || r.flips || r.position || r.routing) {
+  if (r.worst || r.transplants || r.components || r.flips || r.position || r.routing || r.lens) {
     throw InputError("'" + path + "' is a " + std::string(store::kind_info(kind).name) +
-                     ": --worst, --transplants, --components, --flips, --position and --routing "
+                     ": --worst, --transplants, --components, --flips, --position, --routing and --lens "
                      "are for diffs");
   }
   const LoadedResult l = load_result(path, std::string(store::kind_info(kind).name), add_rows);

@@ -14,7 +14,7 @@ namespace hd::report {
 struct ShowRequest {
   bool json = false;
   int worst = 0;
-  bool transplants = false, components = false, flips = false, routing = false;
+  bool transplants = false, components = false, flips = false, routing = false, lens = false;
   std::optional<Position> position;
 };
 

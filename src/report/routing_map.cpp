@@ -66,13 +66,7 @@ std::vector<std::string> routing_map(const std::vector<analysis::StoredRow>& row
 }
 
 void print_routing(std::ostream& os, const Loaded& l) {
-  bool any = false;
-  for (const auto& [name, table] : l.analyses) {
-    if (name.rfind("routing", 0) != 0) continue;
-    print_summary_table(os, table);
-    any = true;
-  }
-  if (!any) {
+  if (!print_tables_named(os, l.analyses, "routing")) {
     throw InputError("'" + l.path + "' has no routing: run diff with --routing or "
                      "--routing-transplant (on a MoE model)");
   }

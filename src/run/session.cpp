@@ -48,7 +48,11 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   }
   model_points_ = {map_.n_layer,       map_.router,        map_.route_experts,
                    map_.route_weights, map_.n_expert,      map_.n_expert_used,
-                   map_.router_logits, map_.no_routing,    map_.no_routing_transplant};
+                   map_.router_logits, map_.no_routing,    map_.no_routing_transplant,
+                   {},                 map_.no_transplants};
+  if (map_.residuals()) {
+    for (int l = 0; l < map_.n_layer; ++l) model_points_.residual.push_back(residual_name(l));
+  }
   for (const auto& name : config_.analyses) {
     const auto* a = analysis::find_chunk_analysis(name);
     if (const std::string why = a->unavailable(model_points_); !why.empty()) {

@@ -82,6 +82,8 @@ class Session {
   // `target` ('a' or 'b') run on the chunk with `points` written from the other arm's pass.
   std::span<const float> rerun(char target, const std::vector<std::string>& points,
                                std::span<const int32_t> tokens, int first_output);
+  std::span<const float> rewrite_own(char arm, const std::string& into, const std::string& from,
+                                     std::span<const int32_t> tokens, int first_output);
 
   DiffConfig config_;
   ArmRun a_, b_, floor_, floor_b_;

@@ -31,6 +31,9 @@ void Session::run_analyses(ChunkResult& r, std::span<const int32_t> tokens, int 
   in.rerun = [&](char target, const std::vector<std::string>& points) {
     return rerun(target, points, tokens, first_output);
   };
+  in.rewrite_own = [&](char arm, const std::string& into, const std::string& from) {
+    return rewrite_own(arm, into, from, tokens, first_output);
+  };
   for (const auto* a : analyses_) {
     same_widths(a->points(model_points_));
     auto rows = a->compute(in);
@@ -71,6 +74,32 @@ std::span<const float> Session::rerun(char target, const std::vector<std::string
   // The points the arm's own pass asks for too: the scheduler cuts the graph at every node
   // asked for, and a backend that fuses kernels would otherwise fuse the rerun differently.
   for (const std::string& p : to.hook.captures()) patch.capture(p);
+  to.arm->run_chunk(tokens, &patch, patched_logits_, first_output);
+  return patched_logits_;
+}
+
+std::span<const float> Session::rewrite_own(char arm, const std::string& into,
+                                            const std::string& from,
+                                            std::span<const int32_t> tokens, int first_output) {
+  ArmRun& to = arm == 'a' ? a_ : b_;
+  const int64_t w = to.hook.width(from);
+  if (to.hook.width(into) != w) {
+    throw RuntimeError(fmt::format("graph point '{}' is {} wide and '{}' {}: one cannot be "
+                                   "written with the other's rows",
+                                   into, to.hook.width(into), from, w));
+  }
+  // `into` may keep fewer rows than `from` (the last layer: the output positions only): the
+  // rows of `from` at the positions `into` keeps.
+  const int64_t skip = to.hook.first_row(into) - to.hook.first_row(from);
+  if (skip < 0) {
+    throw RuntimeError("graph point '" + into + "' keeps rows that '" + from + "' has not");
+  }
+  const auto& rows = to.hook.captured(from);
+  engine::Hook patch;
+  engine::tell_rows(map_, patch);
+  patch.overwrite(into, to.hook.first_row(into),
+                  std::span<const float>(rows).subspan(static_cast<size_t>(skip * w)));
+  for (const std::string& p : to.hook.captures()) patch.capture(p);  // as in rerun
   to.arm->run_chunk(tokens, &patch, patched_logits_, first_output);
   return patched_logits_;
 }
