@@ -60,6 +60,9 @@ run::DiffConfig config(const std::string& model, const engine::PointMap& m) {
   c.components = m.components();
   if (m.routing()) c.analyses = {"routing", "routing_load"};
   if (m.routing_transplant()) c.analyses.push_back("routing_transplant");
+  // The lens checks itself at the last layer on every chunk (the arm's own logits, bitwise):
+  // a model on which that fails fails its run here.
+  if (m.transplants()) c.analyses.push_back("lens");
   return c;
 }
 
@@ -99,6 +102,14 @@ void expect_all_zero(const analysis::ChunkResult& r) {
   if (r.analyses.count("routing_transplant")) {
     for (const auto& row : r.analyses.at("routing_transplant")) {
       ASSERT_EQ(std::get<double>(row[3]), 0.0) << "routing transplant " << std::get<std::string>(row[0]);
+    }
+  }
+  // The lens (analysis/lens.cpp's columns): the same at every layer in both arms.
+  if (r.analyses.count("lens")) {
+    ASSERT_FALSE(r.analyses.at("lens").empty());
+    for (const auto& row : r.analyses.at("lens")) {
+      ASSERT_EQ(std::get<double>(row[4]), 0.0) << "lens, layer " << std::get<int64_t>(row[0]);
+      ASSERT_EQ(std::get<double>(row[2]), std::get<double>(row[3]));
     }
   }
 }
