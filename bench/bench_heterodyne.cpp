@@ -119,31 +119,28 @@ void BM_PeerBasePlusKl(benchmark::State& state) {
   }
 }
 
-void BM_HeterodyneDiff(benchmark::State& state) {
+// The diff of the big pair, --score-from half (the peer's positions, so both compute and score
+// the same logits), with `extra` flags.
+void heterodyne_diff(benchmark::State& state, std::vector<std::string> extra) {
   const Setup& s = setup();
   for (auto _ : state) {
-    // --score-from half: the peer's positions, so both compute and score the same logits.
-    run({s.bin,
-         "diff",
-         "--a",
-         s.big_a,
-         "--b",
-         s.big_b,
-         "--text-file",
-         s.text,
-         "--chunk",
-         "128",
-         "--max-chunks",
-         std::to_string(kChunks),
-         "-t",
-         std::to_string(kThreads),
-         "--score-from",
-         "half",
-         "--no-floor",
-         "-o",
-         s.dir + "/bench.hdy",
-         "--force"});
+    std::vector<std::string> args = {s.bin,        "diff",   "--a",          s.big_a,
+                                     "--b",        s.big_b,  "--text-file",  s.text,
+                                     "--chunk",    "128",    "--max-chunks", std::to_string(kChunks),
+                                     "-t",         std::to_string(kThreads), "--score-from",
+                                     "half",       "-o",     s.dir + "/bench.hdy",
+                                     "--force"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    run(args);
   }
+}
+void BM_HeterodyneDiff(benchmark::State& state) { heterodyne_diff(state, {"--no-floor"}); }
+// Both floors: one more pass of each arm per chunk (A′ and B′).
+void BM_HeterodyneDiffBothFloors(benchmark::State& state) { heterodyne_diff(state, {}); }
+// The lens: 2 × n_layer more passes per chunk, and three full-vocabulary KLs per layer and
+// position.
+void BM_HeterodyneDiffLens(benchmark::State& state) {
+  heterodyne_diff(state, {"--no-floor", "--lens"});
 }
 
 // One 128-token chunk of the big model, with or without a hook capturing every l_out-N.
@@ -225,6 +222,8 @@ void BM_PeakRss(benchmark::State& state) {
 // Interleaved so that machine noise hits baseline and candidate alike.
 BENCHMARK(BM_PeerBasePlusKl)->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(3);
 BENCHMARK(BM_HeterodyneDiff)->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(3);
+BENCHMARK(BM_HeterodyneDiffBothFloors)->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(3);
+BENCHMARK(BM_HeterodyneDiffLens)->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_ChunkNoHook)->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(3);
 BENCHMARK(BM_ChunkCaptureEveryLayer)->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(3);
 BENCHMARK(BM_PeakRss)->Arg(4)->Arg(16)->Unit(benchmark::kSecond)->Iterations(1);
@@ -261,6 +260,10 @@ int main(int argc, char** argv) {
   std::printf("\nratios (medians, same invocation):\n");
   std::printf("  diff / (peer base + KL pass)            %.3f   target <= 1.10\n",
               ratio("BM_HeterodyneDiff", "BM_PeerBasePlusKl"));
+  std::printf("  diff with both floors / (peer base + KL) %.3f   (A′ and B′: two passes more)\n",
+              ratio("BM_HeterodyneDiffBothFloors", "BM_PeerBasePlusKl"));
+  std::printf("  diff --lens / diff                      %.3f   (2 x n_layer passes more)\n",
+              ratio("BM_HeterodyneDiffLens", "BM_HeterodyneDiff"));
   std::printf("  capture every l_out-N / no hook         %.3f   target <= 1.05\n",
               ratio("BM_ChunkCaptureEveryLayer", "BM_ChunkNoHook"));
   std::printf("  peak RSS 16 chunks / 4 chunks           %.3f   target ~1.0 (%ld vs %ld KiB)\n",

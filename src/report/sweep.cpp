@@ -52,6 +52,24 @@ std::string short_name(const std::string& setting) {
 
 }  // namespace
 
+// The floor: the larger of A's and B's, then each (sweeps from before B's floor: A's alone).
+static void print_floor(std::ostream& os, const nlohmann::json& r) {
+  if (!r["floor"].is_null()) {
+    const auto line = [&](const char* what, const nlohmann::json& f) {
+      os << fmt::format("{}: mean KL {} ± {}, top-1 Δ {:.3f}%\n", what, num(f["kl_mean"]),
+                        num(f["kl_ci95"]), 100 * f["top1_change_rate"].get<double>());
+    };
+    const bool both = r["floor"].contains("floor_b") && !r["floor"]["floor_b"].is_null();
+    if (!both) {
+      line("numerical floor (A re-split into other ubatches)", r["floor"]);
+    } else {
+      line("numerical floor (the larger of A vs A′ and B vs B′)", r["floor"]);
+      line("  A vs A′ (A re-split into other ubatches)", r["floor"]["floor_a"]);
+      line("  B vs B′ (B re-split into other ubatches)", r["floor"]["floor_b"]);
+    }
+  }
+}
+
 void print_sweep(std::ostream& os, const LoadedResult& l) {
   const auto& r = l.result;
   const auto& settings = r["settings"];
@@ -78,20 +96,7 @@ void print_sweep(std::ostream& os, const LoadedResult& l) {
     os << fmt::format("{:>12} {:>10} {:>7.3f}% {:>9}\n", num(c["kl_mean"]), num(c["kl_ci95"]),
                       100 * c["top1_change_rate"].get<double>(), num(c["ppl"], "{:.4f}"));
   }
-  if (!r["floor"].is_null()) {
-    const auto line = [&](const char* what, const nlohmann::json& f) {
-      os << fmt::format("{}: mean KL {} ± {}, top-1 Δ {:.3f}%\n", what, num(f["kl_mean"]),
-                        num(f["kl_ci95"]), 100 * f["top1_change_rate"].get<double>());
-    };
-    const bool both = r["floor"].contains("floor_b") && !r["floor"]["floor_b"].is_null();
-    if (!both) {
-      line("numerical floor (A re-split into other ubatches)", r["floor"]);
-    } else {
-      line("numerical floor (the larger of A vs A′ and B vs B′)", r["floor"]);
-      line("  A vs A′ (A re-split into other ubatches)", r["floor"]["floor_a"]);
-      line("  B vs B′ (B re-split into other ubatches)", r["floor"]["floor_b"]);
-    }
-  }
+  print_floor(os, r);
   if (const std::string note = analysis::few_chunks_note(r.value("chunks", size_t{0}));
       !note.empty()) {
     os << note << "\n";
