@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/utf8.h"
 #include "store/experiment.h"
 #include "test_support.h"
 
@@ -147,4 +148,37 @@ TEST(Report, PythonStandardLibraryReadsTheFileAsDocumented) {
   EXPECT_EQ(j["integrity_recomputed"], j["integrity_stored"]);
   const auto show = nlohmann::json::parse(test::run_cli({"show", experiment(), "--json"}).out);
   EXPECT_NEAR(j["kl_mean"].get<double>(), show["kl_mean"].get<double>(), 1e-15);
+}
+
+// Byte tokens (half a character) are stored as BLOBs and exported as \xHH: Python's sqlite3 and
+// csv read every table and every export.
+TEST(Report, ByteTokensKeepEveryFormatValidUtf8) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = test::temp_dir("utf8");
+  std::string text;
+  for (int i = 0; i < 40; ++i)
+    text += "Once upon a time the café was naïve — she smiled 🙂 and said “hello” to Zoë.\n";
+  test::write_file(dir + "/u.txt", text);
+  const std::string out = dir + "/u.hdy";
+  ASSERT_EQ(test::run_cli({"diff", "--a", test::shared_path("models/stories260K.gguf"),
+                           "--b-quant", "Q8_0", "-f", dir + "/u.txt", "--chunk", "64",
+                           "--max-chunks", "4", "-o", out})
+                .exit_code,
+            0);
+  EXPECT_NE(test::rows_text(out, "SELECT count(*) FROM vocab WHERE typeof(text) = 'blob'"), "0|\n")
+      << "stories260K spells these characters with byte tokens";
+  const std::string py = "python3 -c \"import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); "
+                         "db.execute('SELECT * FROM vocab').fetchall()\" " + out;
+  EXPECT_EQ(std::system(py.c_str()), 0) << py;
+  for (const char* format : {"csv", "jsonl"}) {
+    for (const char* table : {"positions", "flips"}) {
+      const auto r = test::run_cli({"export", out, "--table", table, "--format", format});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_FALSE(first_invalid_utf8(r.out).has_value()) << table << " as " << format;
+    }
+  }
+  const auto csv = test::run_cli({"export", out, "--table", "flips", "--format", "csv"}).out +
+                   test::run_cli({"export", out, "--positions", "--format", "csv"}).out;
+  EXPECT_NE(csv.find("\\x"), std::string::npos) << "a byte token's piece, escaped";
+  EXPECT_EQ(test::run_cli({"verify", out}).exit_code, 0);
 }

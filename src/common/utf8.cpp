@@ -38,4 +38,19 @@ std::optional<size_t> first_invalid_utf8(std::string_view s) {
   return std::nullopt;
 }
 
+std::string escape_invalid_utf8(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  while (const auto bad = first_invalid_utf8(s)) {
+    out.append(s.substr(0, *bad));
+    const auto byte = static_cast<unsigned char>(s[*bad]);
+    out += "\\x";
+    out += kHex[byte >> 4];
+    out += kHex[byte & 15];
+    s.remove_prefix(*bad + 1);
+  }
+  out.append(s);
+  return out;
+}
+
 }  // namespace hd

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace hd {
@@ -11,5 +12,9 @@ namespace hd {
 // overlong encodings (C0, C1, E0 80..9F, F0 80..8F), UTF-16 surrogates (ED A0..BF) and code
 // points above U+10FFFF (F4 90.., F5..FF).
 std::optional<size_t> first_invalid_utf8(std::string_view s);
+
+// `s` with every byte that does not begin a well-formed sequence written as \xHH (upper-case
+// hex): valid UTF-8 that keeps every byte (a byte token's piece, half a character).
+std::string escape_invalid_utf8(std::string_view s);
 
 }  // namespace hd

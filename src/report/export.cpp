@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "analysis/flips.h"
+#include "common/utf8.h"
 #include "errors.h"
 
 namespace hd::report {
@@ -62,10 +63,11 @@ class Writer {
   bool csv_;
 };
 
-// A token's stored text, "" when the file has none for it.
+// A token's stored text, "" when the file has none for it; bytes that are not UTF-8 (a byte
+// token's piece) as \xHH, so that every format is valid UTF-8 (Python's csv reads it).
 std::string text_of(const Loaded& l, int32_t id) {
   const auto it = l.pieces.find(id);
-  return it == l.pieces.end() ? "" : it->second;
+  return it == l.pieces.end() ? "" : escape_invalid_utf8(it->second);
 }
 
 void positions(Writer& w, const Loaded& l) {

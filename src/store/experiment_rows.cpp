@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/utf8.h"
 #include "errors.h"
 #include "store/analysis_tables.h"
 #include "store/experiment.h"
@@ -93,7 +94,17 @@ void Experiment::put_chunk(const ChunkResult& c, const std::map<int32_t, std::st
         .run();
   }
   Statement voc(db_->handle(), "INSERT OR IGNORE INTO vocab VALUES (?, ?)");
-  for (const auto& [id, text] : pieces) voc.bind(1, int64_t{id}).bind(2, text).run();
+  for (const auto& [id, text] : pieces) {
+    voc.bind(1, int64_t{id});
+    // A piece that is not UTF-8 (a byte token, half a character) is a BLOB: a TEXT value must
+    // be UTF-8, and Python's sqlite3 refuses to read the table otherwise.
+    if (first_invalid_utf8(text)) {
+      voc.bind_blob(2, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+    } else {
+      voc.bind(2, text);
+    }
+    voc.run();
+  }
   put_comparison(*db_, "diff", c.chunk, c.diff);
   if (c.floor) put_comparison(*db_, "floor", c.chunk, *c.floor);
   if (c.floor_b) put_comparison(*db_, "floor_b", c.chunk, *c.floor_b);
