@@ -110,10 +110,17 @@ TEST(FlagSlips, AMalformedPositionIsRefusedBeforeAnythingIsPrinted) {
   for (const std::string p : {"abc", "3x:5", "1:2:3", "-1:5", "1:", ":4", "99999999999:1", "1:5x"}) {
     expect_refused({"show", experiment(), "--position", p}, "--position wants CHUNK:POS");
   }
-  // Well formed, but no transplant is stored there (the last token predicts nothing; there is no
-  // chunk 7): the summary is not printed before the error.
-  expect_refused({"show", experiment(), "--position", "0:63"}, "no stored transplants");
-  expect_refused({"show", experiment(), "--position", "7:40"}, "no stored transplants");
+  // Well formed, but no scored position is stored there (the last token predicts nothing; there
+  // is no chunk 7): the summary is not printed before the error.
+  expect_refused({"show", experiment(), "--position", "0:63"}, "no scored position 0:63");
+  expect_refused({"show", experiment(), "--position", "7:40"}, "no scored position 7:40");
+  // Without transplants a position still shows its context and both top-5, counted as --worst
+  // counts it (P: the logits that predict token P + 1).
+  const auto r = run_cli({"show", experiment(), "--position", "0:20"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("\n  0:20  KL", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("    A: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    B: "), std::string::npos) << r.out;
 }
 
 TEST(FlagSlips, TwoWritersOfOneOutputAtOnceGetTheRightCause) {

@@ -204,6 +204,14 @@ TEST(Utf8, StrictDecodingRefusesWhatRfc3629Forbids) {
   EXPECT_EQ(first_invalid_utf8("\xe2\x28\xa1"), 0u);        // bad continuation
 }
 
+TEST(Utf8, EscapingKeepsEveryByteAndIsValid) {
+  using hd::escape_invalid_utf8;
+  EXPECT_EQ(escape_invalid_utf8("caf\xc3\xa9"), "caf\xc3\xa9");  // valid: as it is
+  EXPECT_EQ(escape_invalid_utf8("\xe2"), "\\xE2");              // half of "—": a byte token
+  EXPECT_EQ(escape_invalid_utf8("a\xe2\x80z\xff"), "a\\xE2\\x80z\\xFF");
+  EXPECT_EQ(hd::first_invalid_utf8(escape_invalid_utf8("\xc0\xaf\xed\xa0\x80")), std::nullopt);
+}
+
 TEST(Utf8, TextFilesThatAreNotStrictUtf8AreOneLine) {
   HD_REQUIRE_SHARED();
   const std::string m = shared_path("models/stories260K.gguf");

@@ -206,7 +206,8 @@ TEST(Transplants, StoredShownAndVerified) {
   r = test::run_cli({"show", path, "--transplants", "--components", "--position", "1:20"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("attention − MLP (paired)"), std::string::npos);
-  EXPECT_NE(r.out.find("position 1:20"), std::string::npos);
+  EXPECT_NE(r.out.find("\n  1:20  KL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("after each restore point"), std::string::npos) << r.out;
   r = test::run_cli({"show", path, "--position", "9:20"});
   EXPECT_EQ(r.exit_code, 2);
   r = test::run_cli({"verify", path});

@@ -52,7 +52,7 @@ void add_show(CLI::App& app, Context& ctx) {
                 "the logit lens alone: per layer, each arm's lens against its final logits and "
                 "against the other arm's (a run with diff --lens)");
   cmd->add_option("--position", o->position,
-                  "one token (CHUNK:POS): its KL after each restore point");
+                  "one position (CHUNK:POS, P predicting token P + 1, as --worst and export count): its context, both top-5, and its KL after each restore point");
   cmd->add_flag("--flips", o->r.flips,
                 "lead with top-1 flips and where they form (the default when the arms ran "
                 "different llama.cpp builds)");

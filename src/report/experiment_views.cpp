@@ -35,7 +35,7 @@ Shown show_diff(const std::string& path, const ShowRequest& r) {
     if (flips) j["flips"] = flips_json(l);
     out << dump(j);
   } else {
-    if ((r.transplants || r.components || r.position) && !l.transplants) {
+    if ((r.transplants || r.components) && !l.transplants) {
       throw InputError("'" + path +
                        "' has no transplants: run diff with --transplants or --components");
     }
@@ -48,11 +48,11 @@ Shown show_diff(const std::string& path, const ShowRequest& r) {
         throw InputError("'" + path + "' has no logit lens: run diff with --lens");
       return {out.str(), l.integrity == "MISMATCH"};
     }
+    if (r.position) print_position(out, l, *r.position);  // the token asked about first
     if (flips) print_flips(out, l);
     print_summary(out, l);
     if (r.transplants) print_transplants(out, *l.transplants, kl_floor_hi(l.summary));
     if (r.components) print_components(out, *l.transplants, kl_floor_hi(l.summary));
-    if (r.position) print_position(out, l, *r.position);
     if (r.worst > 0) print_worst(out, l, r.worst);
   }
   return {out.str(), l.integrity == "MISMATCH"};

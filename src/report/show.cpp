@@ -177,23 +177,25 @@ static std::string top_list(const Loaded& l, const analysis::TopK& t) {
   return s;
 }
 
+void print_position_row(std::ostream& os, const Loaded& l, const ChunkResult& c,
+                        const PositionRow& r) {
+  std::string before;
+  for (int p = std::max(0, r.pos - 12); p <= r.pos; ++p)
+    before += piece(l, c.tokens[static_cast<size_t>(p)]);
+  os << fmt::format("\n  {}:{}  KL {:.5f}  NLL A {:.3f}  B {:.3f}{}\n", c.chunk, r.pos,
+                    r.score.kl, r.score.nll_a, r.score.nll_b,
+                    r.score.top_a.id[0] != r.score.top_b.id[0] ? "  top-1 flipped" : "");
+  os << fmt::format("    …{}[{}]\n", before, piece(l, r.target));
+  os << "    A: " << top_list(l, r.score.top_a) << "\n";
+  os << "    B: " << top_list(l, r.score.top_b) << "\n";
+}
+
 void print_worst(std::ostream& os, const Loaded& l, int n) {
   std::vector<int> chunk_of;
   const auto rows = worst_rows(l, n, chunk_of);
   os << fmt::format("\nthe {} positions with the largest KL(A‖B):\n", rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const PositionRow& r = *rows[i];
-    const ChunkResult& c = chunk_by_id(l, chunk_of[i]);
-    std::string before;
-    for (int p = std::max(0, r.pos - 12); p <= r.pos; ++p)
-      before += piece(l, c.tokens[static_cast<size_t>(p)]);
-    os << fmt::format("\n  {}:{}  KL {:.5f}  NLL A {:.3f}  B {:.3f}{}\n", c.chunk, r.pos,
-                      r.score.kl, r.score.nll_a, r.score.nll_b,
-                      r.score.top_a.id[0] != r.score.top_b.id[0] ? "  top-1 flipped" : "");
-    os << fmt::format("    …{}[{}]\n", before, piece(l, r.target));
-    os << "    A: " << top_list(l, r.score.top_a) << "\n";
-    os << "    B: " << top_list(l, r.score.top_b) << "\n";
-  }
+  for (size_t i = 0; i < rows.size(); ++i)
+    print_position_row(os, l, chunk_by_id(l, chunk_of[i]), *rows[i]);
 }
 
 nlohmann::json summary_json(const Loaded& l, int worst) {

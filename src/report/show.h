@@ -40,6 +40,11 @@ void print_ladder(std::ostream& os, const std::vector<Loaded>& runs);
 
 // The `n` scored positions with the largest KL, with their text and both arms' top-5.
 void print_worst(std::ostream& os, const Loaded& l, int n);
+// One position as print_worst shows it: "C:P", KL and NLLs, the text before it with the
+// predicted token in brackets, both arms' top-5. P is the predicting position (its logits
+// predict token P + 1), as in the stored rows, export, the report and the UI.
+void print_position_row(std::ostream& os, const Loaded& l, const analysis::ChunkResult& c,
+                        const analysis::PositionRow& r);
 
 // A token's stored text, or "<id>" when the file has none for it.
 std::string piece_text(const Loaded& l, int32_t id);

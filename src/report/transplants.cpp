@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "errors.h"
@@ -86,22 +87,26 @@ void print_position(std::ostream& os, const Loaded& l, const Position& where) {
   const int chunk = where.chunk, pos = where.pos;
   for (const auto& c : l.chunks) {
     if (c.chunk != chunk) continue;
-    const auto trace = analysis::position_trace(c, pos);
-    if (!trace || std::isnan(trace->denoise[0])) break;
-    os << fmt::format("\n  position {}:{}  predicting '{}'\n", chunk, pos,
-                      printable(l.pieces.count(c.tokens[static_cast<size_t>(pos) + 1])
-                                    ? l.pieces.at(c.tokens[static_cast<size_t>(pos) + 1])
-                                    : "?"));
-    os << fmt::format("  {:<12} {:>12} {:>12}\n", "point", "denoise", "noise");
+    const auto row = std::find_if(c.diff.positions.begin(), c.diff.positions.end(),
+                                  [pos](const analysis::PositionRow& r) { return r.pos == pos; });
+    if (row == c.diff.positions.end() || !row->scored) break;
+    print_position_row(os, l, c, *row);  // the token, its context and both top-5 first
+    const auto trace = c.transplants ? analysis::position_trace(c, pos) : std::nullopt;
+    if (!trace || std::isnan(trace->denoise[0])) {
+      os << "\n  (no transplants at this position: run diff with --transplants)\n";
+      return;
+    }
+    os << fmt::format("\n  after each restore point:\n  {:<12} {:>12} {:>12}\n", "point",
+                      "denoise", "noise");
     for (size_t k = 0; k < trace->points.size(); ++k) {
       os << fmt::format("  {:<12} {:>12} {:>12}\n", trace->points[k], num(trace->denoise[k]),
                         num(trace->noise[k]));
     }
     return;
   }
-  throw InputError("no stored transplants for position " + std::to_string(chunk) + ":" +
-                   std::to_string(pos) +
-                   " (is it a scored position of a run with --transplants?)");
+  throw InputError("no scored position " + std::to_string(chunk) + ":" + std::to_string(pos) +
+                   " is stored (C:P counts P as the position whose logits predict token P + 1, "
+                   "as --worst, export and the report do)");
 }
 
 static nlohmann::json curve_json(const std::vector<analysis::CurvePoint>& c, double floor_hi) {
