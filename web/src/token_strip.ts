@@ -107,7 +107,7 @@ export function renderTokenStrip(result: Result): { el: HTMLElement; dispose: ()
       return;
     }
     current = target;
-    fillTip(tip, p);
+    fillTip(tip, p, Number((target as HTMLElement).dataset.chunk));
     placeTip(tip, target);
   });
   strip.addEventListener("mouseleave", hide);
@@ -156,12 +156,15 @@ function topList(id: string, title: string, list: TopEntry[] | undefined, actual
   return h("div", { class: "top-col" }, h("div", { class: "top-title" }, title), ol);
 }
 
-function fillTip(tip: HTMLElement, p: Position): void {
+// `p.pos` is the token's index; the logits that predict it are at p.pos - 1, which is how
+// show --position, --worst and export name a position (C:P).
+function fillTip(tip: HTMLElement, p: Position, chunk: number): void {
   clear(tip);
   const text = typeof p.text === "string" ? p.text : "";
   const dn = isNum(p.nll_a) && isNum(p.nll_b) ? p.nll_b - p.nll_a : null;
   tip.append(
     h("div", { class: "tip-token" }, visibleToken(text)),
+    h("div", { class: "tip-where muted small" }, `position ${chunk}:${p.pos - 1} (show --position ${chunk}:${p.pos - 1})`),
     h(
       "table",
       { class: "tip-stats" },
