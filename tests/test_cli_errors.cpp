@@ -1131,7 +1131,7 @@ TEST_F(CliErrors, ExportTableSlips) {
   const std::string e = experiment();
   ASSERT_FALSE(e.empty());
   EXPECT_TRUE(Fails(cli({"export", e, "--table", "residuals"}), 2,
-                    {"--table must be", "positions, layers, transplants or flips", "'residuals'"}));
+                    {"--table must be", "positions, layers, transplants, flips, confidence", "or lens", "'residuals'"}));
   EXPECT_TRUE(Fails(cli({"export", e, "--positions", "--table", "layers"}), 2,
                     {"--positions is --table positions"}));
 }

@@ -79,6 +79,13 @@ TEST(Lens, TheLastLayerIsTheArmsOwnLogitsAndEarlierLayersAreNot) {
   EXPECT_EQ(earlier_apart, earlier) << "a layer's lens that equals the final logits reads nothing";
 
   EXPECT_EQ(test::run_cli({"verify", out}).exit_code, 0);
+  // export carries the lens rows: one JSON object per stored row, with the chunk.
+  const auto exported = test::run_cli({"export", out, "--table", "lens", "--format", "jsonl"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  size_t lines = 0;
+  for (size_t at = 0; (at = exported.out.find('\n', at)) != std::string::npos; ++at) ++lines;
+  EXPECT_EQ(lines, rows.size());
+  EXPECT_NE(exported.out.find("\"kl_ab\":"), std::string::npos);
   const auto shown = test::run_cli({"show", out, "--lens"});
   EXPECT_EQ(shown.exit_code, 0) << shown.err;
   EXPECT_NE(shown.out.find("logit lens"), std::string::npos) << shown.out;

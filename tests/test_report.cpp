@@ -92,25 +92,40 @@ TEST(Report, CsvExportReadsBackToTheStoredNumbers) {
   std::string header;
   std::getline(in, header);
   EXPECT_EQ(header,
-            "chunk,pos,token_id,token_text,scored,kl,nll_a,nll_b,top1_a,p_top1_a,top1_b,p_top1_b");
+            "chunk,pos,token_id,token_text,scored,kl,nll_a,nll_b,top1_a,p_top1_a,top1_b,p_top1_b,"
+            "top5_a,top5_b");
   const auto rows = stored_diff_rows(experiment());
   size_t n = 0;
   std::string line;
   while (std::getline(in, line)) {
-    if (line.find('"') != std::string::npos) {  // quoted token text (a comma or newline in it)
-      while (std::count(line.begin(), line.end(), '"') % 2 == 1 && in) {
-        std::string more;
-        std::getline(in, more);
-        line += "\n" + more;
-      }
-      ++n;
-      continue;
+    // A quoted field (token text with a comma or newline, the top-5 lists) may span lines.
+    while (std::count(line.begin(), line.end(), '"') % 2 == 1 && in) {
+      std::string more;
+      std::getline(in, more);
+      line += "\n" + more;
     }
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
-    ASSERT_EQ(f.size(), 12u) << line;
+    std::vector<std::string> f(1);
+    bool quoted = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+      const char ch = line[i];
+      if (ch == '"' && quoted && i + 1 < line.size() && line[i + 1] == '"') {
+        f.back() += '"', ++i;
+      } else if (ch == '"') {
+        quoted = !quoted;
+      } else if (ch == ',' && !quoted) {
+        f.emplace_back();
+      } else {
+        f.back() += ch;
+      }
+    }
+    ASSERT_EQ(f.size(), 14u) << line;
     const auto& r = rows[n++];
+    const auto top5 = nlohmann::json::parse(f[12]);
+    ASSERT_EQ(top5.size(), 5u);
+    for (size_t k = 0; k < 5; ++k) {
+      EXPECT_EQ(top5[k][0].get<int32_t>(), r.score.top_a.id[k]);
+      EXPECT_EQ(top5[k][1].get<float>(), r.score.top_a.p[k]);  // the stored f32, bitwise
+    }
     EXPECT_EQ(std::stoi(f[1]), r.pos);
     EXPECT_EQ(std::stoi(f[2]), r.target);
     EXPECT_EQ(std::strtod(f[5].c_str(), nullptr), r.score.kl)

@@ -29,9 +29,8 @@ void add_analysis_flags(CLI::App& cmd, AnalysisFlags& flags) {
                "every MoE layer and at each alone: the KL routing causes "
                "(--analysis routing_transplant)");
   cmd.add_flag("--lens", flags.lens,
-               "logit lens in each arm's own numerics: every layer's residual through the "
-               "model's final norm and head, per arm and across arms (2 × n_layer more passes "
-               "per chunk; --analysis lens)");
+               "logit lens in each arm's numerics: each layer's residual through the model's "
+               "final norm and head (2 × n_layer more passes per chunk; --analysis lens)");
   std::string help = "add plug-in analyses (repeat, or a comma list); this build has:";
   for (const auto& a : analysis::chunk_analyses())
     help += "\n  " + a->name() + ": " + a->description();

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <variant>
 
@@ -70,13 +71,34 @@ std::string text_of(const Loaded& l, int32_t id) {
   return it == l.pieces.end() ? "" : escape_invalid_utf8(it->second);
 }
 
+// An arm's top-5 as JSON text: [[id, p], …], p the stored f32 (shortest text reading back).
+std::string top5_json(const analysis::TopK& t) {
+  std::string s = "[";
+  for (size_t k = 0; k < t.id.size(); ++k)
+    s += fmt::format("{}[{}, {}]", k ? ", " : "", t.id[k], t.p[k]);
+  return s + "]";
+}
+
 void positions(Writer& w, const Loaded& l) {
   for (const auto& c : l.chunks) {
     for (const auto& r : c.diff.positions) {
       const auto& s = r.score;
       w.row({int64_t{c.chunk}, int64_t{r.pos}, int64_t{r.target}, text_of(l, r.target), r.scored,
              s.kl, s.nll_a, s.nll_b, int64_t{s.top_a.id[0]}, s.top_a.p[0], int64_t{s.top_b.id[0]},
-             s.top_b.p[0]});
+             s.top_b.p[0], top5_json(s.top_a), top5_json(s.top_b)});
+    }
+  }
+}
+
+// A plug-in analysis' rows (analysis/plugin.h): the chunk, then its own columns.
+void analysis_rows(Writer& w, const Loaded& l, const std::string& name) {
+  for (const auto& c : l.chunks) {
+    const auto it = c.analyses.find(name);
+    if (it == c.analyses.end()) continue;
+    for (const auto& row : it->second) {
+      Row out{int64_t{c.chunk}};
+      for (const auto& cell : row) std::visit([&](const auto& v) { out.emplace_back(v); }, cell);
+      w.row(out);
     }
   }
 }
@@ -129,7 +151,7 @@ const std::vector<Table>& tables() {
   static const std::vector<Table> t = {
       {"positions",
        {"chunk", "pos", "token_id", "token_text", "scored", "kl", "nll_a", "nll_b", "top1_a",
-        "p_top1_a", "top1_b", "p_top1_b"},
+        "p_top1_a", "top1_b", "p_top1_b", "top5_a", "top5_b"},
        positions},
       {"layers", {"comparison", "chunk", "layer", "pos", "rel_err", "cosine", "max_abs"}, layers},
       {"transplants", {"chunk", "direction", "step", "point", "pos", "kl"}, transplants},
@@ -147,6 +169,7 @@ const std::vector<std::string>& export_tables() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
     for (const auto& t : tables()) n.push_back(t.name);
+    for (const auto& a : analysis::chunk_analyses()) n.push_back(a->name());
     return n;
   }();
   return names;
@@ -163,6 +186,19 @@ void export_table(std::ostream& os, const Loaded& l, const std::string& table,
     }
     Writer w(os, t.columns, format == "csv");
     t.write(w, l);
+    return;
+  }
+  if (const auto* a = analysis::find_chunk_analysis(table)) {
+    const bool stored = std::any_of(l.chunks.begin(), l.chunks.end(),
+                                    [&](const auto& c) { return c.analyses.count(table) > 0; });
+    if (!stored) {
+      throw InputError("'" + l.path + "' holds no " + table + " rows (the diff ran without " +
+                       "--analysis " + table + ")");
+    }
+    std::vector<std::string> columns = {"chunk"};
+    for (const auto& c : a->columns()) columns.push_back(c.name);
+    Writer w(os, columns, format == "csv");
+    analysis_rows(w, l, table);
     return;
   }
   std::string names;

@@ -14,8 +14,11 @@ namespace hd::report {
 //   layers       comparison (diff: A vs B; floor: A vs A re-split), chunk, layer, pos, rel_err,
 //                cosine, max_abs
 //   transplants  chunk, direction (denoise | noise), step, point, pos, kl
+//                …, top5_a, top5_b (each arm's top-5 as JSON text [[id, p], …])
 //   flips        chunk, pos, token_id, token_text, top1_a, top1_a_text, p_top1_a, margin_a,
 //                top1_b, top1_b_text, kl (the scored positions where the arms' top-1 differ)
+//   then every plug-in analysis by name (lens, confidence, routing, …): chunk and its columns
+//   (docs/experiment-format.md, analysis_<name>)
 const std::vector<std::string>& export_tables();
 
 // Writes `table` ("positions", …) of `l` in `format` ("csv" or "jsonl"). Numbers are printed so
