@@ -95,3 +95,40 @@ TEST(Floors, AQuantizedBWithFlashAttentionGetsItsOwnFloor) {
   EXPECT_NE(s.out.find("B vs B′ (ub 65)"), std::string::npos) << s.out;
   EXPECT_EQ(test::run_cli({"verify", out}).exit_code, 0);
 }
+
+// A diff stored before B's floor (no floor_b rows, no floor_ubatch_b) still verifies: the run is
+// recomputed as it was made, without B′.
+TEST(Floors, AFileFromBeforeBsFloorStillVerifiesAndShows) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = test::temp_dir("floors-old");
+  const std::string out = dir + "/old.hdy";
+  ASSERT_EQ(test::run_cli({"diff", "--a", test::shared_path("models/stories260K.gguf"),
+                           "--b-quant", "Q8_0", "-f", test::shared_path("corpora/tom-sawyer.txt"),
+                           "--chunk", "64", "--max-chunks", "2", "-o", out})
+                .exit_code,
+            0);
+  test::sql(out,
+            "DELETE FROM positions WHERE comparison = 'floor_b';"
+            "DELETE FROM layers WHERE comparison = 'floor_b';"
+            "UPDATE meta SET value = json_remove(value, '$.floor_ubatch_b', '$.arms.floor_b') "
+            "WHERE key = 'provenance';");
+  store::Experiment::open(out, true).seal();
+  const auto v = test::run_cli({"verify", out});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  const auto s = test::run_cli({"show", out});
+  EXPECT_NE(s.out.find("B vs B′: not measured"), std::string::npos) << s.out;
+  const json j = shown(out);
+  EXPECT_TRUE(j["floor_b"].is_null());
+  EXPECT_EQ(j["floor"]["kl_mean"], j["floor_a"]["kl_mean"]);
+}
+
+// --floor-ub that splits a chunk as an arm itself does would make that arm's floor 0 by
+// construction: refused in one line.
+TEST(Floors, AFloorUbatchThatIsAnArmsOwnSplitIsRefused) {
+  HD_REQUIRE_SHARED();
+  const std::string m = test::shared_path("models/stories260K.gguf");
+  test::expect_refused({"diff", "--a", m, "--b-quant", "Q8_0", "--b-ub", "32", "--floor-ub", "32",
+                        "-f", test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "64",
+                        "-o", test::temp_dir("floors-ub") + "/x.hdy"},
+                       "splits a 64-token chunk as arm B itself does");
+}

@@ -80,6 +80,6 @@ TEST(Plugins, UnknownOrRepeatedAnalysisIsRefused) {
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   };
-  expect_refused(with({"--analysis", "lens"}), "is not an analysis (there are: confidence");
+  expect_refused(with({"--analysis", "tuned_lens"}), "is not an analysis (there are: confidence");
   expect_refused(with({"--analysis", "confidence,confidence"}), "is given twice");
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -196,4 +197,13 @@ TEST(Report, ByteTokensKeepEveryFormatValidUtf8) {
                    test::run_cli({"export", out, "--positions", "--format", "csv"}).out;
   EXPECT_NE(csv.find("\\x"), std::string::npos) << "a byte token's piece, escaped";
   EXPECT_EQ(test::run_cli({"verify", out}).exit_code, 0);
+
+  // A file from before: the same pieces as TEXT. It still verifies (the same bytes).
+  const std::string old = dir + "/old.hdy";
+  std::filesystem::copy_file(out, old);
+  test::sql(old, "UPDATE vocab SET text = CAST(text AS TEXT) WHERE typeof(text) = 'blob'");
+  EXPECT_EQ(test::rows_text(old, "SELECT count(*) FROM vocab WHERE typeof(text) = 'blob'"), "0|\n");
+  store::Experiment::open(old, true).seal();
+  const auto v = test::run_cli({"verify", old});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
 }

@@ -1,5 +1,8 @@
 #include "cli/pair_flags.h"
 
+#include <algorithm>
+#include <string>
+
 #include "cli/commands.h"
 #include "errors.h"
 
@@ -41,6 +44,17 @@ run::DiffConfig pair_config(const std::string& command, const PairFlags& f, run:
   cfg.text_file = stored_path(input.path);
   cfg.token_ids = input.token_ids;
   cfg.floor = !f.no_floor;
+  // A floor split as its own arm is measures nothing: bitwise 0 whatever the kernels do.
+  for (const auto* arm : {&cfg.a, &cfg.b}) {
+    if (cfg.floor && cfg.floor_ubatch > 0 &&
+        std::min(cfg.floor_ubatch, cfg.chunk) == std::min(arm->n_ubatch, cfg.chunk)) {
+      throw InputError("--floor-ub " + std::to_string(cfg.floor_ubatch) + " splits a " +
+                       std::to_string(cfg.chunk) + "-token chunk as arm " +
+                       (arm == &cfg.a ? "A" : "B") + " itself does (-ub " +
+                       std::to_string(arm->n_ubatch) + "): its floor would measure nothing; " +
+                       "choose another, or leave it to the default odd split");
+    }
+  }
   return cfg;
 }
 

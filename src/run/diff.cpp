@@ -152,7 +152,7 @@ RunEnd diff_resume(const std::string& path, const std::string& command_line,
   // The text the run read (checked by its sha256), before minutes of loading the models.
   const Input input = read_stored_input({config.text_file, config.token_ids}, prov, again,
                                         "heterodyne diff --resume " + path);
-  Session s(config);
+  Session s(config, prov.contains("floor_ubatch_b"));  // a file from before B's floor: without it
   // The models a stored run used must be the ones on disk now.
   if (auto change = s.model_change(prov["arms"])) throw InputError(*change + ": cannot resume");
   if (auto change = s.points_change(prov)) throw InputError(*change + ": cannot resume");

@@ -20,7 +20,7 @@ namespace hd::run {
 using analysis::ChunkResult;
 using analysis::Comparison;
 
-Session::Session(DiffConfig config) : config_(std::move(config)) {
+Session::Session(DiffConfig config, bool floor_b) : config_(std::move(config)) {
   validate(config_);
   resolve_quantized_b(config_);
   std::map<std::string, std::shared_ptr<engine::Model>> models;  // one load per file
@@ -80,7 +80,7 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
       return fs;
     };
     floor_ = make_run(model_a, resplit(config_.a, floor_ub_));
-    floor_b_ = make_run(model_b, resplit(config_.b, floor_ub_b_));
+    if (floor_b) floor_b_ = make_run(model_b, resplit(config_.b, floor_ub_b_));
   }
   for (const auto& [path, m] : models) sha256_[path] = sha256_file(path);
 }
@@ -286,8 +286,10 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
   if (floor_.arm) {
     run(floor_, tokens, first_output);
     r.floor = compare(a_, floor_, tokens, first_output);
-    run(floor_b_, tokens, first_output);
-    r.floor_b = compare(b_, floor_b_, tokens, first_output);
+    if (floor_b_.arm) {
+      run(floor_b_, tokens, first_output);
+      r.floor_b = compare(b_, floor_b_, tokens, first_output);
+    }
   }
   run_analyses(r, tokens, first_output);
   if (!points_.empty()) r.transplants = transplant(tokens, first_output);

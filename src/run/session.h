@@ -26,7 +26,9 @@ class Session {
  public:
   // Loads the models (B quantized from A first when config.b_quant is set), checks that both
   // arms share one vocabulary, and creates the arms. Throws InputError / RuntimeError.
-  explicit Session(DiffConfig config);
+  // `floor_b`: re-split B too (false for a file stored before B's floor, whose provenance has
+  // no floor_ubatch_b: its resume and verify compute what it holds).
+  explicit Session(DiffConfig config, bool floor_b = true);
 
   const DiffConfig& config() const { return config_; }
   const engine::Arm& arm_a() const { return *a_.arm; }

@@ -46,7 +46,7 @@ void diff_verify(const std::string& path, const VerifyOptions& options,
     progress(config.token_ids ? "tokens: the ids this run read (sha256 matches)"
                               : "text: the one this run read (sha256 matches)");
   }
-  Session s(config);
+  Session s(config, prov.contains("floor_ubatch_b"));  // a file from before B's floor: without it
   if (auto change = s.model_change(prov["arms"]); change && !options.force) {
     throw InputError(*change + " (--force to compare anyway)");
   }

@@ -142,8 +142,8 @@ function cards(s: Summary): HTMLElement {
         floorNote(() => `floor ${floorBitwise(s) ? "0 (bitwise)" : fmtPct(s.floor_top1_change_rate)} (${arms((f) => fmtPct(f.top1_change_rate))})`),
         standing(s.standing?.top1_change),
       ),
-      card("PPL A", fmtFixed(s.ppl_a, 3), null, floorNote(() => `A re-split (A′) ${fmtFixed(fl.ppl_a_resplit, 3)}`)),
-      card("PPL B", fmtFixed(s.ppl_b, 3), null, floorNote(() => (s.floor_b ? `B re-split (B′) ${fmtFixed(fl.ppl_b_resplit, 3)}` : "B re-split: not measured"))),
+      card("PPL A", fmtFixed(s.ppl_a, 3), null, floorNote(() => `floor: A re-split (A′) ${fmtFixed(fl.ppl_a_resplit, 3)}`)),
+      card("PPL B", fmtFixed(s.ppl_b, 3), null, floorNote(() => (s.floor_b ? `floor: B re-split (B′) ${fmtFixed(fl.ppl_b_resplit, 3)}` : "floor: B re-split not measured"))),
     ),
     s.intervals_note ? h("p", { class: "intervals-note" }, s.intervals_note) : null,
     h(
