@@ -111,11 +111,13 @@ TEST(Confidence, SummaryFromStoredRows) {
   EXPECT_EQ(std::get<std::string>(t.rows[5][0]), "[0.95, 1]");
   EXPECT_EQ(std::get<int64_t>(t.rows[0][1]), 3);
   EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][2]), 3.0 / 5.0);
-  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][3]), 0.9 / 3);
-  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][5]), 2.0 / 3);
-  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][7]), 0.9 / 3);
-  EXPECT_TRUE(std::isnan(std::get<double>(t.rows[1][3])));   // an empty bucket has no mean
-  EXPECT_FALSE(std::isnan(std::get<double>(t.rows[0][4])));  // two chunks: an interval
+  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][3]), 0.9 / 0.92);  // of all the KL, 0.92
+  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[5][3]), 0.02 / 0.92);
+  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][4]), 0.9 / 3);
+  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][6]), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][8]), 0.9 / 3);
+  EXPECT_TRUE(std::isnan(std::get<double>(t.rows[1][4])));   // an empty bucket has no mean
+  EXPECT_FALSE(std::isnan(std::get<double>(t.rows[0][5])));  // two chunks: an interval
   bool wide = false;
   for (const auto& n : t.notes) wide = wide || n.find("intervals are wide") != std::string::npos;
   EXPECT_TRUE(wide);

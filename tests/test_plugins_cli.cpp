@@ -38,12 +38,16 @@ TEST(Plugins, ConfidenceThroughDiffShowAndVerify) {
   ASSERT_EQ(t.at("rows").size(), 6u);
   // Known answers from the diff itself: the buckets partition the scored positions, and their
   // position-weighted mean KL and top-1 change are the run's.
-  double n = 0, kl = 0, flips = 0;
+  double n = 0, kl = 0, flips = 0, kl_share = 0;
   for (const auto& r : t.at("rows")) {
     const double k = r.at(1).get<double>();
     n += k;
-    if (k > 0) kl += k * r.at(3).get<double>(), flips += k * r.at(5).get<double>();
+    if (k > 0) {
+      kl += k * r.at(4).get<double>(), flips += k * r.at(6).get<double>();
+      kl_share += r.at(3).get<double>();
+    }
   }
+  EXPECT_NEAR(kl_share, 1.0, 1e-12);  // the buckets' shares of the KL add up to all of it
   EXPECT_EQ(n, j.at("n_scored").get<double>());
   EXPECT_NEAR(kl / n, j.at("kl_mean").get<double>(), 1e-12 * j.at("kl_mean").get<double>());
   EXPECT_NEAR(flips / n, j.at("top1_change_rate").get<double>(), 1e-12);

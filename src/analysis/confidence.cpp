@@ -81,7 +81,7 @@ SummaryTable Confidence::summarize(const std::vector<StoredRow>& rows) const {
   // Per bucket, per chunk: the totals each interval is computed from (chunks are the clusters).
   std::array<std::vector<double>, kBuckets> n, kl, flips, fn, fkl;
   std::set<int> chunks;
-  double all = 0;
+  double all = 0, all_kl = 0;
   for (const auto& r : rows) {
     const auto b = static_cast<size_t>(std::get<int64_t>(r.cells.at(0)));
     if (b >= kBuckets) continue;
@@ -92,20 +92,23 @@ SummaryTable Confidence::summarize(const std::vector<StoredRow>& rows) const {
     fn[b].push_back(cell_real(r.cells.at(4)));
     fkl[b].push_back(cell_real(r.cells.at(5)));
     all += cell_real(r.cells.at(1));
+    all_kl += cell_real(r.cells.at(2));
   }
   SummaryTable t;
   t.title = "KL by A's confidence (its top-1 probability)";
-  t.columns = {"A top-1 p", "positions",    "share",       "mean KL",
-               "KL ±95%",   "top-1 change", "change ±95%", "floor KL (A vs A′)"};
+  t.columns = {"A top-1 p",    "positions",   "share of positions", "share of KL", "mean KL",
+               "KL ±95%",      "top-1 change", "change ±95%",        "floor KL (A vs A′)"};
   bool have_floor = false;
   for (size_t b = 0; b < kBuckets; ++b) {
     const MeanCI k = cluster_mean_of_totals(kl[b], n[b]);
     const MeanCI c = cluster_mean_of_totals(flips[b], n[b]);
     const MeanCI f = cluster_mean_of_totals(fkl[b], fn[b]);
     have_floor = have_floor || f.n > 0;
+    double kl_b = 0;  // "the quant only hurts where the model was unsure": how much of the KL
+    for (double x : kl[b]) kl_b += x;
     t.rows.push_back({bucket_label(static_cast<int>(b)), static_cast<int64_t>(k.n),
-                      all > 0 ? static_cast<double>(k.n) / all : NAN, k.mean, k.ci95, c.mean,
-                      c.ci95, f.mean});
+                      all > 0 ? static_cast<double>(k.n) / all : NAN,
+                      all_kl > 0 ? kl_b / all_kl : NAN, k.mean, k.ci95, c.mean, c.ci95, f.mean});
   }
   t.notes.push_back("intervals: 95 %, cluster-robust over " + std::to_string(chunks.size()) +
                     " chunks (a bucket held by fewer than 2 chunks has none)");
