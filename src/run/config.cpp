@@ -98,6 +98,12 @@ int floor_ubatch_for(int chunk, int a_ubatch) {
   return std::max(ub, 1);
 }
 
+engine::ArmSettings floor_arm(const DiffConfig& c, const engine::ArmSettings& arm) {
+  engine::ArmSettings fs = arm;
+  fs.n_ubatch = c.floor_ubatch > 0 ? c.floor_ubatch : floor_ubatch_for(c.chunk, arm.n_ubatch);
+  return fs;
+}
+
 void validate(const DiffConfig& c) {
   if (c.chunk < 2) {
     throw InputError("chunk must be at least 2 tokens (one to read, one to predict), not " +

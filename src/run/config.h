@@ -53,6 +53,9 @@ int first_scored_target(const std::string& score_from, int n);
 
 // An odd ubatch that splits the chunk differently from arm A's: the numerical floor's arm.
 int floor_ubatch_for(int chunk, int a_ubatch);
+// `arm` re-split as its floor arm: --floor-ub when given, else floor_ubatch_for(chunk, its
+// ubatch). The same rule for A and B, in diff and sweep.
+engine::ArmSettings floor_arm(const DiffConfig& c, const engine::ArmSettings& arm);
 
 // Throws InputError for values no run can use.
 void validate(const DiffConfig& c);

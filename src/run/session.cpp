@@ -72,15 +72,12 @@ Session::Session(DiffConfig config, bool floor_b) : config_(std::move(config)) {
   if (config_.floor && map_.floor()) {  // otherwise the run says why (capability_lines)
     // Each arm re-split by the same rule from its own ubatch: B's kernels (a quantized matmul,
     // flash attention) can be split-sensitive where A's are bitwise stable.
-    auto resplit = [&](const engine::ArmSettings& arm, int& ub) {
-      engine::ArmSettings fs = arm;
-      ub = config_.floor_ubatch > 0 ? config_.floor_ubatch
-                                    : floor_ubatch_for(config_.chunk, arm.n_ubatch);
-      fs.n_ubatch = ub;
-      return fs;
-    };
-    floor_ = make_run(model_a, resplit(config_.a, floor_ub_));
-    if (floor_b) floor_b_ = make_run(model_b, resplit(config_.b, floor_ub_b_));
+    floor_ = make_run(model_a, floor_arm(config_, config_.a));
+    floor_ub_ = floor_.arm->settings().n_ubatch;
+    if (floor_b) {
+      floor_b_ = make_run(model_b, floor_arm(config_, config_.b));
+      floor_ub_b_ = floor_b_.arm->settings().n_ubatch;
+    }
   }
   for (const auto& [path, m] : models) sha256_[path] = sha256_file(path);
 }

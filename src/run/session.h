@@ -86,6 +86,9 @@ class Session {
                                std::span<const int32_t> tokens, int first_output);
   std::span<const float> rewrite_own(char arm, const std::string& into, const std::string& from,
                                      std::span<const int32_t> tokens, int first_output);
+  // `to`'s pass with `patch` written, asking for what its own pass asks for; the logits.
+  std::span<const float> run_patched(ArmRun& to, engine::Hook& patch,
+                                     std::span<const int32_t> tokens, int first_output);
 
   DiffConfig config_;
   ArmRun a_, b_, floor_, floor_b_;

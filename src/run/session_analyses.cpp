@@ -71,6 +71,11 @@ std::span<const float> Session::rerun(char target, const std::vector<std::string
   for (const std::string& p : points) {
     patch.overwrite(p, from.hook.first_row(p), from.hook.captured(p));
   }
+  return run_patched(to, patch, tokens, first_output);
+}
+
+std::span<const float> Session::run_patched(ArmRun& to, engine::Hook& patch,
+                                            std::span<const int32_t> tokens, int first_output) {
   // The points the arm's own pass asks for too: the scheduler cuts the graph at every node
   // asked for, and a backend that fuses kernels would otherwise fuse the rerun differently.
   for (const std::string& p : to.hook.captures()) patch.capture(p);
@@ -99,9 +104,7 @@ std::span<const float> Session::rewrite_own(char arm, const std::string& into,
   engine::tell_rows(map_, patch);
   patch.overwrite(into, to.hook.first_row(into),
                   std::span<const float>(rows).subspan(static_cast<size_t>(skip * w)));
-  for (const std::string& p : to.hook.captures()) patch.capture(p);  // as in rerun
-  to.arm->run_chunk(tokens, &patch, patched_logits_, first_output);
-  return patched_logits_;
+  return run_patched(to, patch, tokens, first_output);
 }
 
 }  // namespace hd::run

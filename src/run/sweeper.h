@@ -58,13 +58,8 @@ class Sweeper {
       }
     }
     if (c.floor && arms_[0]->splits_batches()) {  // show says "floor: not measured" otherwise
-      const auto resplit = [&](const engine::ArmSettings& arm) {
-        engine::ArmSettings fs = arm;
-        fs.n_ubatch = c.floor_ubatch > 0 ? c.floor_ubatch : floor_ubatch_for(c.chunk, arm.n_ubatch);
-        return fs;
-      };
-      floor_ = std::make_unique<engine::Arm>(model_a, resplit(c.a), c.chunk);
-      if (floor_b) floor_b_ = std::make_unique<engine::Arm>(model_b, resplit(c.b), c.chunk);
+      floor_ = std::make_unique<engine::Arm>(model_a, floor_arm(c, c.a), c.chunk);
+      if (floor_b) floor_b_ = std::make_unique<engine::Arm>(model_b, floor_arm(c, c.b), c.chunk);
     }
   }
 
