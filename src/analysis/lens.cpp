@@ -16,7 +16,8 @@ namespace hd::analysis {
 
 namespace {
 
-// The top-1 token of a row of logits: the lowest id among ties, as kl.h's top_k.
+// The top-1 token of a row of logits: the lowest id among ties, as kl.h's top_k, so that it
+// compares with the diff's stored top-1 of each arm's final logits.
 int32_t top1(std::span<const float> row) {
   return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
 }
@@ -71,7 +72,8 @@ std::vector<CellRow> Lens::compute(const ChunkInput& in) const {
       const int32_t ta = top1(xa), tb = top1(xb);
       rows.push_back({int64_t{layer}, int64_t{p.pos}, kl_divergence(fa, xa, scratch),
                       kl_divergence(fb, xb, scratch), kl_divergence(xa, xb, scratch),
-                      int64_t{ta}, int64_t{tb}, int64_t{ta == top1(fa)}, int64_t{tb == top1(fb)}});
+                      int64_t{ta}, int64_t{tb}, int64_t{ta == p.score.top_a.id[0]},
+                      int64_t{tb == p.score.top_b.id[0]}});
     }
     // The known answer, checked on every chunk: the last layer's own residual written back
     // is the arm's pass, bit for bit. A lens that is not exact there is exact nowhere.
