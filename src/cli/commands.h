@@ -31,6 +31,7 @@ void add_quant_risk(CLI::App& app, Context& ctx);
 void add_length_curve(CLI::App& app, Context& ctx);
 void add_sweep(CLI::App& app, Context& ctx);
 void add_floor(CLI::App& app, Context& ctx);
+void add_recommend(CLI::App& app, Context& ctx);
 
 // Progress lines go to stderr, so stdout stays clean for tables and JSON; with
 // HETERODYNE_PROGRESS=json each is one JSON object (common/progress.h).

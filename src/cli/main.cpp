@@ -156,6 +156,7 @@ int main(int argc, char** argv) {
   hd::cli::add_length_curve(app, ctx);
   hd::cli::add_sweep(app, ctx);
   hd::cli::add_floor(app, ctx);
+  hd::cli::add_recommend(app, ctx);
 
   if (const std::string why = refusal_before_parse(app, args); !why.empty()) return fail(2, why);
   std::signal(SIGINT, on_signal);

@@ -18,6 +18,7 @@
 #include "engine/model.h"
 #include "engine/system.h"
 #include "errors.h"
+#include "ggml.h"
 #include "llama.h"
 
 namespace hd::engine {
@@ -87,13 +88,38 @@ std::string quantize_type_names() {
   return out;
 }
 
+std::vector<std::string> stock_file_types() {
+  std::vector<std::string> out;
+  for (const QuantType& t : kTypes) {
+    const std::string name = t.name;
+    if (name == t.canonical && name != "F32" && name != "F16" && name != "BF16") out.push_back(name);
+  }
+  return out;
+}
+
 bool is_quant_type(const std::string& type) { return find_type(type) != nullptr; }
 
 std::string canonical_quant_type(const std::string& type) { return require_type(type).canonical; }
 
-void quantize_model(const std::string& in, const std::string& out, const std::string& type,
-                    int n_threads, bool keep_output, OutputPolicy policy) {
-  const QuantType& t = require_type(type);
+namespace {
+
+// The types a --tensor-type override may name: every type llama-quantize can make without an
+// importance matrix, in ggml's spelling (upper case).
+constexpr const char* kTensorTypes[] = {"F32",  "F16",  "BF16",   "Q8_0",  "Q6_K", "Q5_K",
+                                        "Q5_1", "Q5_0", "Q4_K",   "Q4_1",  "Q4_0", "IQ4_NL",
+                                        "IQ4_XS", "Q3_K", "Q2_K"};
+
+ggml_type ggml_type_named(const std::string& name) {
+  for (int i = 0; i < GGML_TYPE_COUNT; ++i) {
+    const char* n = ggml_type_name(static_cast<ggml_type>(i));
+    if (n && upper(n) == name) return static_cast<ggml_type>(i);
+  }
+  throw InputError("ggml has no type " + name);  // not reached for kTensorTypes
+}
+
+void quantize_impl(const std::string& in, const std::string& out, const QuantType& t,
+                   int n_threads, bool keep_output, OutputPolicy policy,
+                   const std::vector<TensorTypeOverride>& overrides) {
   // A missing, foreign or truncated input, or one llama.cpp cannot read, gets its own clear
   // line before llama.cpp's quantizer fails on it less clearly.
   model_load(in);
@@ -107,6 +133,14 @@ void quantize_model(const std::string& in, const std::string& out, const std::st
   params.nthread = n_threads;
   params.ftype = t.ftype;
   params.quantize_output_tensor = !keep_output;
+  // As tools/quantize builds them: pattern and type pairs, ended by a null pattern.
+  std::vector<llama_model_tensor_override> tt;
+  for (const TensorTypeOverride& o : overrides)
+    tt.push_back({o.pattern.c_str(), ggml_type_named(canonical_tensor_type(o.type))});
+  if (!tt.empty()) {
+    tt.push_back({nullptr, GGML_TYPE_COUNT});
+    params.tt_overrides = tt.data();
+  }
   const uint32_t rc = llama_model_quantize(in.c_str(), file.temporary().c_str(), &params);
   fatal::set_activity("");
   if (rc != 0) {
@@ -115,6 +149,40 @@ void quantize_model(const std::string& in, const std::string& out, const std::st
                        (why.empty() ? "" : ": " + why));
   }
   file.commit();
+}
+
+}  // namespace
+
+std::string tensor_type_names() {
+  std::string out;
+  for (const char* t : kTensorTypes) out += (out.empty() ? "" : ", ") + std::string(t);
+  return out;
+}
+
+std::string canonical_tensor_type(const std::string& type) {
+  const std::string key = upper(type);
+  for (const char* t : kTensorTypes) {
+    if (key == t) return t;
+  }
+  const QuantType* file_type = find_type(type);
+  if (file_type && std::string(file_type->canonical).find("_K_") != std::string::npos) {
+    const std::string c = file_type->canonical;
+    throw InputError(c + " is a file type (a mix of tensor types); as a tensor type say " +
+                     c.substr(0, c.size() - 2));
+  }
+  throw InputError("unknown tensor type '" + type + "' (valid: " + tensor_type_names() + ")");
+}
+
+void quantize_model(const std::string& in, const std::string& out, const std::string& type,
+                    int n_threads, bool keep_output, OutputPolicy policy) {
+  quantize_impl(in, out, require_type(type), n_threads, keep_output, std::move(policy), {});
+}
+
+void quantize_with_overrides(const std::string& in, const std::string& out,
+                             const std::string& type,
+                             const std::vector<TensorTypeOverride>& overrides, int n_threads,
+                             OutputPolicy policy) {
+  quantize_impl(in, out, require_type(type), n_threads, false, std::move(policy), overrides);
 }
 
 std::string quantized_cache_path(const std::string& src, const std::string& type) {

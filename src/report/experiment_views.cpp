@@ -9,6 +9,7 @@
 #include "report/analyses.h"
 #include "report/floor.h"
 #include "report/noise_floor.h"
+#include "report/recommend.h"
 #include "report/result.h"
 #include "report/routing_map.h"
 #include "report/show.h"
@@ -151,6 +152,8 @@ constexpr std::array<View, store::kKindCount> kViews = {{
     {show_summary<print_sweep>, summary_document<print_sweep>, config_entry},
     {show_summary<print_floor, add_floor_rows>, summary_document<print_floor, add_floor_rows>,
      config_entry},
+    {show_summary<print_recommend, add_recommend_rows>,
+     summary_document<print_recommend, add_recommend_rows>, config_entry},
 }};
 
 const View& view_of(const std::string& path) {

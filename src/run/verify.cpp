@@ -8,6 +8,7 @@
 #include "errors.h"
 #include "run/floor.h"
 #include "run/input.h"
+#include "run/recommend.h"
 #include "run/session.h"
 #include "run/sweep.h"
 #include "store/experiment.h"
@@ -81,6 +82,12 @@ constexpr std::array<Verifier, store::kKindCount> kVerifiers = {
     },
     [](const std::string& path, const VerifyOptions& o, const ProgressFn& progress) {
       floor_verify(path, o.force, progress, o.input);
+    },
+    [](const std::string& path, const VerifyOptions& o, const ProgressFn& progress) {
+      if (!o.input.empty())
+        throw InputError("a recommendation reads its texts from the files it names; verify "
+                         "takes no input");
+      recommend_verify(path, o.force, progress);
     },
 };
 

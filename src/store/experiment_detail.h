@@ -63,6 +63,10 @@ inline constexpr TableDef kFloorTables[] = {
     {"floor_patterns", "group_index", ""},
     {"floor_runs", "group_index, n_ubatch", ""},
 };
+inline constexpr TableDef kRecommendTables[] = {
+    // created by recommend_rows.cpp
+    {"recommend_sensitivity", "group_index, type", ""},
+};
 
 // Whether the file holds table `name`.
 bool has_table(Database& db, const char* name);

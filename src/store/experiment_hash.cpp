@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <set>
 
 #include "common/sha256.h"
@@ -85,13 +86,15 @@ std::string Experiment::compute_integrity() const {
   // order; meta rows with key 'integrity_sha256' are left out: the hash cannot cover itself.
   Sha256 md;
   // Then each plug-in analysis' table, by name, and the tables of a sweep or a floor, where
-  // present (a file without them hashes as it always did).
+  // present, and a recommend's (a file without them hashes as it always did).
   std::vector<TableDef> tables(std::begin(kTables), std::end(kTables));
   std::vector<std::string> names;
   for (const auto& a : stored_analyses(*db_)) names.push_back(analysis_table(a));
   for (const auto& n : names) tables.push_back({n.c_str(), "chunk, row", ""});
-  for (const auto* kind_tables : {&detail::kSweepTables, &detail::kFloorTables}) {
-    for (const auto& t : *kind_tables) {
+  for (const std::span<const TableDef> kind_tables :
+       {std::span<const TableDef>(detail::kSweepTables), std::span<const TableDef>(detail::kFloorTables),
+        std::span<const TableDef>(detail::kRecommendTables)}) {
+    for (const auto& t : kind_tables) {
       if (detail::has_table(*db_, t.name)) tables.push_back(t);
     }
   }

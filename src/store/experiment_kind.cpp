@@ -10,6 +10,7 @@ constexpr std::array<KindInfo, kKindCount> kKinds = {{
     {Kind::kDiff, "diff", "diff"},
     {Kind::kSweep, "sweep", "sweep"},
     {Kind::kFloor, "floor", "floor"},
+    {Kind::kRecommend, "recommend", "recommend"},
 }};
 
 constexpr bool in_enum_order() {

@@ -12,8 +12,8 @@ namespace hd::store {
 
 class Experiment;
 
-enum class Kind { kDiff, kSweep, kFloor };
-inline constexpr size_t kKindCount = 3;
+enum class Kind { kDiff, kSweep, kFloor, kRecommend };
+inline constexpr size_t kKindCount = 4;
 
 struct KindInfo {
   Kind kind;

@@ -1,0 +1,98 @@
+#include "report/recommend.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "store/recommend_rows.h"
+
+namespace hd::report {
+
+void add_recommend_rows(const store::Experiment& e, nlohmann::json& result) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : store::read_sensitivity(e)) {
+    rows.push_back({{"group", r.group},
+                    {"type", r.type},
+                    {"bytes", r.bytes},
+                    {"status", r.status},
+                    {"kl_calibration", r.kl_calibration},
+                    {"kl_held_out", r.kl_held_out},
+                    {"top1_calibration", r.top1_calibration}});
+  }
+  result["sensitivity"] = rows;
+}
+
+namespace {
+
+double num(const nlohmann::json& v) { return v.is_number() ? v.get<double>() : NAN; }
+
+void print_held_out(std::ostream& os, const nlohmann::json& rows) {
+  os << "on the held-out text, A against each (floor: the larger of A vs A′ and B vs B′):\n";
+  os << fmt::format("  {:<8} {:>12} {:>6} {:>24} {:>9} {:>10} {:>11}\n", "model", "bytes", "bpw",
+                    "mean KL ± 95 %", "top-1 Δ", "PPL B", "floor KL");
+  for (const auto& r : rows) {
+    os << fmt::format("  {:<8} {:>12} {:>6.3f} {:>24} {:>8.2f}% {:>10.4f} {:>11.3g}\n",
+                      r["name"].get<std::string>(), r["bytes"].get<uint64_t>(), num(r["bpw"]),
+                      fmt::format("{:.5g} ± {:.2g}", num(r["kl_mean"]), num(r["kl_ci95"])),
+                      100 * num(r["top1_change"]), num(r["ppl_b"]), num(r["floor_kl"]));
+  }
+  const auto& recipe = rows.at(0);
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const auto& s = rows[i];
+    const double gap = num(s["kl_mean"]) - num(recipe["kl_mean"]);
+    const double reach = num(s["kl_ci95"]) + num(recipe["kl_ci95"]);
+    const std::string size =
+        fmt::format("{:+.2f} % the size", 100.0 * (num(recipe["bytes"]) / num(s["bytes"]) - 1));
+    os << fmt::format("  recipe vs {}: {}, KL {} ({})\n", s["name"].get<std::string>(), size,
+                      gap > reach   ? "lower, the intervals apart"
+                      : gap < -reach ? "higher, the intervals apart"
+                                     : "within the intervals of each other",
+                      fmt::format("{:.3g} × {}", num(recipe["kl_mean"]) / num(s["kl_mean"]),
+                                  s["name"].get<std::string>()));
+  }
+}
+
+}  // namespace
+
+void print_recommend(std::ostream& os, const LoadedResult& l) {
+  const auto& r = l.result;
+  const auto& target = r["target"];
+  os << fmt::format("recommend: base {}, target {}\n", r["base"].get<std::string>(),
+                    target.contains("bytes")
+                        ? fmt::format("size {} ({} bytes)", target["size"].get<std::string>(),
+                                      target["bytes"].get<uint64_t>())
+                        : fmt::format("mean KL {:.6g} (calibration)", num(target["kl"])));
+  os << fmt::format("base {}: mean KL {:.6g} on the calibration text\n\n",
+                    r["base"].get<std::string>(), num(r["base_kl_calibration"]));
+  os << "the groups the recipe moves from the base (every group: --json):\n";
+  os << fmt::format("  {:<28} {:>10} {:>7} {:>12} {:>12}\n", "group", "base", "type", "bytes",
+                    "ΔKL calib.");
+  int moved = 0;
+  for (const auto& g : r["groups"]) {
+    if (g["type"] == g["base"]) continue;
+    ++moved;
+    os << fmt::format("  {:<28} {:>10} {:>7} {:>12} {:>+12.4g}\n", g["group"].get<std::string>(),
+                      g["base"].get<std::string>(), g["type"].get<std::string>(),
+                      g["bytes"].get<uint64_t>(), num(g["delta_kl"]));
+  }
+  if (moved == 0) os << "  (none: the base is the best recipe for this target)\n";
+  const auto& p = r["predicted"];
+  const auto& m = r["measured"];
+  const double off = num(m["kl_calibration"]) / num(p["kl_calibration"]) - 1;
+  os << fmt::format("\npredicted {} bytes, mean KL {:.6g}; measured {} bytes, mean KL {:.6g} "
+                    "(the additive prediction {:+.1f} % off)\n",
+                    p["file_bytes"].get<uint64_t>(), num(p["kl_calibration"]),
+                    m["file_bytes"].get<uint64_t>(), num(m["kl_calibration"]), -100 * off);
+  os << fmt::format("every tensor's type read back from {} ({} tensors); tensor-types.txt pins "
+                    "all {} quantized tensors ({} groups moved)\n",
+                    r["model"]["file"].get<std::string>(),
+                    r["model"]["tensors_read_back"].get<int>(), r["overrides"].get<int>(),
+                    r["groups_moved"].get<int>());
+  os << fmt::format("rank correlation of the variants' KL, calibration vs held-out: Spearman "
+                    "{:.3f} over {} variants\n\n",
+                    num(r["rank_correlation"]["spearman"]),
+                    r["rank_correlation"]["variants"].get<int>());
+  print_held_out(os, r["held_out"]);
+}
+
+}  // namespace hd::report

@@ -1,0 +1,361 @@
+#include "run/recommend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <tuple>
+
+#include "common/output_file.h"
+#include "common/sha256.h"
+#include "engine/gguf_file.h"
+#include "engine/quantize.h"
+#include "errors.h"
+#include "run/provenance.h"
+#include "run/recommend_measure.h"
+#include "run/recommend_proof.h"
+#include "store/experiment.h"
+#include "store/experiment_kind.h"
+#include "store/recommend_rows.h"
+
+namespace hd::run {
+namespace fs = std::filesystem;
+
+nlohmann::json to_json(const RecommendConfig& c) {
+  nlohmann::json j = {{"model", c.model},
+                      {"calibration", c.calibration.path},
+                      {"held_out", c.held_out.path},
+                      {"base", c.base},
+                      {"types", c.types},
+                      {"chunk", c.chunk},
+                      {"calibration_chunks", c.calibration_chunks},
+                      {"held_out_chunks", c.held_out_chunks},
+                      {"layers_per_group", c.layers_per_group}};
+  if (c.calibration.token_ids) j["calibration_token_ids"] = true;
+  if (c.held_out.token_ids) j["held_out_token_ids"] = true;
+  if (c.target_bytes > 0) {
+    j["target_size"] = c.target_size;
+    j["target_bytes"] = c.target_bytes;
+  } else {
+    j["target_kl"] = c.target_kl;
+  }
+  return j;
+}
+
+RecommendConfig recommend_config_from_json(const nlohmann::json& j) {
+  RecommendConfig c;
+  c.model = j.at("model");
+  c.calibration = {j.at("calibration"), j.value("calibration_token_ids", false)};
+  c.held_out = {j.at("held_out"), j.value("held_out_token_ids", false)};
+  c.base = j.at("base");
+  c.types = j.at("types").get<std::vector<std::string>>();
+  c.chunk = j.at("chunk");
+  c.calibration_chunks = j.at("calibration_chunks");
+  c.held_out_chunks = j.at("held_out_chunks");
+  c.layers_per_group = j.at("layers_per_group");
+  if (j.contains("target_bytes")) {
+    c.target_size = j.at("target_size");
+    c.target_bytes = j.at("target_bytes");
+  } else {
+    c.target_kl = j.at("target_kl");
+  }
+  return c;
+}
+
+std::optional<uint64_t> parse_size(const std::string& s) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  std::string unit = s.substr(used);
+  std::transform(unit.begin(), unit.end(), unit.begin(), ::tolower);
+  static const std::pair<const char*, double> kUnits[] = {
+      {"", 1},        {"b", 1},          {"kib", 1024.0},  {"mib", 1048576.0},
+      {"gib", 1073741824.0}, {"tib", 1099511627776.0}, {"kb", 1e3}, {"mb", 1e6},
+      {"gb", 1e9},    {"tb", 1e12}};
+  for (const auto& [name, scale] : kUnits) {
+    if (unit == name && std::isfinite(v) && v > 0 && v * scale < 1.8e19)
+      return static_cast<uint64_t>(v * scale);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// Refuses what no run can use, before anything is loaded; resolves the type spellings.
+void check_config(RecommendConfig& c) {
+  const auto stock = engine::stock_file_types();
+  c.base = engine::canonical_quant_type(c.base);
+  if (std::find(stock.begin(), stock.end(), c.base) == stock.end())
+    throw InputError("--base " + c.base + " quantizes nothing: give a quantized file type");
+  if (c.types.empty()) throw InputError("--types needs at least one tensor type");
+  for (auto& t : c.types) t = engine::canonical_tensor_type(t);
+  std::vector<std::string> seen;
+  for (const auto& t : c.types) {
+    if (std::find(seen.begin(), seen.end(), t) != seen.end())
+      throw InputError("--types names " + t + " twice");
+    seen.push_back(t);
+  }
+  if ((c.target_bytes > 0 || !c.target_size.empty()) == !std::isnan(c.target_kl))
+    throw InputError("recommend needs one target: --target-size or --target-kl");
+  if (!std::isnan(c.target_kl) && !(c.target_kl > 0 && std::isfinite(c.target_kl)))
+    throw InputError("--target-kl must be a positive number");
+  if (c.chunk < 2) throw InputError("--chunk must be at least 2 tokens");
+  if (c.calibration_chunks < 1 || c.held_out_chunks < 1)
+    throw InputError("--calibration-chunks and --held-out-chunks must be at least 1");
+  if (c.layers_per_group < 1) throw InputError("--layers-per-group must be at least 1");
+  for (const InputPath* p : {&c.calibration, &c.held_out}) {
+    if (p->path == "-")
+      throw InputError("recommend reads its texts again to resume and verify: give files, not '-'");
+  }
+  const auto ids = file_ids({c.calibration.path, c.held_out.path});
+  if (ids.size() == 2 && ids[0] == ids[1])
+    throw InputError("the held-out text is the calibration text: the proof must be measured on "
+                     "text the choice never saw");
+  const std::string weights = engine::gguf_check(c.model).weight_type;
+  if (weights != "f32" && weights != "f16" && weights != "bf16")
+    throw InputError("'" + c.model + "' is already quantized (its weights are " + weights +
+                     "): recommend needs the F32, F16 or BF16 model");
+}
+
+// A stock type's name as a size means that type's file size.
+void resolve_target(RecommendConfig& c) {
+  if (c.target_size.empty() || c.target_bytes > 0) return;
+  if (engine::is_quant_type(c.target_size)) {
+    c.target_size = engine::canonical_quant_type(c.target_size);
+    c.target_bytes = fs::file_size(engine::ensure_quantized(c.model, c.target_size, 0));
+    return;
+  }
+  const auto b = parse_size(c.target_size);
+  if (!b)
+    throw InputError("--target-size '" + c.target_size +
+                     "' is not a size (2.1GiB, 800MB, 123456) nor a file type (Q4_K_M)");
+  c.target_bytes = *b;
+}
+
+struct Loaded {
+  std::shared_ptr<engine::Model> model;
+  Input calibration, held_out;
+  std::vector<std::vector<int32_t>> calibration_chunks, held_out_chunks;
+};
+
+Loaded load_inputs(const RecommendConfig& c, const nlohmann::json* prov,
+                   const ProgressFn& progress) {
+  Loaded l;
+  if (prov) {
+    l.calibration = read_stored_input(c.calibration, *prov, {}, "heterodyne recommend");
+    l.held_out = read_stored_input(c.held_out, {{"text", prov->at("held_out")}}, {},
+                                   "heterodyne recommend");
+  } else {
+    l.calibration = read_input(c.calibration, false);
+    l.held_out = read_input(c.held_out, false);
+  }
+  l.model = engine::model_load(c.model);
+  const auto note = [&](const std::string& s) { progress(s); };
+  l.calibration_chunks =
+      input_chunks(*l.model, l.calibration, false, c.chunk, c.calibration_chunks, note);
+  l.held_out_chunks = input_chunks(*l.model, l.held_out, false, c.chunk, c.held_out_chunks, note);
+  if (prov && (tokens_record(l.calibration_chunks) != prov->at("tokens") ||
+               tokens_record(l.held_out_chunks) != prov->at("held_out").at("tokens")))
+    throw InputError("the texts tokenize differently than when the recommendation began");
+  return l;
+}
+
+// The groups not yet in the file, one transaction each, with the time left; then the proof,
+// before the file is sealed.
+RunEnd run_groups(store::Experiment& e, const RecommendConfig& c, const RecipePlan& plan,
+                  const Measurer& m, const std::set<int>& done, const std::string& dir,
+                  bool replace, const std::string& command_line, const ProgressFn& progress) {
+  const std::string scratch = (fs::path(dir) / "variant.gguf").string();
+  const int total = static_cast<int>(plan.groups.size()) + 1;
+  double spent = 0;
+  int measured = 0;
+  ChunkLoop loop;
+  loop.command = "recommend";
+  loop.unit = "group";
+  loop.total = total;
+  loop.done = done;
+  loop.run_chunk = [&](int g, int finished) {
+    const auto t0 = std::chrono::steady_clock::now();
+    store::put_recommend_group(e, g, m.group_rows(g, plan, c.model, c.base, c.types, scratch,
+                                                  progress));
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    spent += s;
+    ++measured;
+    if (finished < total) {
+      Progress p(fmt::format("  about {:.0f} s left", spent / measured * (total - finished)));
+      p.event = Progress::Event::kPass;
+      p.seconds_left = spent / measured * (total - finished);
+      progress(p);
+    }
+    return ChunkDone{s};
+  };
+  loop.before_seal = [&] {
+    const nlohmann::json summary = prove_recipe(c, plan, store::read_sensitivity(e), m, dir,
+                                                replace, command_line, progress);
+    e.set_meta("recommend", summary.dump());
+  };
+  return run_chunk_loop(e, loop, progress);
+}
+
+std::string report_in(const std::string& dir) { return (fs::path(dir) / "report.hdy").string(); }
+std::string dir_of(const std::string& report) {
+  const fs::path p = fs::path(report).parent_path();
+  return p.empty() ? "." : p.string();
+}
+
+}  // namespace
+
+RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
+                     const std::string& command_line, const ProgressFn& progress) {
+  check_config(c);
+  std::error_code ec;
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
+    throw InputError("-o '" + out + "' is not a directory: recommend writes several files there");
+  fs::create_directories(out, ec);
+  if (ec) throw InputError("cannot make the directory '" + out + "': " + ec.message());
+  const std::vector<std::string> inputs = {c.model, c.calibration.path, c.held_out.path};
+  store::Experiment::check_creatable(report_in(out), replace, inputs);
+  for (const char* name : {"tensor-types.txt", "model.gguf"})
+    check_output_path((fs::path(out) / name).string(), OutputPolicy(replace, inputs));
+  // The held-out diffs are named once the sizes are known: an old one is refused now, not after
+  // the measurements.
+  for (const auto& f : fs::directory_iterator(fs::path(out) / "held-out", ec)) {
+    if (!replace && f.path().extension() == ".hdy")
+      throw InputError("'" + f.path().string() + "' exists: use --force to replace it");
+  }
+  resolve_target(c);
+  const Loaded l = load_inputs(c, nullptr, progress);
+  const RecipePlan plan = plan_recipe(c.model, c.base, c.types, c.layers_per_group, 0);
+  if (c.target_bytes > 0) {
+    uint64_t least = plan.fixed_bytes;
+    for (size_t g = 0; g < plan.groups.size(); ++g) {
+      uint64_t lo = plan.base_bytes[g];
+      for (uint64_t b : plan.bytes[g]) lo = b > 0 ? std::min(lo, b) : lo;
+      least += lo;
+    }
+    if (c.target_bytes < least)
+      throw InputError(fmt::format("--target-size {} ({} bytes) is smaller than any recipe of "
+                                   "these types: the smallest takes {} bytes",
+                                   c.target_size, c.target_bytes, least));
+  }
+  nlohmann::json prov = run_provenance(l.calibration, l.calibration_chunks, command_line);
+  nlohmann::json held = run_provenance(l.held_out, l.held_out_chunks, command_line)["text"];
+  held["tokens"] = tokens_record(l.held_out_chunks);
+  prov["held_out"] = held;
+  prov["model_sha256"] = sha256_file(c.model);
+  store::Experiment e = store::Experiment::create(report_in(out), replace, inputs);
+  store::set_kind(e, store::Kind::kRecommend);
+  e.set_meta("config", to_json(c).dump());
+  e.set_meta("provenance", prov.dump());
+  store::create_recommend_tables(e);
+  progress(fmt::format("{} tensor groups × {} types from {}, measured on {} calibration chunks",
+                       plan.groups.size(), c.types.size(), c.base, l.calibration_chunks.size()));
+  const Measurer m(l.model, c.chunk, Measurer::score_a(l.model, c.chunk, l.calibration_chunks),
+                   Measurer::score_a(l.model, c.chunk, l.held_out_chunks));
+  return run_groups(e, c, plan, m, {}, out, replace, command_line, progress);
+}
+
+namespace {
+struct Reopened {
+  RecommendConfig config;
+  nlohmann::json provenance;
+};
+Reopened reopen(const store::Experiment& e, bool force) {
+  store::require_kind(e, store::Kind::kRecommend);
+  Reopened r{recommend_config_from_json(nlohmann::json::parse(e.stored_config())),
+             nlohmann::json::parse(e.required_meta("provenance"))};
+  check_config(r.config);
+  if (!force && r.provenance.value("model_sha256", "") != sha256_file(r.config.model))
+    throw InputError("the model is not the one this recommendation used");
+  return r;
+}
+}  // namespace
+
+RunEnd recommend_resume(const std::string& report, const std::string& command_line,
+                        const ProgressFn& progress) {
+  store::Experiment e = store::Experiment::open(report, true);
+  store::require_kind(e, store::Kind::kRecommend);
+  if (e.sealed()) {
+    progress("'" + report + "' is already complete");
+    return {0, true, "group"};
+  }
+  Reopened r = reopen(e, false);
+  const Loaded l = load_inputs(r.config, &r.provenance, progress);
+  const RecipePlan plan = plan_recipe(r.config.model, r.config.base, r.config.types,
+                                      r.config.layers_per_group, 0);
+  const auto done =
+      store::stored_recommend_groups(e, static_cast<int>(plan.groups.size()) + 1);
+  r.provenance["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
+  e.set_meta("provenance", r.provenance.dump());
+  progress(fmt::format("resuming: {} of {} groups already stored", done.size(),
+                       plan.groups.size() + 1));
+  const Measurer m(l.model, r.config.chunk,
+                   Measurer::score_a(l.model, r.config.chunk, l.calibration_chunks),
+                   Measurer::score_a(l.model, r.config.chunk, l.held_out_chunks));
+  // Files this run made before it stopped are its own: replaced.
+  return run_groups(e, r.config, plan, m, done, dir_of(report), true, command_line, progress);
+}
+
+namespace {
+nlohmann::json row_json(const store::SensitivityRow& r) {
+  return {r.group_index, r.group, r.type, r.bytes, r.status,
+          r.kl_calibration, r.kl_held_out, r.top1_calibration};
+}
+}  // namespace
+
+void recommend_verify(const std::string& report, bool force, const ProgressFn& progress) {
+  const store::Experiment e = store::Experiment::open(report, false);
+  const Reopened r = reopen(e, force);
+  require_same_llama_commit(r.provenance, force);
+  const nlohmann::json summary = nlohmann::json::parse(e.required_meta("recommend"));
+  const Loaded l = load_inputs(r.config, &r.provenance, progress);
+  const RecipePlan plan = plan_recipe(r.config.model, r.config.base, r.config.types,
+                                      r.config.layers_per_group, 0);
+  const Measurer m(l.model, r.config.chunk,
+                   Measurer::score_a(l.model, r.config.chunk, l.calibration_chunks),
+                   Measurer::score_a(l.model, r.config.chunk, l.held_out_chunks));
+  const auto stored = store::read_sensitivity(e);
+  const std::string dir = dir_of(report);
+  std::vector<store::SensitivityRow> again;
+  for (int g = 0; g <= static_cast<int>(plan.groups.size()); ++g) {
+    for (auto& row : m.group_rows(g, plan, r.config.model, r.config.base, r.config.types,
+                                  (fs::path(dir) / "variant.gguf").string(),
+                                  [](const Progress&) {}))
+      again.push_back(std::move(row));
+    progress(Progress::chunk(g + 1, static_cast<int>(plan.groups.size()) + 1,
+                             fmt::format("group {}/{} recomputed", g + 1, plan.groups.size() + 1)));
+  }
+  std::sort(again.begin(), again.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.group_index, a.type) < std::tie(b.group_index, b.type);
+  });
+  if (again.size() != stored.size())
+    throw RuntimeError(fmt::format("verify failed: {} sensitivity rows stored, {} recomputed",
+                                   stored.size(), again.size()));
+  for (size_t i = 0; i < stored.size(); ++i) {
+    // Dumped, so that every double compares by its shortest exact digits.
+    if (row_json(stored[i]).dump() != row_json(again[i]).dump())
+      throw RuntimeError("verify failed: stored " + row_json(stored[i]).dump() + ", recomputed " +
+                         row_json(again[i]).dump());
+  }
+  const RecipeChoice choice = choose_recipe(r.config, plan, stored);
+  OutputFile remade((fs::path(dir) / "model.gguf").string(), OutputPolicy(true));  // not kept
+  make_recipe_model(r.config, plan, choice, remade.temporary(), OutputPolicy(true));
+  const std::string sha = sha256_file(remade.temporary());
+  if (sha != summary.at("model").at("sha256"))
+    throw RuntimeError("verify failed: the recipe quantizes to sha256 " + sha.substr(0, 16) +
+                       "…, the stored model was " +
+                       summary.at("model").at("sha256").get<std::string>().substr(0, 16) + "…");
+  progress(fmt::format("verify: all {} sensitivity rows reproduce bitwise, and the recipe "
+                       "quantizes to the stored model byte for byte (the held-out diffs verify "
+                       "on their own: heterodyne verify {}/held-out/*.hdy)",
+                       stored.size(), dir));
+}
+
+}  // namespace hd::run

@@ -1,0 +1,203 @@
+#include "run/recommend_measure.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "analysis/kl.h"
+#include "common/output_file.h"
+#include "engine/arm.h"
+#include "errors.h"
+
+namespace hd::run {
+namespace {
+
+engine::ArmSettings arm_of(const std::string& path) {
+  engine::ArmSettings s;
+  s.model = path;
+  return s;
+}
+
+// "Q4_K" when every tensor of the group has that type in the base, else the types joined by
+// "+" in the order first seen ("Q4_K+Q6_K": Q4_K_M gives some layers' ffn_down more bits).
+std::string label_of(const analysis::TensorGroup& g, const std::map<std::string, std::string>& t) {
+  std::vector<std::string> seen;
+  for (const auto& name : g.tensors) {
+    if (std::find(seen.begin(), seen.end(), t.at(name)) == seen.end()) seen.push_back(t.at(name));
+  }
+  std::string out;
+  for (const auto& s : seen) out += (out.empty() ? "" : "+") + s;
+  return out;
+}
+
+}  // namespace
+
+RecipePlan plan_recipe(const std::string& model, const std::string& base_type,
+                       const std::vector<std::string>& types, int layers_per_group,
+                       int n_threads) {
+  RecipePlan p;
+  p.base_path = engine::ensure_quantized(model, base_type, n_threads);
+  p.base = engine::gguf_layout(p.base_path);
+  std::vector<std::string> names;
+  std::map<std::string, const engine::GgufTensor*> by_name;
+  uint64_t grouped = 0;
+  for (const engine::GgufTensor& t : p.base.tensors) {
+    p.base_types[t.name] = t.type;
+    if (!engine::is_quantized_type(t.type)) continue;
+    names.push_back(t.name);
+    by_name[t.name] = &t;
+    grouped += engine::padded(t.bytes, p.base.alignment);
+  }
+  if (names.empty())
+    throw InputError(base_type + " quantizes no tensor of '" + model + "': nothing to choose");
+  p.fixed_bytes = p.base.file_size - grouped;
+  p.groups = analysis::tensor_groups(names, layers_per_group);
+  for (const analysis::TensorGroup& g : p.groups) {
+    std::vector<uint64_t> per_type;
+    for (const std::string& type : types) {
+      uint64_t sum = 0;
+      for (const std::string& name : g.tensors) {
+        const engine::GgufTensor& t = *by_name.at(name);
+        const auto b = engine::tensor_bytes(type, t.ne0, t.n_elements);
+        if (!b) {
+          sum = 0;
+          break;
+        }
+        sum += engine::padded(*b, p.base.alignment);
+      }
+      per_type.push_back(sum);
+    }
+    uint64_t base = 0;
+    for (const std::string& name : g.tensors)
+      base += engine::padded(by_name.at(name)->bytes, p.base.alignment);
+    p.bytes.push_back(std::move(per_type));
+    p.base_bytes.push_back(base);
+    p.base_label.push_back(label_of(g, p.base_types));
+  }
+  return p;
+}
+
+Measurer::Measurer(std::shared_ptr<engine::Model> a, int chunk, ScoredText calibration,
+                   ScoredText held_out)
+    : a_(std::move(a)), chunk_(chunk), calibration_(std::move(calibration)),
+      held_out_(std::move(held_out)) {}
+
+ScoredText Measurer::score_a(const std::shared_ptr<engine::Model>& a, int chunk,
+                             std::vector<std::vector<int32_t>> chunks) {
+  ScoredText t;
+  engine::Arm arm(a, arm_of(a->info().path), chunk);
+  const size_t n_vocab = static_cast<size_t>(a->info().n_vocab);
+  for (const auto& c : chunks) {
+    std::vector<float> logits;
+    arm.run_chunk(c, nullptr, logits);
+    logits.resize((c.size() - 1) * n_vocab);  // the last position predicts nothing in the chunk
+    t.logits_a.push_back(std::move(logits));
+  }
+  t.chunks = std::move(chunks);
+  return t;
+}
+
+TextScore Measurer::score(const std::string& model_path, const ScoredText& text) const {
+  engine::Arm arm(engine::model_load(model_path), arm_of(model_path), chunk_);
+  const size_t n_vocab = static_cast<size_t>(a_->info().n_vocab);
+  analysis::ScoreScratch scratch;
+  double kl = 0, changed = 0, n = 0;
+  std::vector<float> logits;
+  for (size_t c = 0; c < text.chunks.size(); ++c) {
+    const auto& tokens = text.chunks[c];
+    arm.run_chunk(tokens, nullptr, logits);
+    for (size_t pos = 0; pos + 1 < tokens.size(); ++pos) {
+      const std::span<const float> la(text.logits_a[c].data() + pos * n_vocab, n_vocab);
+      const std::span<const float> lb(logits.data() + pos * n_vocab, n_vocab);
+      const analysis::PositionScore s = analysis::score_position(la, lb, tokens[pos + 1], scratch);
+      kl += s.kl;
+      changed += s.top_a.id[0] != s.top_b.id[0] ? 1 : 0;
+      n += 1;
+    }
+  }
+  return {n > 0 ? kl / n : NAN, n > 0 ? changed / n : NAN};
+}
+
+std::vector<engine::TensorTypeOverride> pinned_overrides(
+    const RecipePlan& plan, const std::map<std::string, std::string>& types) {
+  std::vector<engine::TensorTypeOverride> out;
+  for (const engine::GgufTensor& t : plan.base.tensors) {
+    if (!engine::is_quantized_type(t.type)) continue;
+    out.push_back({analysis::exact_name_pattern(t.name), types.at(t.name)});
+  }
+  return out;
+}
+
+std::vector<std::string> types_not_taken(const std::string& path,
+                                         const std::map<std::string, std::string>& expected) {
+  std::vector<std::string> out;
+  for (const engine::GgufTensor& t : engine::gguf_layout(path).tensors) {
+    const auto it = expected.find(t.name);
+    if (it == expected.end()) {
+      out.push_back(t.name + " is in the file but not in the base");
+    } else if (it->second != t.type) {
+      out.push_back(t.name + " is " + t.type + ", not " + it->second);
+    }
+  }
+  return out;
+}
+
+std::vector<store::SensitivityRow> Measurer::group_rows(
+    int g, const RecipePlan& plan, const std::string& model_a, const std::string& base_type,
+    const std::vector<std::string>& types, const std::string& scratch,
+    const ProgressFn& progress) const {
+  if (g == 0) {  // the base itself: what every delta is measured from
+    const TextScore c = score(plan.base_path, calibration_), h = score(plan.base_path, held_out_);
+    return {{0, "(base)", base_type, plan.base.file_size - plan.fixed_bytes, "measured",
+             c.kl_mean, h.kl_mean, c.top1_change_rate}};
+  }
+  const analysis::TensorGroup& group = plan.groups[static_cast<size_t>(g - 1)];
+  std::vector<store::SensitivityRow> rows;
+  for (size_t t = 0; t < types.size(); ++t) {
+    store::SensitivityRow r{g, group.name, types[t], plan.bytes[g - 1][t], "", NAN, NAN, NAN};
+    if (r.bytes == 0) {
+      r.status = "does not fit its rows";
+    } else if (plan.base_label[g - 1] == types[t]) {
+      r.status = "base";
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::map<std::string, std::string> expected = plan.base_types;
+      for (const auto& name : group.tensors) expected[name] = types[t];
+      OutputFile variant(scratch, OutputPolicy(true));  // never committed: removed when done
+      engine::quantize_with_overrides(model_a, variant.temporary(), base_type,
+                                      pinned_overrides(plan, expected), 0, OutputPolicy(true));
+      const auto wrong = types_not_taken(variant.temporary(), expected);
+      bool outside = false;
+      for (const auto& w : wrong) {
+        const std::string name = w.substr(0, w.find(' '));
+        if (std::find(group.tensors.begin(), group.tensors.end(), name) == group.tensors.end())
+          outside = true;
+      }
+      if (outside) {
+        throw RuntimeError("moving " + group.name + " to " + types[t] +
+                           " changed a tensor outside the group: " + wrong.front());
+      }
+      if (!wrong.empty()) {
+        r.status = "falls back: " + wrong.front();
+      } else {
+        const TextScore c = score(variant.temporary(), calibration_);
+        const TextScore h = score(variant.temporary(), held_out_);
+        r.status = "measured";
+        r.kl_calibration = c.kl_mean;
+        r.kl_held_out = h.kl_mean;
+        r.top1_calibration = c.top1_change_rate;
+      }
+      Progress p(fmt::format("  {} at {}: {}", group.name, types[t], r.status));
+      p.event = Progress::Event::kPass;
+      p.pass = static_cast<int>(t + 1);
+      p.passes = static_cast<int>(types.size());
+      p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      progress(p);
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+}  // namespace hd::run
