@@ -174,8 +174,11 @@ Allocation allocate_within_bytes(const std::vector<GroupChoices>& groups, uint64
 
 Allocation allocate_within_kl(const std::vector<GroupChoices>& groups, double max_delta) {
   const Knapsack k = solve(groups);
+  // The sums are taken in another order than least_delta's: a target equal to it may differ
+  // from the table's last entry in its last bits, and still be met.
+  const double slack = 1e-12 * (1 + std::fabs(max_delta));
   for (uint64_t w = 0; w < k.best.size(); ++w) {
-    if (k.best[w] <= max_delta) return walk_back(groups, k, w);
+    if (k.best[w] <= max_delta + slack) return walk_back(groups, k, w);
   }
   return {};
 }

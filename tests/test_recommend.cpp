@@ -1,0 +1,153 @@
+// recommend: llama.cpp's quantizer takes pinned per-tensor types exactly (and, unpinned, moves
+// tensors nobody named: the pitfall the pinning avoids); a recipe at Q4_K_M's size is made,
+// read back type by type, predicted to the byte, read the same by the real llama-quantize,
+// verified, and shown; bad input is refused in one line.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "common/sha256.h"
+#include "engine/gguf_tensors.h"
+#include "engine/quantize.h"
+#include "test_support.h"
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::map<std::string, std::string> types_of(const std::string& path) {
+  std::map<std::string, std::string> out;
+  for (const auto& t : hd::engine::gguf_layout(path).tensors) out[t.name] = t.type;
+  return out;
+}
+
+std::string words(int n, int seed) {
+  const char* w[] = {"river", "stone", "light",  "quietly", "the", "and",   "under", "a",
+                     "bridge", "morning", "of", "walked", "green", "old", "window", "rain"};
+  std::string text;
+  for (int i = 0; i < n; ++i) text += std::string(w[(i * seed + i / 5) % 16]) + (i % 11 ? " " : ". ");
+  return text;
+}
+
+struct Recommend : testing::Test {
+  static void SetUpTestSuite() {
+    dir_ = new std::string(hd::test::temp_dir("recommend"));
+    ASSERT_EQ(hd::test::run_cli({"make-model", "--preset", "tiny-llama", "--type", "f32", "-o",
+                                 model()})
+                  .exit_code,
+              0);
+    hd::test::write_file(*dir_ + "/calib.txt", words(1200, 7));
+    hd::test::write_file(*dir_ + "/held.txt", words(1200, 5));
+  }
+  static std::string model() { return *dir_ + "/m.gguf"; }
+  static std::string path(const std::string& name) { return *dir_ + "/" + name; }
+  static std::vector<std::string> args(const std::string& out) {
+    return {"recommend",       "--a",  model(), "-f", path("calib.txt"), "--held-out-text",
+            path("held.txt"),  "--types", "Q3_K,Q6_K", "--layers-per-group", "4", "--chunk",
+            "64", "--calibration-chunks", "2", "--held-out-chunks", "3", "--target-size",
+            "Q4_K_M", "-o", path(out)};
+  }
+  static std::string* dir_;
+};
+std::string* Recommend::dir_ = nullptr;
+
+TEST_F(Recommend, UnpinnedOverrideMovesAnotherTensorPinnedOnesQuantizeToTheStockFile) {
+  const std::string stock = hd::engine::ensure_quantized(model(), "Q4_K_M", 0);
+  const auto base = types_of(stock);
+  ASSERT_EQ(base.at("blk.2.attn_v.weight"), "Q6_K");  // Q4_K_M's more bits, layers 2 and 3
+  // One override alone: Q4_K_M counts attn_v tensors as it meets them, and a manual one is not
+  // counted, so layer 2 is taken for layer 1 and loses its bits.
+  hd::engine::quantize_with_overrides(model(), path("one.gguf"), "Q4_K_M",
+                                      {{R"(^blk\.0\.attn_v\.weight$)", "Q3_K"}}, 0);
+  const auto one = types_of(path("one.gguf"));
+  EXPECT_EQ(one.at("blk.0.attn_v.weight"), "Q3_K");
+  EXPECT_EQ(one.at("blk.2.attn_v.weight"), "Q4_K") << "llama.cpp no longer moves it";
+  // Every tensor pinned to the base's own type: the stock file, byte for byte.
+  std::vector<hd::engine::TensorTypeOverride> pinned;
+  for (const auto& [name, type] : base) {
+    if (hd::engine::is_quantized_type(type)) pinned.push_back({"^" + std::regex_replace(name, std::regex(R"(\.)"), R"(\.)") + "$", type});
+  }
+  hd::engine::quantize_with_overrides(model(), path("pinned.gguf"), "Q4_K_M", pinned, 0);
+  EXPECT_EQ(hd::sha256_file(path("pinned.gguf")), hd::sha256_file(stock));
+}
+
+TEST_F(Recommend, RecipeAtQ4KMSizeTakesEveryTypePredictsItsBytesAndVerifies) {
+  const auto r = hd::test::run_cli(args("q4"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("recipe vs Q4_K_M"), std::string::npos) << r.out;
+  const std::string dir = path("q4");
+  const uint64_t stock = fs::file_size(hd::engine::ensure_quantized(model(), "Q4_K_M", 0));
+  EXPECT_LE(fs::file_size(dir + "/model.gguf"), stock);
+  // Every tensor has the type tensor-types.txt pins it to (first matching line, as
+  // llama-quantize reads it), and every quantized tensor is pinned.
+  std::ifstream lines(dir + "/tensor-types.txt");
+  std::vector<std::pair<std::regex, std::string>> rules;
+  for (std::string line; std::getline(lines, line);) {
+    const size_t eq = line.rfind('=');
+    rules.emplace_back(std::regex(line.substr(0, eq)), line.substr(eq + 1));
+  }
+  int pinned = 0;
+  for (const auto& [name, type] : types_of(dir + "/model.gguf")) {
+    for (const auto& [re, t] : rules) {
+      if (std::regex_search(name, re)) {
+        EXPECT_EQ(type, t) << name;
+        ++pinned;
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(pinned, static_cast<int>(rules.size()));
+  const json shown = json::parse(hd::test::run_cli({"show", dir + "/report.hdy", "--json"}).out);
+  const json& rec = shown.at("recommend");
+  EXPECT_EQ(rec["predicted"]["file_bytes"], rec["measured"]["file_bytes"]);
+  // The base, then 9 groups (7 classes over layers 0-3, token_embd, output) × 2 types.
+  EXPECT_EQ(rec["sensitivity"].size(), 1u + 9u * 2u);
+  EXPECT_EQ(rec["held_out"][0]["name"], "recipe");
+  EXPECT_EQ(hd::test::run_cli({"verify", dir + "/report.hdy"}).exit_code, 0);
+  EXPECT_EQ(hd::test::run_cli({"verify", dir + "/held-out/recipe.hdy"}).exit_code, 0);
+  const auto again = hd::test::run_cli({"recommend", "--resume", dir + "/report.hdy"});
+  EXPECT_EQ(again.exit_code, 0);
+  EXPECT_NE(again.err.find("already complete"), std::string::npos);
+  // The real llama-quantize reads tensor-types.txt as recommend did: the same file.
+  ASSERT_TRUE(fs::exists(HD_LLAMA_QUANTIZE)) << "llama-quantize was not built";
+  const std::string cmd = std::string(HD_LLAMA_QUANTIZE) + " --tensor-type-file " + dir +
+                          "/tensor-types.txt " + model() + " " + dir + "/peer.gguf Q4_K_M > " +
+                          dir + "/peer.log 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << hd::test::read_file(dir + "/peer.log");
+  EXPECT_EQ(types_of(dir + "/peer.gguf"), types_of(dir + "/model.gguf"));
+  // A changed sensitivity row no longer verifies.
+  hd::test::sql(dir + "/report.hdy",
+                "UPDATE recommend_sensitivity SET kl_calibration = kl_calibration * 2 "
+                "WHERE group_index = 0");
+  EXPECT_NE(hd::test::run_cli({"verify", dir + "/report.hdy"}).exit_code, 0);
+}
+
+TEST_F(Recommend, BadInputIsRefusedInOneLine) {
+  // args("bad") with a flag's value replaced, or the flag added when it is not there.
+  auto with = [&](std::vector<std::string> change) {
+    auto a = args("bad");
+    const auto it = std::find(a.begin(), a.end(), change[0]);
+    if (it == a.end()) {
+      a.insert(a.end(), change.begin(), change.end());
+    } else {
+      *(it + 1) = change[1];
+    }
+    return a;
+  };
+  hd::test::expect_refused(with({"--types", "Q4_K_M"}), "is a file type");
+  hd::test::expect_refused(with({"--types", "Q9_K"}), "unknown tensor type");
+  hd::test::expect_refused(with({"--target-size", "10kB"}), "smaller than any recipe");
+  hd::test::expect_refused(with({"--target-size", "lots"}), "is not a size");
+  hd::test::expect_refused(with({"--target-kl", "0.01"}), "one target");
+  hd::test::expect_refused(with({"--base", "F16"}), "quantizes nothing");
+  hd::test::expect_refused(with({"--held-out-text", path("calib.txt")}), "is the calibration text");
+  const std::string quantized = hd::engine::ensure_quantized(model(), "Q8_0", 0);
+  hd::test::expect_refused(with({"--a", quantized}), "already quantized");
+  EXPECT_FALSE(fs::exists(path("bad/report.hdy")));
+}
+
+}  // namespace
