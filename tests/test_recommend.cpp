@@ -107,6 +107,13 @@ TEST_F(Recommend, RecipeAtQ4KMSizeTakesEveryTypePredictsItsBytesAndVerifies) {
   // The base, then 9 groups (7 classes over layers 0-3, token_embd, output) × 2 types.
   EXPECT_EQ(rec["sensitivity"].size(), 1u + 9u * 2u);
   EXPECT_EQ(rec["held_out"][0]["name"], "recipe");
+  // The HTML report and its data carry what show prints, as for every kind but a diff.
+  const auto rep = hd::test::run_cli({"report", dir + "/report.hdy", "--data", dir + "/r.json",
+                                      "-o", dir + "/r.html"});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  const json doc = json::parse(hd::test::read_file(dir + "/r.json"));
+  EXPECT_EQ(doc["kind"], "recommend");
+  EXPECT_EQ(doc["text"], hd::test::run_cli({"show", dir + "/report.hdy"}).out);
   EXPECT_EQ(hd::test::run_cli({"verify", dir + "/report.hdy"}).exit_code, 0);
   EXPECT_EQ(hd::test::run_cli({"verify", dir + "/held-out/recipe.hdy"}).exit_code, 0);
   const auto again = hd::test::run_cli({"recommend", "--resume", dir + "/report.hdy"});

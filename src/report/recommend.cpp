@@ -78,11 +78,12 @@ void print_recommend(std::ostream& os, const LoadedResult& l) {
   if (moved == 0) os << "  (none: the base is the best recipe for this target)\n";
   const auto& p = r["predicted"];
   const auto& m = r["measured"];
-  const double off = num(m["kl_calibration"]) / num(p["kl_calibration"]) - 1;
+  // How far the additive prediction is from the recipe measured on the same calibration text.
+  const double off = num(p["kl_calibration"]) / num(m["kl_calibration"]) - 1;
   os << fmt::format("\npredicted {} bytes, mean KL {:.6g}; measured {} bytes, mean KL {:.6g} "
-                    "(the additive prediction {:+.1f} % off)\n",
+                    "(the prediction {:+.1f} % of the measured)\n",
                     p["file_bytes"].get<uint64_t>(), num(p["kl_calibration"]),
-                    m["file_bytes"].get<uint64_t>(), num(m["kl_calibration"]), -100 * off);
+                    m["file_bytes"].get<uint64_t>(), num(m["kl_calibration"]), 100 * off);
   os << fmt::format("every tensor's type read back from {} ({} tensors); tensor-types.txt pins "
                     "all {} quantized tensors ({} groups moved)\n",
                     r["model"]["file"].get<std::string>(),
