@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -183,34 +184,32 @@ Allocation allocate_within_kl(const std::vector<GroupChoices>& groups, double ma
   return {};
 }
 
-uint64_t smallest_bytes(const std::vector<GroupChoices>& groups) {
-  uint64_t s = 0;
+namespace {
+// The sum over groups of each group's best option by `better` (a strict order on one field).
+template <typename T, typename Field, typename Better>
+T sum_of_best(const std::vector<GroupChoices>& groups, Field field, Better better) {
+  T s = 0;
   for (const auto& g : groups) {
-    uint64_t lo = UINT64_MAX;
-    for (const auto& o : g.options) lo = std::min(lo, o.bytes);
-    s += lo;
+    T best = field(g.options.front());
+    for (const auto& o : g.options) best = better(field(o), best) ? field(o) : best;
+    s += best;
   }
   return s;
+}
+uint64_t bytes_of(const GroupOption& o) { return o.bytes; }
+double delta_of(const GroupOption& o) { return o.delta_kl; }
+}  // namespace
+
+uint64_t smallest_bytes(const std::vector<GroupChoices>& groups) {
+  return sum_of_best<uint64_t>(groups, bytes_of, std::less<>());
 }
 
 uint64_t largest_bytes(const std::vector<GroupChoices>& groups) {
-  uint64_t s = 0;
-  for (const auto& g : groups) {
-    uint64_t hi = 0;
-    for (const auto& o : g.options) hi = std::max(hi, o.bytes);
-    s += hi;
-  }
-  return s;
+  return sum_of_best<uint64_t>(groups, bytes_of, std::greater<>());
 }
 
 double least_delta(const std::vector<GroupChoices>& groups) {
-  double s = 0;
-  for (const auto& g : groups) {
-    double lo = INFINITY;
-    for (const auto& o : g.options) lo = std::min(lo, o.delta_kl);
-    s += lo;
-  }
-  return s;
+  return sum_of_best<double>(groups, delta_of, std::less<>());
 }
 
 namespace {
