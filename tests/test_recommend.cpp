@@ -149,6 +149,7 @@ TEST_F(Recommend, BadInputIsRefusedInOneLine) {
   hd::test::expect_refused(with({"--types", "Q9_K"}), "unknown tensor type");
   hd::test::expect_refused(with({"--target-size", "10kB"}), "smaller than any recipe");
   hd::test::expect_refused(with({"--target-size", "lots"}), "is not a size");
+  hd::test::expect_refused(with({"--target-size", "0.5"}), "is not a size");
   hd::test::expect_refused(with({"--target-kl", "0.01"}), "one target");
   hd::test::expect_refused(with({"--base", "F16"}), "quantizes nothing");
   hd::test::expect_refused(with({"--held-out-text", path("calib.txt")}), "is the calibration text");

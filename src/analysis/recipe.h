@@ -49,7 +49,8 @@ struct Allocation {
 };
 
 // The multiple-choice knapsack, solved exactly by dynamic programming over bytes counted in
-// units of at most 1/32768 of the widest span the groups allow (each option's bytes above its
+// units of 1/32768 of the widest span the groups allow (coarser past 2048 groups: 2^26 table
+// entries at most) (each option's bytes above its
 // group's smallest rounded up to a unit, so a chosen total never exceeds the budget; an
 // allocation can miss the true optimum only by those roundings).
 // The least predicted KL with bytes <= budget; infeasible when even the smallest options exceed it.

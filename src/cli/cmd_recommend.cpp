@@ -49,7 +49,8 @@ void add_recommend(CLI::App& app, Context& ctx) {
     cmd->add_option("--target-size", o->cfg.target_size,
                     "the file size: bytes, a unit (2.1GiB, 800MB) or a stock type's (Q4_K_M)");
     cmd->add_option("--target-kl", o->cfg.target_kl,
-                    "or the smallest file whose predicted mean KL (calibration) is at most this");
+                    "or the smallest file whose predicted mean KL (calibration) is at most this")
+        ->check(finite_number(0, false));
     cmd->add_option("--layers-per-group", o->cfg.layers_per_group,
                     "layers of one tensor class that move together (fewer passes)")
         ->capture_default_str();

@@ -44,7 +44,8 @@ void print_held_out(std::ostream& os, const nlohmann::json& rows) {
     const std::string size =
         fmt::format("{:+.2f} % the size", 100.0 * (num(recipe["bytes"]) / num(s["bytes"]) - 1));
     os << fmt::format("  recipe vs {}: {}, KL {} ({})\n", s["name"].get<std::string>(), size,
-                      gap > reach   ? "lower, the intervals apart"
+                      std::isnan(reach) ? "with no interval to read it by (one chunk)"
+                      : gap > reach     ? "lower, the intervals apart"
                       : gap < -reach ? "higher, the intervals apart"
                                      : "within the intervals of each other",
                       fmt::format("{:.3g} × {}", num(recipe["kl_mean"]) / num(s["kl_mean"]),

@@ -80,7 +80,7 @@ std::optional<uint64_t> parse_size(const std::string& s) {
       {"gib", 1073741824.0}, {"tib", 1099511627776.0}, {"kb", 1e3}, {"mb", 1e6},
       {"gb", 1e9},    {"tb", 1e12}};
   for (const auto& [name, scale] : kUnits) {
-    if (unit == name && std::isfinite(v) && v > 0 && v * scale < 1.8e19)
+    if (unit == name && std::isfinite(v) && v * scale >= 1 && v * scale < 1.8e19)
       return static_cast<uint64_t>(v * scale);
   }
   return std::nullopt;
@@ -188,10 +188,11 @@ RunEnd run_groups(store::Experiment& e, const RecommendConfig& c, const RecipePl
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     spent += s;
     ++measured;
-    if (finished < total) {
-      Progress p(fmt::format("  about {:.0f} s left", spent / measured * (total - finished)));
+    const int left = total - finished - 1;  // `finished` counts the groups before this one
+    if (left > 0) {
+      Progress p(fmt::format("  about {:.0f} s left", spent / measured * left));
       p.event = Progress::Event::kPass;
-      p.seconds_left = spent / measured * (total - finished);
+      p.seconds_left = spent / measured * left;
       progress(p);
     }
     return ChunkDone{s};
@@ -224,6 +225,9 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
   store::Experiment::check_creatable(report_in(out), replace, inputs);
   for (const char* name : {"tensor-types.txt", "model.gguf"})
     check_output_path((fs::path(out) / name).string(), OutputPolicy(replace, inputs));
+  if (fs::exists(fs::path(out) / "held-out", ec) && !fs::is_directory(fs::path(out) / "held-out", ec))
+    throw InputError("'" + (fs::path(out) / "held-out").string() +
+                     "' is not a directory: the held-out diffs go there");
   // The held-out diffs are named once the sizes are known: an old one is refused now, not after
   // the measurements.
   for (const auto& f : fs::directory_iterator(fs::path(out) / "held-out", ec)) {
@@ -245,6 +249,9 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
                                    "these types: the smallest takes {} bytes",
                                    c.target_size, c.target_bytes, least));
   }
+  if (l.calibration.bytes == l.held_out.bytes)
+    throw InputError("the held-out text has the calibration text's bytes: the proof must be "
+                     "measured on text the choice never saw");
   nlohmann::json prov = run_provenance(l.calibration, l.calibration_chunks, command_line);
   nlohmann::json held = run_provenance(l.held_out, l.held_out_chunks, command_line)["text"];
   held["tokens"] = tokens_record(l.held_out_chunks);
@@ -287,6 +294,7 @@ RunEnd recommend_resume(const std::string& report, const std::string& command_li
     return {0, true, "group"};
   }
   Reopened r = reopen(e, false);
+  require_same_llama_commit(r.provenance, false);  // never rows of two builds in one file
   const Loaded l = load_inputs(r.config, &r.provenance, progress);
   const RecipePlan plan = plan_recipe(r.config.model, r.config.base, r.config.types,
                                       r.config.layers_per_group, 0);

@@ -8,6 +8,7 @@
 #include "analysis/summary.h"
 #include "common/output_file.h"
 #include "common/sha256.h"
+#include "common/stop.h"
 #include "errors.h"
 #include "run/config.h"
 #include "run/diff.h"
@@ -170,7 +171,12 @@ nlohmann::json held_out_diffs(const RecommendConfig& c, const std::string& recip
     d.max_chunks = c.held_out_chunks;
     const std::string out = (fs::path(dir) / "held-out" / (name + ".hdy")).string();
     progress("held-out: A vs " + name + " -> " + out);
-    diff_run(d, out, replace, command_line, [](const Progress&) {});
+    // A diff stopped between its chunks returns with chunks missing: the report must not be
+    // sealed with its numbers (it stays unsealed, and resume runs the proof again).
+    if (diff_run(d, out, replace, command_line, [](const Progress&) {}).missing != 0 ||
+        stop_requested())
+      throw Stopped("stopped during the held-out diffs: finish with heterodyne recommend --resume " +
+                    (fs::path(dir) / "report.hdy").string());
     const std::string model = path.empty() ? engine::ensure_quantized(c.model, name, 0) : path;
     rows.push_back(held_out_row(name, out, model));
   }
@@ -195,6 +201,10 @@ nlohmann::json prove_recipe(const RecommendConfig& c, const RecipePlan& plan,
   }
   const std::string model = make_recipe_model(c, plan, choice, (fs::path(dir) / "model.gguf").string(),
                                               OutputPolicy(replace, inputs));
+  if (fs::file_size(model) != choice.predicted_file_bytes)
+    throw RuntimeError(fmt::format("{} has {} bytes where its types predict {}: the recipe's size "
+                                   "is not what was chosen",
+                                   model, fs::file_size(model), choice.predicted_file_bytes));
   size_t moved = 0;
   for (size_t g = 0; g < plan.groups.size(); ++g) moved += choice.allocation.choice[g] != 0;
   progress(fmt::format("recipe: {} of {} groups moved from the base, every tensor's type read "
