@@ -104,8 +104,14 @@ TEST_F(Recommend, RecipeAtQ4KMSizeTakesEveryTypePredictsItsBytesAndVerifies) {
   const json shown = json::parse(hd::test::run_cli({"show", dir + "/report.hdy", "--json"}).out);
   const json& rec = shown.at("recommend");
   EXPECT_EQ(rec["predicted"]["file_bytes"], rec["measured"]["file_bytes"]);
-  // The base, then 9 groups (7 classes over layers 0-3, token_embd, output) × 2 types.
-  EXPECT_EQ(rec["sensitivity"].size(), 1u + 9u * 2u);
+  // Two rounds (the default) of: the start, then 9 groups (7 classes over layers 0-3,
+  // token_embd, output) × 2 types.
+  ASSERT_EQ(rec["sensitivity"].size(), 2u * (1u + 9u * 2u));
+  // Round 0's recipe is round 1's start: its prediction is checked against that measurement.
+  ASSERT_EQ(rec["rounds"].size(), 2u);
+  EXPECT_EQ(rec["rounds"][0]["measured_kl_calibration"], rec["sensitivity"][19]["kl_calibration"]);
+  EXPECT_EQ(rec["sensitivity"][19]["group"], "(recipe 1)");
+  EXPECT_EQ(rec["rounds"][1]["measured_kl_calibration"], rec["measured"]["kl_calibration"]);
   EXPECT_EQ(rec["held_out"][0]["name"], "recipe");
   // The HTML report and its data carry what show prints, as for every kind but a diff.
   const auto rep = hd::test::run_cli({"report", dir + "/report.hdy", "--data", dir + "/r.json",

@@ -2,7 +2,7 @@
 //                      [--base Q4_K_M] [--types Q3_K,Q4_K,Q5_K,Q6_K,Q8_0]
 //                      --target-size 2.1GiB|800MB|Q4_K_M | --target-kl 0.01
 //                      [--chunk 256] [--calibration-chunks 8] [--held-out-chunks 16]
-//                      [--layers-per-group 1] -o DIR [--force]
+//                      [--layers-per-group 1] [--rounds 2] -o DIR [--force]
 // heterodyne recommend --resume DIR/report.hdy
 #include <iostream>
 
@@ -53,6 +53,10 @@ void add_recommend(CLI::App& app, Context& ctx) {
         ->check(finite_number(0, false));
     cmd->add_option("--layers-per-group", o->cfg.layers_per_group,
                     "layers of one tensor class that move together (fewer passes)")
+        ->capture_default_str();
+    cmd->add_option("--rounds", o->cfg.rounds,
+                    "rounds of measurement: each after the first starts at the recipe the one "
+                    "before chose (1: around the base only)")
         ->capture_default_str();
   });
   in_group(*cmd, "Output", [&] {

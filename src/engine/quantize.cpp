@@ -109,7 +109,7 @@ constexpr const char* kTensorTypes[] = {"F32",  "F16",  "BF16",   "Q8_0",  "Q6_K
                                         "Q5_1", "Q5_0", "Q4_K",   "Q4_1",  "Q4_0", "IQ4_NL",
                                         "IQ4_XS", "Q3_K", "Q2_K"};
 
-ggml_type ggml_type_named(const std::string& name) {
+[[maybe_unused]] ggml_type ggml_type_named(const std::string& name) {
   for (int i = 0; i < GGML_TYPE_COUNT; ++i) {
     const char* n = ggml_type_name(static_cast<ggml_type>(i));
     if (n && upper(n) == name) return static_cast<ggml_type>(i);
@@ -133,6 +133,7 @@ void quantize_impl(const std::string& in, const std::string& out, const QuantTyp
   params.nthread = n_threads;
   params.ftype = t.ftype;
   params.quantize_output_tensor = !keep_output;
+#if HD_LLAMA_TENSOR_OVERRIDES
   // As tools/quantize builds them: pattern and type pairs, ended by a null pattern.
   std::vector<llama_model_tensor_override> tt;
   for (const TensorTypeOverride& o : overrides)
@@ -141,6 +142,10 @@ void quantize_impl(const std::string& in, const std::string& out, const QuantTyp
     tt.push_back({nullptr, GGML_TYPE_COUNT});
     params.tt_overrides = tt.data();
   }
+#else
+  if (!overrides.empty())
+    throw RuntimeError("this llama.cpp has no per-tensor quantization types (tt_overrides)");
+#endif
   const uint32_t rc = llama_model_quantize(in.c_str(), file.temporary().c_str(), &params);
   fatal::set_activity("");
   if (rc != 0) {

@@ -11,7 +11,8 @@ namespace hd::report {
 void add_recommend_rows(const store::Experiment& e, nlohmann::json& result) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : store::read_sensitivity(e)) {
-    rows.push_back({{"group", r.group},
+    rows.push_back({{"round", r.round},
+                    {"group", r.group},
                     {"type", r.type},
                     {"bytes", r.bytes},
                     {"status", r.status},
@@ -70,13 +71,16 @@ void print_recommend(std::ostream& os, const LoadedResult& l) {
                     "ΔKL calib.");
   int moved = 0;
   for (const auto& g : r["groups"]) {
-    if (g["type"] == g["base"]) continue;
+    if (g["type"] == g["base"]) continue;  // (ΔKL is from the last round's start)
     ++moved;
     os << fmt::format("  {:<28} {:>10} {:>7} {:>12} {:>+12.4g}\n", g["group"].get<std::string>(),
                       g["base"].get<std::string>(), g["type"].get<std::string>(),
                       g["bytes"].get<uint64_t>(), num(g["delta_kl"]));
   }
   if (moved == 0) os << "  (none: the base is the best recipe for this target)\n";
+  if (r["rounds"].size() > 1)
+    os << fmt::format("(round {}'s deltas, from the recipe round {} chose)\n",
+                      r["rounds"].size() - 1, r["rounds"].size() - 2);
   const auto& p = r["predicted"];
   const auto& m = r["measured"];
   // How far the additive prediction is from the recipe measured on the same calibration text.
@@ -85,11 +89,21 @@ void print_recommend(std::ostream& os, const LoadedResult& l) {
                     "(the prediction {:+.1f} % of the measured)\n",
                     p["file_bytes"].get<uint64_t>(), num(p["kl_calibration"]),
                     m["file_bytes"].get<uint64_t>(), num(m["kl_calibration"]), 100 * off);
+  const auto& rounds = r["rounds"];
+  for (size_t i = 0; i + 1 < rounds.size(); ++i) {
+    const auto& x = rounds[i];
+    os << fmt::format("  round {} (from {:.6g}): predicted {:.6g}, measured {:.6g} ({:+.1f} %)\n",
+                      i, num(x["start_kl_calibration"]), num(x["predicted_kl_calibration"]),
+                      num(x["measured_kl_calibration"]),
+                      100 * (num(x["predicted_kl_calibration"]) /
+                                 num(x["measured_kl_calibration"]) -
+                             1));
+  }
   os << fmt::format("every tensor's type read back from {} ({} tensors); tensor-types.txt pins "
-                    "all {} quantized tensors ({} groups moved)\n",
+                    "all {} quantized tensors ({} moved from the base)\n",
                     r["model"]["file"].get<std::string>(),
                     r["model"]["tensors_read_back"].get<int>(), r["overrides"].get<int>(),
-                    r["groups_moved"].get<int>());
+                    r["tensors_moved"].get<int>());
   os << fmt::format("rank correlation of the variants' KL, calibration vs held-out: Spearman "
                     "{:.3f} over {} variants\n\n",
                     num(r["rank_correlation"]["spearman"]),

@@ -1,6 +1,7 @@
 #include "run/recommend.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -33,7 +34,8 @@ nlohmann::json to_json(const RecommendConfig& c) {
                       {"chunk", c.chunk},
                       {"calibration_chunks", c.calibration_chunks},
                       {"held_out_chunks", c.held_out_chunks},
-                      {"layers_per_group", c.layers_per_group}};
+                      {"layers_per_group", c.layers_per_group},
+                      {"rounds", c.rounds}};
   if (c.calibration.token_ids) j["calibration_token_ids"] = true;
   if (c.held_out.token_ids) j["held_out_token_ids"] = true;
   if (c.target_bytes > 0) {
@@ -56,6 +58,7 @@ RecommendConfig recommend_config_from_json(const nlohmann::json& j) {
   c.calibration_chunks = j.at("calibration_chunks");
   c.held_out_chunks = j.at("held_out_chunks");
   c.layers_per_group = j.at("layers_per_group");
+  c.rounds = j.at("rounds");
   if (j.contains("target_bytes")) {
     c.target_size = j.at("target_size");
     c.target_bytes = j.at("target_bytes");
@@ -110,6 +113,7 @@ void check_config(RecommendConfig& c) {
   if (c.calibration_chunks < 1 || c.held_out_chunks < 1)
     throw InputError("--calibration-chunks and --held-out-chunks must be at least 1");
   if (c.layers_per_group < 1) throw InputError("--layers-per-group must be at least 1");
+  if (c.rounds < 1 || c.rounds > 8) throw InputError("--rounds must be 1 to 8");
   for (const InputPath* p : {&c.calibration, &c.held_out}) {
     if (p->path == "-")
       throw InputError("recommend reads its texts again to resume and verify: give files, not '-'");
@@ -173,7 +177,8 @@ RunEnd run_groups(store::Experiment& e, const RecommendConfig& c, const RecipePl
                   const Measurer& m, const std::set<int>& done, const std::string& dir,
                   bool replace, const std::string& command_line, const ProgressFn& progress) {
   const std::string scratch = (fs::path(dir) / "variant.gguf").string();
-  const int total = static_cast<int>(plan.groups.size()) + 1;
+  const int per_round = static_cast<int>(plan.groups.size()) + 1;
+  const int total = per_round * c.rounds;
   double spent = 0;
   int measured = 0;
   ChunkLoop loop;
@@ -183,8 +188,12 @@ RunEnd run_groups(store::Experiment& e, const RecommendConfig& c, const RecipePl
   loop.done = done;
   loop.run_chunk = [&](int g, int finished) {
     const auto t0 = std::chrono::steady_clock::now();
-    store::put_recommend_group(e, g, m.group_rows(g, plan, c.model, c.base, c.types, scratch,
-                                                  progress));
+    const int round = g / per_round, group = g % per_round;
+    // A round's start is the recipe the rows of the rounds before it choose.
+    const Start start = round_starts(c, plan, store::read_sensitivity(e), round + 1).back();
+    store::put_recommend_unit(e, round, group,
+                              m.group_rows(round, group, plan, start, c.model, c.base, c.types,
+                                           scratch, progress));
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     spent += s;
     ++measured;
@@ -239,8 +248,9 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
   const RecipePlan plan = plan_recipe(c.model, c.base, c.types, c.layers_per_group, 0);
   if (c.target_bytes > 0) {
     uint64_t least = plan.fixed_bytes;
+    const Start base = start_at(plan, plan.base_types);
     for (size_t g = 0; g < plan.groups.size(); ++g) {
-      uint64_t lo = plan.base_bytes[g];
+      uint64_t lo = base.bytes[g];
       for (uint64_t b : plan.bytes[g]) lo = b > 0 ? std::min(lo, b) : lo;
       least += lo;
     }
@@ -262,8 +272,10 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
   e.set_meta("config", to_json(c).dump());
   e.set_meta("provenance", prov.dump());
   store::create_recommend_tables(e);
-  progress(fmt::format("{} tensor groups × {} types from {}, measured on {} calibration chunks",
-                       plan.groups.size(), c.types.size(), c.base, l.calibration_chunks.size()));
+  progress(fmt::format("{} tensor groups × {} types from {}, {} round(s), measured on {} "
+                       "calibration chunks",
+                       plan.groups.size(), c.types.size(), c.base, c.rounds,
+                       l.calibration_chunks.size()));
   const Measurer m(l.model, c.chunk, Measurer::score_a(l.model, c.chunk, l.calibration_chunks),
                    Measurer::score_a(l.model, c.chunk, l.held_out_chunks));
   return run_groups(e, c, plan, m, {}, out, replace, command_line, progress);
@@ -298,12 +310,12 @@ RunEnd recommend_resume(const std::string& report, const std::string& command_li
   const Loaded l = load_inputs(r.config, &r.provenance, progress);
   const RecipePlan plan = plan_recipe(r.config.model, r.config.base, r.config.types,
                                       r.config.layers_per_group, 0);
-  const auto done =
-      store::stored_recommend_groups(e, static_cast<int>(plan.groups.size()) + 1);
+  const auto done = store::stored_recommend_units(e, static_cast<int>(plan.groups.size()) + 1,
+                                                 r.config.rounds);
   r.provenance["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
   e.set_meta("provenance", r.provenance.dump());
   progress(fmt::format("resuming: {} of {} groups already stored", done.size(),
-                       plan.groups.size() + 1));
+                       (plan.groups.size() + 1) * static_cast<size_t>(r.config.rounds)));
   const Measurer m(l.model, r.config.chunk,
                    Measurer::score_a(l.model, r.config.chunk, l.calibration_chunks),
                    Measurer::score_a(l.model, r.config.chunk, l.held_out_chunks));
@@ -313,12 +325,30 @@ RunEnd recommend_resume(const std::string& report, const std::string& command_li
 
 namespace {
 nlohmann::json row_json(const store::SensitivityRow& r) {
-  return {r.group_index, r.group, r.type, r.bytes, r.status,
+  return {r.round, r.group_index, r.group, r.type, r.bytes, r.status,
           r.kl_calibration, r.kl_held_out, r.top1_calibration};
 }
 }  // namespace
 
+namespace {
+// A directory of this process's own under the system's temporary one, removed with everything
+// in it: verify writes its variants there, so that a recipe on a read-only mount verifies.
+struct ScratchDir {
+  fs::path path = fs::temp_directory_path() / ("heterodyne-verify-" + std::to_string(::getpid()));
+  ScratchDir() {
+    std::error_code ec;
+    fs::create_directories(path, ec);
+    if (ec) throw RuntimeError("cannot make " + path.string() + ": " + ec.message());
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+}  // namespace
+
 void recommend_verify(const std::string& report, bool force, const ProgressFn& progress) {
+  const ScratchDir scratch;
   const store::Experiment e = store::Experiment::open(report, false);
   const Reopened r = reopen(e, force);
   require_same_llama_commit(r.provenance, force);
@@ -332,16 +362,21 @@ void recommend_verify(const std::string& report, bool force, const ProgressFn& p
   const auto stored = store::read_sensitivity(e);
   const std::string dir = dir_of(report);
   std::vector<store::SensitivityRow> again;
-  for (int g = 0; g <= static_cast<int>(plan.groups.size()); ++g) {
-    for (auto& row : m.group_rows(g, plan, r.config.model, r.config.base, r.config.types,
-                                  (fs::path(dir) / "variant.gguf").string(),
+  const int per_round = static_cast<int>(plan.groups.size()) + 1;
+  const int total = per_round * r.config.rounds;
+  for (int u = 0; u < total; ++u) {
+    const int round = u / per_round, g = u % per_round;
+    // Each round starts where the recomputed rows before it choose: a difference shows first
+    // in the rows, not as another start.
+    const Start start = round_starts(r.config, plan, again, round + 1).back();
+    for (auto& row : m.group_rows(round, g, plan, start, r.config.model, r.config.base,
+                                  r.config.types, (scratch.path / "variant.gguf").string(),
                                   [](const Progress&) {}))
       again.push_back(std::move(row));
-    progress(Progress::chunk(g + 1, static_cast<int>(plan.groups.size()) + 1,
-                             fmt::format("group {}/{} recomputed", g + 1, plan.groups.size() + 1)));
+    progress(Progress::chunk(u + 1, total, fmt::format("group {}/{} recomputed", u + 1, total)));
   }
   std::sort(again.begin(), again.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.group_index, a.type) < std::tie(b.group_index, b.type);
+    return std::tie(a.round, a.group_index, a.type) < std::tie(b.round, b.group_index, b.type);
   });
   if (again.size() != stored.size())
     throw RuntimeError(fmt::format("verify failed: {} sensitivity rows stored, {} recomputed",
@@ -352,9 +387,11 @@ void recommend_verify(const std::string& report, bool force, const ProgressFn& p
       throw RuntimeError("verify failed: stored " + row_json(stored[i]).dump() + ", recomputed " +
                          row_json(again[i]).dump());
   }
-  const RecipeChoice choice = choose_recipe(r.config, plan, stored);
-  OutputFile remade((fs::path(dir) / "model.gguf").string(), OutputPolicy(true));  // not kept
-  make_recipe_model(r.config, plan, choice, remade.temporary(), OutputPolicy(true));
+  const Start last = round_starts(r.config, plan, stored, r.config.rounds).back();
+  const RecipeChoice choice = choose_recipe(r.config, plan, stored, r.config.rounds - 1, last);
+  OutputFile remade((scratch.path / "model.gguf").string(), OutputPolicy(true));  // not kept
+  make_recipe_model(r.config, plan, recipe_types(plan, last, choice), remade.temporary(),
+                    OutputPolicy(true));
   const std::string sha = sha256_file(remade.temporary());
   if (sha != summary.at("model").at("sha256"))
     throw RuntimeError("verify failed: the recipe quantizes to sha256 " + sha.substr(0, 16) +

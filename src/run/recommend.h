@@ -38,6 +38,10 @@ struct RecommendConfig {
   int calibration_chunks = 8;
   int held_out_chunks = 16;
   int layers_per_group = 1;
+  // Rounds of measurement: round 0 starts at the base, each later one at the recipe the round
+  // before chose (its deltas measured there, the choice made again): 2 measures the first
+  // recipe's neighbourhood once.
+  int rounds = 2;
 };
 
 nlohmann::json to_json(const RecommendConfig& c);

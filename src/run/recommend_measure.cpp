@@ -19,18 +19,6 @@ engine::ArmSettings arm_of(const std::string& path) {
   return s;
 }
 
-// "Q4_K" when every tensor of the group has that type in the base, else the types joined by
-// "+" in the order first seen ("Q4_K+Q6_K": Q4_K_M gives some layers' ffn_down more bits).
-std::string label_of(const analysis::TensorGroup& g, const std::map<std::string, std::string>& t) {
-  std::vector<std::string> seen;
-  for (const auto& name : g.tensors) {
-    if (std::find(seen.begin(), seen.end(), t.at(name)) == seen.end()) seen.push_back(t.at(name));
-  }
-  std::string out;
-  for (const auto& s : seen) out += (out.empty() ? "" : "+") + s;
-  return out;
-}
-
 }  // namespace
 
 RecipePlan plan_recipe(const std::string& model, const std::string& base_type,
@@ -40,13 +28,12 @@ RecipePlan plan_recipe(const std::string& model, const std::string& base_type,
   p.base_path = engine::ensure_quantized(model, base_type, n_threads);
   p.base = engine::gguf_layout(p.base_path);
   std::vector<std::string> names;
-  std::map<std::string, const engine::GgufTensor*> by_name;
   uint64_t grouped = 0;
   for (const engine::GgufTensor& t : p.base.tensors) {
     p.base_types[t.name] = t.type;
     if (!engine::is_quantized_type(t.type)) continue;
     names.push_back(t.name);
-    by_name[t.name] = &t;
+    p.tensors[t.name] = t;
     grouped += engine::padded(t.bytes, p.base.alignment);
   }
   if (names.empty())
@@ -58,7 +45,7 @@ RecipePlan plan_recipe(const std::string& model, const std::string& base_type,
     for (const std::string& type : types) {
       uint64_t sum = 0;
       for (const std::string& name : g.tensors) {
-        const engine::GgufTensor& t = *by_name.at(name);
+        const engine::GgufTensor& t = p.tensors.at(name);
         const auto b = engine::tensor_bytes(type, t.ne0, t.n_elements);
         if (!b) {
           sum = 0;
@@ -68,14 +55,29 @@ RecipePlan plan_recipe(const std::string& model, const std::string& base_type,
       }
       per_type.push_back(sum);
     }
-    uint64_t base = 0;
-    for (const std::string& name : g.tensors)
-      base += engine::padded(by_name.at(name)->bytes, p.base.alignment);
     p.bytes.push_back(std::move(per_type));
-    p.base_bytes.push_back(base);
-    p.base_label.push_back(label_of(g, p.base_types));
   }
   return p;
+}
+
+Start start_at(const RecipePlan& plan, const std::map<std::string, std::string>& types) {
+  Start s{types, {}, {}};
+  for (const analysis::TensorGroup& g : plan.groups) {
+    uint64_t bytes = 0;
+    std::vector<std::string> seen;
+    for (const std::string& name : g.tensors) {
+      const engine::GgufTensor& t = plan.tensors.at(name);
+      const std::string& type = types.at(name);
+      // A type the start holds was read back from a file: its bytes divide the rows.
+      bytes += engine::padded(*engine::tensor_bytes(type, t.ne0, t.n_elements), plan.base.alignment);
+      if (std::find(seen.begin(), seen.end(), type) == seen.end()) seen.push_back(type);
+    }
+    std::string label;
+    for (const auto& t : seen) label += (label.empty() ? "" : "+") + t;
+    s.bytes.push_back(bytes);
+    s.label.push_back(label);
+  }
+  return s;
 }
 
 Measurer::Measurer(std::shared_ptr<engine::Model> a, int chunk, ScoredText calibration,
@@ -144,25 +146,39 @@ std::vector<std::string> types_not_taken(const std::string& path,
 }
 
 std::vector<store::SensitivityRow> Measurer::group_rows(
-    int g, const RecipePlan& plan, const std::string& model_a, const std::string& base_type,
-    const std::vector<std::string>& types, const std::string& scratch,
-    const ProgressFn& progress) const {
-  if (g == 0) {  // the base itself: what every delta is measured from
-    const TextScore c = score(plan.base_path, calibration_), h = score(plan.base_path, held_out_);
-    return {{0, "(base)", base_type, plan.base.file_size - plan.fixed_bytes, "measured",
-             c.kl_mean, h.kl_mean, c.top1_change_rate}};
+    int round, int g, const RecipePlan& plan, const Start& start, const std::string& model_a,
+    const std::string& base_type, const std::vector<std::string>& types,
+    const std::string& scratch, const ProgressFn& progress) const {
+  if (g == 0) {  // the start itself, what every delta of the round is measured from
+    uint64_t bytes = 0;
+    for (uint64_t b : start.bytes) bytes += b;
+    std::string path = plan.base_path;  // round 0: the stock file
+    OutputFile made(scratch, OutputPolicy(true));  // never committed: removed when done
+    if (round > 0) {
+      engine::quantize_with_overrides(model_a, made.temporary(), base_type,
+                                      pinned_overrides(plan, start.types), 0, OutputPolicy(true));
+      if (const auto wrong = types_not_taken(made.temporary(), start.types); !wrong.empty())
+        throw RuntimeError("round " + std::to_string(round) + "'s start did not take: " +
+                           wrong.front());
+      path = made.temporary();
+    }
+    const TextScore c = score(path, calibration_), h = score(path, held_out_);
+    return {{round, 0, round == 0 ? "(base)" : fmt::format("(recipe {})", round),
+             round == 0 ? base_type : "start", bytes, "measured", c.kl_mean, h.kl_mean,
+             c.top1_change_rate}};
   }
   const analysis::TensorGroup& group = plan.groups[static_cast<size_t>(g - 1)];
   std::vector<store::SensitivityRow> rows;
   for (size_t t = 0; t < types.size(); ++t) {
-    store::SensitivityRow r{g, group.name, types[t], plan.bytes[g - 1][t], "", NAN, NAN, NAN};
+    store::SensitivityRow r{round, g, group.name, types[t], plan.bytes[g - 1][t], "",
+                            NAN, NAN, NAN};
     if (r.bytes == 0) {
       r.status = "does not fit its rows";
-    } else if (plan.base_label[g - 1] == types[t]) {
-      r.status = "base";
+    } else if (start.label[g - 1] == types[t]) {
+      r.status = "start";  // the round's start already gives the group this type
     } else {
       const auto t0 = std::chrono::steady_clock::now();
-      std::map<std::string, std::string> expected = plan.base_types;
+      std::map<std::string, std::string> expected = start.types;
       for (const auto& name : group.tensors) expected[name] = types[t];
       OutputFile variant(scratch, OutputPolicy(true));  // never committed: removed when done
       engine::quantize_with_overrides(model_a, variant.temporary(), base_type,
@@ -188,7 +204,8 @@ std::vector<store::SensitivityRow> Measurer::group_rows(
         r.kl_held_out = h.kl_mean;
         r.top1_calibration = c.top1_change_rate;
       }
-      Progress p(fmt::format("  {} at {}: {}", group.name, types[t], r.status));
+      Progress p(fmt::format("  {}{} at {}: {}", round > 0 ? fmt::format("round {}: ", round) : "",
+                             group.name, types[t], r.status));
       p.event = Progress::Event::kPass;
       p.pass = static_cast<int>(t + 1);
       p.passes = static_cast<int>(types.size());

@@ -40,9 +40,19 @@ struct RecipePlan {
   // Per group, per candidate type (config order): its bytes, or 0 where the type's blocks do
   // not divide the rows.
   std::vector<std::vector<uint64_t>> bytes;
-  std::vector<uint64_t> base_bytes;  // per group, as the base has it
-  std::vector<std::string> base_label;  // per group: its base type(s), "Q4_K" or "Q4_K+Q6_K"
+  std::map<std::string, engine::GgufTensor> tensors;  // the grouped ones, by name
 };
+
+// Where a round of measurements starts: every grouped tensor's type, and per group its bytes
+// and its type(s) ("Q4_K", or "Q4_K+Q6_K" where Q4_K_M gives some layers' ffn_down more bits).
+// Round 0 starts at the base; each later round at the recipe the round before it chose, so that
+// the additive prediction is made again close to where the recipe is.
+struct Start {
+  std::map<std::string, std::string> types;
+  std::vector<uint64_t> bytes;
+  std::vector<std::string> label;
+};
+Start start_at(const RecipePlan& plan, const std::map<std::string, std::string>& types);
 
 RecipePlan plan_recipe(const std::string& model, const std::string& base_type,
                        const std::vector<std::string>& types, int layers_per_group,
@@ -61,10 +71,12 @@ class Measurer {
   const ScoredText& calibration() const { return calibration_; }
   const ScoredText& held_out() const { return held_out_; }
 
-  // The rows of group g (plan.groups[g - 1]; g = 0: the base), each type made, read back and
-  // scored. `scratch` is where variants are written (never kept). RuntimeError when llama.cpp
-  // changed a tensor outside the group: an override that matched more than it should.
-  std::vector<store::SensitivityRow> group_rows(int g, const RecipePlan& plan,
+  // The rows of round `round`'s group g (plan.groups[g - 1] moved from `start` to each type;
+  // g = 0: `start` itself, the stock base in round 0), each made, read back and scored.
+  // `scratch` is where variants are written (never kept). RuntimeError when llama.cpp changed a
+  // tensor outside the group: an override that matched more than it should.
+  std::vector<store::SensitivityRow> group_rows(int round, int g, const RecipePlan& plan,
+                                                const Start& start,
                                                 const std::string& model_a,
                                                 const std::string& base_type,
                                                 const std::vector<std::string>& types,

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -18,17 +19,22 @@ namespace hd::run {
 namespace fs = std::filesystem;
 
 RecipeChoice choose_recipe(const RecommendConfig& c, const RecipePlan& plan,
-                           const std::vector<store::SensitivityRow>& rows) {
+                           const std::vector<store::SensitivityRow>& rows, int round,
+                           const Start& start) {
   RecipeChoice r;
   for (const auto& row : rows) {
-    if (row.group_index == 0) r.base_kl = row.kl_calibration;
+    if (row.round == round && row.group_index == 0) r.base_kl = row.kl_calibration;
   }
   for (size_t g = 0; g < plan.groups.size(); ++g) {
-    analysis::GroupChoices gc{plan.groups[g].name, {{plan.base_label[g], plan.base_bytes[g], 0}}};
+    analysis::GroupChoices gc{plan.groups[g].name, {{start.label[g], start.bytes[g], 0}}};
     for (const auto& row : rows) {
-      if (row.group_index == static_cast<int>(g + 1) && row.status == "measured")
+      if (row.round == round && row.group_index == static_cast<int>(g + 1) &&
+          row.status == "measured")
         gc.options.push_back({row.type, row.bytes, row.kl_calibration - r.base_kl});
     }
+    // By type, as the file orders the rows: a run, its resume and verify choose alike.
+    std::sort(gc.options.begin() + 1, gc.options.end(),
+              [](const auto& a, const auto& b) { return a.type < b.type; });
     r.groups.push_back(std::move(gc));
   }
   const uint64_t least = plan.fixed_bytes + analysis::smallest_bytes(r.groups);
@@ -52,14 +58,26 @@ RecipeChoice choose_recipe(const RecommendConfig& c, const RecipePlan& plan,
   return r;
 }
 
-std::map<std::string, std::string> recipe_types(const RecipePlan& plan, const RecipeChoice& choice) {
-  std::map<std::string, std::string> types = plan.base_types;
+std::map<std::string, std::string> recipe_types(const RecipePlan& plan, const Start& start,
+                                                const RecipeChoice& choice) {
+  std::map<std::string, std::string> types = start.types;
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     const size_t pick = choice.allocation.choice[g];
-    if (pick == 0) continue;  // the base's own types, mixed or not
+    if (pick == 0) continue;  // the start's own types, mixed or not
     for (const auto& name : plan.groups[g].tensors) types[name] = choice.groups[g].options[pick].type;
   }
   return types;
+}
+
+std::vector<Start> round_starts(const RecommendConfig& c, const RecipePlan& plan,
+                                const std::vector<store::SensitivityRow>& rows, int rounds) {
+  std::vector<Start> starts = {start_at(plan, plan.base_types)};
+  while (static_cast<int>(starts.size()) < rounds) {
+    const int r = static_cast<int>(starts.size()) - 1;
+    const RecipeChoice choice = choose_recipe(c, plan, rows, r, starts.back());
+    starts.push_back(start_at(plan, recipe_types(plan, starts.back(), choice)));
+  }
+  return starts;
 }
 
 std::string tensor_types_text(const std::vector<engine::TensorTypeOverride>& overrides) {
@@ -69,9 +87,8 @@ std::string tensor_types_text(const std::vector<engine::TensorTypeOverride>& ove
 }
 
 std::string make_recipe_model(const RecommendConfig& c, const RecipePlan& plan,
-                              const RecipeChoice& choice, const std::string& out,
-                              const OutputPolicy& policy) {
-  const auto expected = recipe_types(plan, choice);
+                              const std::map<std::string, std::string>& expected,
+                              const std::string& out, const OutputPolicy& policy) {
   engine::quantize_with_overrides(c.model, out, c.base, pinned_overrides(plan, expected), 0,
                                   policy);
   if (const auto wrong = types_not_taken(out, expected); !wrong.empty()) {
@@ -137,17 +154,19 @@ nlohmann::json held_out_row(const std::string& name, const std::string& diff_pat
 namespace {
 
 nlohmann::json groups_json(const RecipePlan& plan, const RecipeChoice& choice) {
+  const Start base = start_at(plan, plan.base_types);
   nlohmann::json out = nlohmann::json::array();
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     const auto& o = choice.groups[g].options[choice.allocation.choice[g]];
     out.push_back({{"group", plan.groups[g].name},
                    {"pattern", plan.groups[g].pattern},
                    {"tensors", plan.groups[g].tensors.size()},
-                   {"base", plan.base_label[g]},
-                   {"base_bytes", plan.base_bytes[g]},
+                   {"base", base.label[g]},
+                   {"base_bytes", base.bytes[g]},
                    {"type", o.type},
                    {"bytes", o.bytes},
-                   {"delta_kl", o.delta_kl}});
+                   {"delta_kl", o.delta_kl},  // from the last round's start
+                   {"start", choice.groups[g].options[0].type}});
   }
   return out;
 }
@@ -189,31 +208,47 @@ nlohmann::json prove_recipe(const RecommendConfig& c, const RecipePlan& plan,
                             const std::vector<store::SensitivityRow>& rows, const Measurer& m,
                             const std::string& dir, bool replace, const std::string& command_line,
                             const ProgressFn& progress) {
-  const RecipeChoice choice = choose_recipe(c, plan, rows);
-  const auto overrides = pinned_overrides(plan, recipe_types(plan, choice));
+  const std::vector<Start> starts = round_starts(c, plan, rows, c.rounds);
+  const int last = c.rounds - 1;
+  const RecipeChoice choice = choose_recipe(c, plan, rows, last, starts.back());
+  const auto types = recipe_types(plan, starts.back(), choice);
+  const auto overrides = pinned_overrides(plan, types);
   const std::string report = (fs::path(dir) / "report.hdy").string();
   const std::vector<std::string> inputs = {c.model, c.calibration.path, c.held_out.path, report};
   {
-    OutputFile types((fs::path(dir) / "tensor-types.txt").string(), OutputPolicy(replace, inputs));
+    OutputFile file((fs::path(dir) / "tensor-types.txt").string(), OutputPolicy(replace, inputs));
     const std::string text = tensor_types_text(overrides);
-    types.write(text.data(), text.size());
-    types.commit();
+    file.write(text.data(), text.size());
+    file.commit();
   }
-  const std::string model = make_recipe_model(c, plan, choice, (fs::path(dir) / "model.gguf").string(),
+  const std::string model = make_recipe_model(c, plan, types, (fs::path(dir) / "model.gguf").string(),
                                               OutputPolicy(replace, inputs));
   if (fs::file_size(model) != choice.predicted_file_bytes)
     throw RuntimeError(fmt::format("{} has {} bytes where its types predict {}: the recipe's size "
                                    "is not what was chosen",
                                    model, fs::file_size(model), choice.predicted_file_bytes));
   size_t moved = 0;
-  for (size_t g = 0; g < plan.groups.size(); ++g) moved += choice.allocation.choice[g] != 0;
-  progress(fmt::format("recipe: {} of {} groups moved from the base, every tensor's type read "
+  for (const auto& [name, type] : types) moved += plan.base_types.at(name) != type;
+  progress(fmt::format("recipe: {} of {} tensors moved from the base, every tensor's type read "
                        "back from {}",
-                       moved, plan.groups.size(), model));
+                       moved, overrides.size(), model));
   const TextScore measured = m.score(model, m.calibration());
+  // Each round's recipe: predicted from its rows, measured as the next round's start (the last
+  // one just now), so that every prediction is checked.
+  nlohmann::json rounds = nlohmann::json::array();
+  for (int r = 0; r < c.rounds; ++r) {
+    const RecipeChoice ch = r == last ? choice : choose_recipe(c, plan, rows, r, starts[r]);
+    double kl = measured.kl_mean;
+    for (const auto& row : rows) {
+      if (r < last && row.round == r + 1 && row.group_index == 0) kl = row.kl_calibration;
+    }
+    rounds.push_back({{"start_kl_calibration", ch.base_kl},
+                      {"predicted_kl_calibration", ch.predicted_kl},
+                      {"measured_kl_calibration", kl}});
+  }
   std::vector<double> calib, held;
   for (const auto& r : rows) {
-    if (r.group_index > 0 && r.status == "measured") {
+    if (r.round == 0 && r.group_index > 0 && r.status == "measured") {
       calib.push_back(r.kl_calibration);
       held.push_back(r.kl_held_out);
     }
@@ -222,12 +257,13 @@ nlohmann::json prove_recipe(const RecommendConfig& c, const RecipePlan& plan,
                               ? nlohmann::json{{"size", c.target_size}, {"bytes", c.target_bytes}}
                               : nlohmann::json{{"kl", c.target_kl}};
   return {{"base", c.base},
-          {"base_kl_calibration", choice.base_kl},
+          {"base_kl_calibration", rounds[0]["start_kl_calibration"]},
           {"fixed_bytes", plan.fixed_bytes},
           {"target", target},
           {"groups", groups_json(plan, choice)},
           {"overrides", overrides.size()},
-          {"groups_moved", moved},
+          {"tensors_moved", moved},
+          {"rounds", rounds},
           {"predicted", {{"file_bytes", choice.predicted_file_bytes},
                          {"kl_calibration", choice.predicted_kl}}},
           {"measured", {{"file_bytes", fs::file_size(model)},

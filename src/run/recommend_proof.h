@@ -16,7 +16,7 @@ namespace hd::run {
 struct RecipeChoice {
   std::vector<analysis::GroupChoices> groups;  // option 0: the base's own types
   analysis::Allocation allocation;
-  double base_kl = 0;  // the base's mean KL on the calibration text
+  double base_kl = 0;  // the round's start's mean KL on the calibration text
   double predicted_kl = 0;
   uint64_t predicted_file_bytes = 0;
 };
@@ -24,10 +24,17 @@ struct RecipeChoice {
 // The options the rows give each group and the allocation the target asks for. InputError when
 // no recipe meets it (the message gives what the candidates reach).
 RecipeChoice choose_recipe(const RecommendConfig& c, const RecipePlan& plan,
-                           const std::vector<store::SensitivityRow>& rows);
+                           const std::vector<store::SensitivityRow>& rows, int round,
+                           const Start& start);
 
-// Every grouped tensor's type in the recipe.
-std::map<std::string, std::string> recipe_types(const RecipePlan& plan, const RecipeChoice& choice);
+// Every tensor's type in the recipe chosen from `start`.
+std::map<std::string, std::string> recipe_types(const RecipePlan& plan, const Start& start,
+                                                const RecipeChoice& choice);
+
+// Where each of `rounds` rounds starts, from the rows of the rounds before it (a round's start
+// needs only the rows of the rounds before).
+std::vector<Start> round_starts(const RecommendConfig& c, const RecipePlan& plan,
+                                const std::vector<store::SensitivityRow>& rows, int rounds);
 
 // tensor-types.txt: one PATTERN=TYPE per line, as llama-quantize --tensor-type-file reads it
 // (every tensor pinned: pinned_overrides).
@@ -36,8 +43,8 @@ std::string tensor_types_text(const std::vector<engine::TensorTypeOverride>& ove
 // Makes model.gguf in `dir` from the recipe, reads every tensor's type back (RuntimeError
 // naming each that did not take), and returns its path.
 std::string make_recipe_model(const RecommendConfig& c, const RecipePlan& plan,
-                              const RecipeChoice& choice, const std::string& out,
-                              const OutputPolicy& policy);
+                              const std::map<std::string, std::string>& types,
+                              const std::string& out, const OutputPolicy& policy);
 
 // Everything after the sensitivities: the recipe's files, its KL on the calibration text
 // against the prediction, the held-out diffs, the summary (meta "recommend").

@@ -65,7 +65,7 @@ inline constexpr TableDef kFloorTables[] = {
 };
 inline constexpr TableDef kRecommendTables[] = {
     // created by recommend_rows.cpp
-    {"recommend_sensitivity", "group_index, type", ""},
+    {"recommend_sensitivity", "round, group_index, type", ""},
 };
 
 // Whether the file holds table `name`.
