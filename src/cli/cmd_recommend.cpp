@@ -15,6 +15,34 @@
 
 namespace hd::cli {
 
+namespace {
+
+// The flags that say what recipe is wanted: the base, the candidates, the target, the groups.
+void add_recipe_flags(CLI::App& cmd_ref, run::RecommendConfig& cfg, std::string& types) {
+  CLI::App* cmd = &cmd_ref;
+  in_group(*cmd, "Recipe", [&] {
+    cmd->add_option("--base", cfg.base, "the file type every group starts from")
+        ->capture_default_str();
+    cmd->add_option("--types", types,
+                    "candidate tensor types, comma-separated (" + engine::tensor_type_names() + ")")
+        ->capture_default_str();
+    cmd->add_option("--target-size", cfg.target_size,
+                    "the file size: bytes, a unit (2.1GiB, 800MB) or a stock type's (Q4_K_M)");
+    cmd->add_option("--target-kl", cfg.target_kl,
+                    "or the smallest file whose predicted mean KL (calibration) is at most this")
+        ->check(finite_number(0, false));
+    cmd->add_option("--layers-per-group", cfg.layers_per_group,
+                    "layers of one tensor class that move together (fewer passes)")
+        ->capture_default_str();
+    cmd->add_option("--rounds", cfg.rounds,
+                    "rounds of measurement: each after the first starts at the recipe the one "
+                    "before chose (1: around the base only)")
+        ->capture_default_str();
+  });
+}
+
+}  // namespace
+
 void add_recommend(CLI::App& app, Context& ctx) {
   struct Opts {
     run::RecommendConfig cfg;
@@ -40,25 +68,7 @@ void add_recommend(CLI::App& app, Context& ctx) {
     cmd->add_option("--held-out-chunks", o->cfg.held_out_chunks, "held-out chunks of the proof")
         ->capture_default_str();
   });
-  in_group(*cmd, "Recipe", [&] {
-    cmd->add_option("--base", o->cfg.base, "the file type every group starts from")
-        ->capture_default_str();
-    cmd->add_option("--types", o->types,
-                    "candidate tensor types, comma-separated (" + engine::tensor_type_names() + ")")
-        ->capture_default_str();
-    cmd->add_option("--target-size", o->cfg.target_size,
-                    "the file size: bytes, a unit (2.1GiB, 800MB) or a stock type's (Q4_K_M)");
-    cmd->add_option("--target-kl", o->cfg.target_kl,
-                    "or the smallest file whose predicted mean KL (calibration) is at most this")
-        ->check(finite_number(0, false));
-    cmd->add_option("--layers-per-group", o->cfg.layers_per_group,
-                    "layers of one tensor class that move together (fewer passes)")
-        ->capture_default_str();
-    cmd->add_option("--rounds", o->cfg.rounds,
-                    "rounds of measurement: each after the first starts at the recipe the one "
-                    "before chose (1: around the base only)")
-        ->capture_default_str();
-  });
+  add_recipe_flags(*cmd, o->cfg, o->types);
   in_group(*cmd, "Output", [&] {
     cmd->add_option("-o,--output", o->out,
                     "the directory: tensor-types.txt, model.gguf, report.hdy, held-out/*.hdy");

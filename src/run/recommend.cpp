@@ -25,70 +25,6 @@
 namespace hd::run {
 namespace fs = std::filesystem;
 
-nlohmann::json to_json(const RecommendConfig& c) {
-  nlohmann::json j = {{"model", c.model},
-                      {"calibration", c.calibration.path},
-                      {"held_out", c.held_out.path},
-                      {"base", c.base},
-                      {"types", c.types},
-                      {"chunk", c.chunk},
-                      {"calibration_chunks", c.calibration_chunks},
-                      {"held_out_chunks", c.held_out_chunks},
-                      {"layers_per_group", c.layers_per_group},
-                      {"rounds", c.rounds}};
-  if (c.calibration.token_ids) j["calibration_token_ids"] = true;
-  if (c.held_out.token_ids) j["held_out_token_ids"] = true;
-  if (c.target_bytes > 0) {
-    j["target_size"] = c.target_size;
-    j["target_bytes"] = c.target_bytes;
-  } else {
-    j["target_kl"] = c.target_kl;
-  }
-  return j;
-}
-
-RecommendConfig recommend_config_from_json(const nlohmann::json& j) {
-  RecommendConfig c;
-  c.model = j.at("model");
-  c.calibration = {j.at("calibration"), j.value("calibration_token_ids", false)};
-  c.held_out = {j.at("held_out"), j.value("held_out_token_ids", false)};
-  c.base = j.at("base");
-  c.types = j.at("types").get<std::vector<std::string>>();
-  c.chunk = j.at("chunk");
-  c.calibration_chunks = j.at("calibration_chunks");
-  c.held_out_chunks = j.at("held_out_chunks");
-  c.layers_per_group = j.at("layers_per_group");
-  c.rounds = j.at("rounds");
-  if (j.contains("target_bytes")) {
-    c.target_size = j.at("target_size");
-    c.target_bytes = j.at("target_bytes");
-  } else {
-    c.target_kl = j.at("target_kl");
-  }
-  return c;
-}
-
-std::optional<uint64_t> parse_size(const std::string& s) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  std::string unit = s.substr(used);
-  std::transform(unit.begin(), unit.end(), unit.begin(), ::tolower);
-  static const std::pair<const char*, double> kUnits[] = {
-      {"", 1},        {"b", 1},          {"kib", 1024.0},  {"mib", 1048576.0},
-      {"gib", 1073741824.0}, {"tib", 1099511627776.0}, {"kb", 1e3}, {"mb", 1e6},
-      {"gb", 1e9},    {"tb", 1e12}};
-  for (const auto& [name, scale] : kUnits) {
-    if (unit == name && std::isfinite(v) && v * scale >= 1 && v * scale < 1.8e19)
-      return static_cast<uint64_t>(v * scale);
-  }
-  return std::nullopt;
-}
-
 namespace {
 
 // Refuses what no run can use, before anything is loaded; resolves the type spellings.
@@ -146,7 +82,7 @@ void resolve_target(RecommendConfig& c) {
 struct Loaded {
   std::shared_ptr<engine::Model> model;
   Input calibration, held_out;
-  std::vector<std::vector<int32_t>> calibration_chunks, held_out_chunks;
+  std::vector<std::vector<int32_t>> calibration_chunks, held_out_chunks, rank_chunks;
 };
 
 Loaded load_inputs(const RecommendConfig& c, const nlohmann::json* prov,
@@ -165,6 +101,11 @@ Loaded load_inputs(const RecommendConfig& c, const nlohmann::json* prov,
   l.calibration_chunks =
       input_chunks(*l.model, l.calibration, false, c.chunk, c.calibration_chunks, note);
   l.held_out_chunks = input_chunks(*l.model, l.held_out, false, c.chunk, c.held_out_chunks, note);
+  // The rank check scores every variant on as many held-out chunks as the choice reads.
+  l.rank_chunks.assign(l.held_out_chunks.begin(),
+                       l.held_out_chunks.begin() +
+                           std::min<ptrdiff_t>(c.calibration_chunks,
+                                               static_cast<ptrdiff_t>(l.held_out_chunks.size())));
   if (prov && (tokens_record(l.calibration_chunks) != prov->at("tokens") ||
                tokens_record(l.held_out_chunks) != prov->at("held_out").at("tokens")))
     throw InputError("the texts tokenize differently than when the recommendation began");
@@ -277,7 +218,7 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
                        plan.groups.size(), c.types.size(), c.base, c.rounds,
                        l.calibration_chunks.size()));
   const Measurer m(l.model, c.chunk, Measurer::score_a(l.model, c.chunk, l.calibration_chunks),
-                   Measurer::score_a(l.model, c.chunk, l.held_out_chunks));
+                   Measurer::score_a(l.model, c.chunk, l.rank_chunks));
   return run_groups(e, c, plan, m, {}, out, replace, command_line, progress);
 }
 
@@ -318,7 +259,7 @@ RunEnd recommend_resume(const std::string& report, const std::string& command_li
                        (plan.groups.size() + 1) * static_cast<size_t>(r.config.rounds)));
   const Measurer m(l.model, r.config.chunk,
                    Measurer::score_a(l.model, r.config.chunk, l.calibration_chunks),
-                   Measurer::score_a(l.model, r.config.chunk, l.held_out_chunks));
+                   Measurer::score_a(l.model, r.config.chunk, l.rank_chunks));
   // Files this run made before it stopped are its own: replaced.
   return run_groups(e, r.config, plan, m, done, dir_of(report), true, command_line, progress);
 }
@@ -358,7 +299,7 @@ void recommend_verify(const std::string& report, bool force, const ProgressFn& p
                                       r.config.layers_per_group, 0);
   const Measurer m(l.model, r.config.chunk,
                    Measurer::score_a(l.model, r.config.chunk, l.calibration_chunks),
-                   Measurer::score_a(l.model, r.config.chunk, l.held_out_chunks));
+                   Measurer::score_a(l.model, r.config.chunk, l.rank_chunks));
   const auto stored = store::read_sensitivity(e);
   const std::string dir = dir_of(report);
   std::vector<store::SensitivityRow> again;

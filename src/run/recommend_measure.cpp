@@ -162,7 +162,9 @@ std::vector<store::SensitivityRow> Measurer::group_rows(
                            wrong.front());
       path = made.temporary();
     }
-    const TextScore c = score(path, calibration_), h = score(path, held_out_);
+    // The held-out text only in round 0: it is for the rank check, which reads round 0.
+    const TextScore c = score(path, calibration_);
+    const TextScore h = round == 0 ? score(path, held_out_) : TextScore{NAN, NAN};
     return {{round, 0, round == 0 ? "(base)" : fmt::format("(recipe {})", round),
              round == 0 ? base_type : "start", bytes, "measured", c.kl_mean, h.kl_mean,
              c.top1_change_rate}};
@@ -198,7 +200,7 @@ std::vector<store::SensitivityRow> Measurer::group_rows(
         r.status = "falls back: " + wrong.front();
       } else {
         const TextScore c = score(variant.temporary(), calibration_);
-        const TextScore h = score(variant.temporary(), held_out_);
+        const TextScore h = round == 0 ? score(variant.temporary(), held_out_) : TextScore{NAN, NAN};
         r.status = "measured";
         r.kl_calibration = c.kl_mean;
         r.kl_held_out = h.kl_mean;
