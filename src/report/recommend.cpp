@@ -67,20 +67,22 @@ void print_recommend(std::ostream& os, const LoadedResult& l) {
   os << fmt::format("base {}: mean KL {:.6g} on the calibration text\n\n",
                     r["base"].get<std::string>(), num(r["base_kl_calibration"]));
   os << "the groups the recipe moves from the base (every group: --json):\n";
-  os << fmt::format("  {:<28} {:>10} {:>7} {:>12} {:>12}\n", "group", "base", "type", "bytes",
-                    "ΔKL calib.");
+  os << fmt::format("  {:<28} {:>10} {:>10} {:>7} {:>12} {:>16}\n", "group", "base", "start",
+                    "type", "bytes", "ΔKL from start");
   int moved = 0;
   for (const auto& g : r["groups"]) {
     if (g["type"] == g["base"]) continue;  // (ΔKL is from the last round's start)
     ++moved;
-    os << fmt::format("  {:<28} {:>10} {:>7} {:>12} {:>+12.4g}\n", g["group"].get<std::string>(),
-                      g["base"].get<std::string>(), g["type"].get<std::string>(),
+    os << fmt::format("  {:<28} {:>10} {:>10} {:>7} {:>12} {:>+16.4g}\n",
+                      g["group"].get<std::string>(), g["base"].get<std::string>(),
+                      g["start"].get<std::string>(), g["type"].get<std::string>(),
                       g["bytes"].get<uint64_t>(), num(g["delta_kl"]));
   }
   if (moved == 0) os << "  (none: the base is the best recipe for this target)\n";
-  if (r["rounds"].size() > 1)
-    os << fmt::format("(round {}'s deltas, from the recipe round {} chose)\n",
-                      r["rounds"].size() - 1, r["rounds"].size() - 2);
+  if (r["rounds"].size() > 1 && moved > 0)
+    os << fmt::format("(start: the recipe round {} chose, where round {} measured the deltas)\n",
+                      r["rounds"].size() - 2, r["rounds"].size() - 1);
+  if (!r.value("target_met", true)) os << "the target is not met: the least KL reached is shown\n";
   const auto& p = r["predicted"];
   const auto& m = r["measured"];
   // How far the additive prediction is from the recipe measured on the same calibration text.

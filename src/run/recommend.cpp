@@ -104,7 +104,7 @@ Loaded load_inputs(const RecommendConfig& c, const nlohmann::json* prov,
   // The rank check scores every variant on as many held-out chunks as the choice reads.
   l.rank_chunks.assign(l.held_out_chunks.begin(),
                        l.held_out_chunks.begin() +
-                           std::min<ptrdiff_t>(c.calibration_chunks,
+                           std::min<ptrdiff_t>(static_cast<ptrdiff_t>(l.calibration_chunks.size()),
                                                static_cast<ptrdiff_t>(l.held_out_chunks.size())));
   if (prov && (tokens_record(l.calibration_chunks) != prov->at("tokens") ||
                tokens_record(l.held_out_chunks) != prov->at("held_out").at("tokens")))

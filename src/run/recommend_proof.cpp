@@ -22,9 +22,12 @@ RecipeChoice choose_recipe(const RecommendConfig& c, const RecipePlan& plan,
                            const std::vector<store::SensitivityRow>& rows, int round,
                            const Start& start) {
   RecipeChoice r;
+  bool has_start = false;
   for (const auto& row : rows) {
-    if (row.round == round && row.group_index == 0) r.base_kl = row.kl_calibration;
+    if (row.round == round && row.group_index == 0) r.base_kl = row.kl_calibration, has_start = true;
   }
+  if (!has_start)
+    throw InputError(fmt::format("round {} has no start row: the file is damaged", round));
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     analysis::GroupChoices gc{plan.groups[g].name, {{start.label[g], start.bytes[g], 0}}};
     for (const auto& row : rows) {
@@ -45,12 +48,16 @@ RecipeChoice choose_recipe(const RecommendConfig& c, const RecipePlan& plan,
                                    c.target_bytes, least));
     r.allocation = analysis::allocate_within_bytes(r.groups, c.target_bytes - plan.fixed_bytes);
   } else {
-    const double best = r.base_kl + analysis::least_delta(r.groups);
-    if (!(c.target_kl >= best))
+    const double least_kl = analysis::least_delta(r.groups);
+    if (round == 0 && !(c.target_kl >= r.base_kl + least_kl))
       throw InputError(fmt::format("no recipe reaches a mean KL of {:.6g} on the calibration "
                                    "text: the least the candidates predict is {:.6g}",
-                                   c.target_kl, best));
-    r.allocation = analysis::allocate_within_kl(r.groups, c.target_kl - r.base_kl);
+                                   c.target_kl, r.base_kl + least_kl));
+    // A later round starts at a recipe measured, not predicted: where that start is above what
+    // round 0 predicted, the target may be out of reach from it. The round then takes the
+    // least KL it can reach, and the summary says whether the target was met.
+    r.allocation =
+        analysis::allocate_within_kl(r.groups, std::max(c.target_kl - r.base_kl, least_kl));
   }
   if (!r.allocation.feasible) throw InputError("no recipe meets the target");
   r.predicted_kl = r.base_kl + r.allocation.delta_kl;
@@ -152,6 +159,10 @@ nlohmann::json held_out_row(const std::string& name, const std::string& diff_pat
 }  // namespace
 
 namespace {
+
+bool measured_bytes_fit(const std::string& model, uint64_t target) {
+  return fs::file_size(model) <= target;
+}
 
 nlohmann::json groups_json(const RecipePlan& plan, const RecipeChoice& choice) {
   const Start base = start_at(plan, plan.base_types);
@@ -263,6 +274,8 @@ nlohmann::json prove_recipe(const RecommendConfig& c, const RecipePlan& plan,
           {"groups", groups_json(plan, choice)},
           {"overrides", overrides.size()},
           {"tensors_moved", moved},
+          {"target_met", c.target_bytes > 0 ? measured_bytes_fit(model, c.target_bytes)
+                                            : choice.predicted_kl <= c.target_kl},
           {"rounds", rounds},
           {"predicted", {{"file_bytes", choice.predicted_file_bytes},
                          {"kl_calibration", choice.predicted_kl}}},

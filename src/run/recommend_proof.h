@@ -14,7 +14,7 @@
 namespace hd::run {
 
 struct RecipeChoice {
-  std::vector<analysis::GroupChoices> groups;  // option 0: the base's own types
+  std::vector<analysis::GroupChoices> groups;  // option 0: the round's start's own types
   analysis::Allocation allocation;
   double base_kl = 0;  // the round's start's mean KL on the calibration text
   double predicted_kl = 0;
