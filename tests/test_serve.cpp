@@ -305,7 +305,10 @@ TEST_F(Serve, RunsADiffWhileFiftyClientsAskForItsStatus) {
   ASSERT_EQ(result->status, 200);
   const json r = json::parse(result->body);
   ASSERT_EQ(r["chunks"].size(), 6u);
-  EXPECT_EQ(r["chunks"][0]["positions"].size(), 64u);  // one per token, the first unscored
+  EXPECT_EQ(r["format"], 2);
+  EXPECT_EQ(r["chunks"][0]["tokens"].size(), 64u);  // one per token, the first unscored
+  EXPECT_EQ(r["chunks"][0]["scored"][0], 0);
+  EXPECT_EQ(r["chunks"][0]["kl"].size(), 64u);
   EXPECT_TRUE(r["summary"].contains("transplants")) << "the run had --transplants";
   const json list = json::parse(c.Get("/api/experiments")->body);
   ASSERT_EQ(list.size(), 1u);

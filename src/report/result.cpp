@@ -1,37 +1,110 @@
 #include "report/result.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "analysis/transplant_summary.h"
+
 namespace hd::report {
 namespace {
 
-nlohmann::json top_json(const Loaded& l, const analysis::TopK& t) {
-  nlohmann::json a = nlohmann::json::array();
-  for (size_t k = 0; k < t.id.size(); ++k) a.push_back({piece_text(l, t.id[k]), t.p[k]});
+using nlohmann::json;
+
+// Values drawn only for reading (probabilities, per-layer errors, per-step KL) keep 4
+// significant digits: the page shows no more, and at 20k tokens they are most of the bytes.
+// KL and NLL per token keep every digit: they are sorted, summed and coloured.
+json shown(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return std::strtod(buf, nullptr);
+}
+
+json top_json(const analysis::TopK& t, std::set<int32_t>& used) {
+  json a = json::array();
+  for (size_t k = 0; k < t.id.size(); ++k) {
+    used.insert(t.id[k]);
+    a.push_back(t.id[k]);
+    a.push_back(shown(t.p[k]));
+  }
   return a;
+}
+
+// One array per column, indexed by the chunk's token index i (the row at predicting position
+// i − 1 is shown on token i), null where no row is: pandas reads a chunk as a DataFrame.
+json chunk_json(const analysis::ChunkResult& c, std::set<int32_t>& used) {
+  const size_t n = c.tokens.size();
+  json scored = json::array(), kl = json::array(), nll_a = json::array(), nll_b = json::array();
+  json top_a = json::array(), top_b = json::array();
+  for (size_t i = 0; i < n; ++i) {
+    used.insert(c.tokens[i]);
+    scored.push_back(0);
+    kl.push_back(nullptr);
+    nll_a.push_back(nullptr);
+    nll_b.push_back(nullptr);
+    top_a.push_back(nullptr);
+    top_b.push_back(nullptr);
+  }
+  for (const auto& p : c.diff.positions) {
+    const size_t i = static_cast<size_t>(p.pos) + 1;
+    if (i >= n) continue;
+    scored[i] = p.scored ? 1 : 0;
+    kl[i] = p.score.kl;
+    nll_a[i] = p.score.nll_a;
+    nll_b[i] = p.score.nll_b;
+    if (p.scored) {
+      top_a[i] = top_json(p.score.top_a, used);
+      top_b[i] = top_json(p.score.top_b, used);
+    }
+  }
+  json out = {{"chunk", c.chunk}, {"tokens", c.tokens}, {"scored", std::move(scored)},
+              {"kl", std::move(kl)},   {"nll_a", std::move(nll_a)}, {"nll_b", std::move(nll_b)},
+              {"top_a", std::move(top_a)}, {"top_b", std::move(top_b)}};
+  // The residual's relative error after each layer, at the position predicting token i.
+  std::map<int, json> layers;
+  for (const auto& r : c.diff.layers) {
+    auto [it, fresh] = layers.try_emplace(r.layer, json::array());
+    if (fresh)
+      for (size_t i = 0; i < n; ++i) it->second.push_back(nullptr);
+    const size_t i = static_cast<size_t>(r.pos) + 1;
+    if (i < n) it->second[i] = shown(r.diff.rel_err);
+  }
+  json rel = json::array();
+  for (auto& [layer, values] : layers) rel.push_back({{"layer", layer}, {"rel_err", std::move(values)}});
+  out["layers"] = std::move(rel);
+  if (c.transplants) {
+    const auto& t = *c.transplants;
+    const auto steps = [&](const std::vector<analysis::TransplantRow>& rows) {
+      json s = json::array();
+      for (size_t k = 0; k < t.points.size(); ++k) s.push_back(json(n, nullptr));
+      for (const auto& r : rows) {
+        const size_t i = static_cast<size_t>(r.pos) + 1;
+        if (r.step >= 1 && static_cast<size_t>(r.step) <= t.points.size() && i < n)
+          s[static_cast<size_t>(r.step - 1)][i] = shown(r.kl);
+      }
+      return s;
+    };
+    out["points"] = t.points;
+    out["denoise"] = steps(t.denoise);
+    out["noise"] = steps(t.noise);
+  }
+  return out;
 }
 
 }  // namespace
 
-nlohmann::json result_json(const Loaded& l) {
-  nlohmann::json chunks = nlohmann::json::array();
-  for (const auto& c : l.chunks) {
-    nlohmann::json rows = nlohmann::json::array();
-    if (!c.tokens.empty()) {
-      rows.push_back({{"pos", 0}, {"text", piece_text(l, c.tokens[0])}, {"scored", false}});
-    }
-    for (const auto& p : c.diff.positions) {
-      // The row at p.pos scores the prediction of token p.pos + 1: shown on that token.
-      nlohmann::json r = {{"pos", p.pos + 1},       {"text", piece_text(l, p.target)},
-                          {"scored", p.scored},     {"kl", p.score.kl},
-                          {"nll_a", p.score.nll_a}, {"nll_b", p.score.nll_b}};
-      if (p.scored) {
-        r["top_a"] = top_json(l, p.score.top_a);
-        r["top_b"] = top_json(l, p.score.top_b);
-      }
-      rows.push_back(std::move(r));
-    }
-    chunks.push_back({{"chunk", c.chunk}, {"positions", std::move(rows)}});
-  }
-  return {{"summary", summary_json(l, 0)}, {"chunks", std::move(chunks)}};
+json result_json(const Loaded& l) {
+  json chunks = json::array();
+  std::set<int32_t> used;
+  for (const auto& c : l.chunks) chunks.push_back(chunk_json(c, used));
+  json pieces = json::object();
+  for (const int32_t id : used) pieces[std::to_string(id)] = piece_text(l, id);
+  return {{"format", 2},
+          {"summary", summary_json(l, 0)},
+          {"pieces", std::move(pieces)},
+          {"chunks", std::move(chunks)}};
 }
 
 }  // namespace hd::report

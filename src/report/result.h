@@ -1,8 +1,10 @@
 // The result of an experiment as one JSON document: what the web page and the HTML report draw.
-//   {summary: <show --json>, chunks: [{chunk, positions: [{pos, text, target, scored, kl,
-//    nll_a, nll_b, top_a: [[text, p]...], top_b: [...]}]}]}
-// Position i of a chunk is the token the logits at i-1 predict; position 0 (nothing predicts
-// it) is present with scored=false so the text reads whole.
+//   {format: 2, summary: <show --json>, pieces: {"<token id>": text},
+//    chunks: [{chunk, tokens: [id], scored, kl, nll_a, nll_b, top_a, top_b,
+//              layers: [{layer, rel_err}], points?, denoise?, noise?}]}
+// Every per-token array is indexed by the chunk's token index i: its numbers score the
+// prediction of token i from the logits at i − 1 (index 0 has none: null, scored 0).
+// top_a/top_b are flat [id, p, id, p, ...]; denoise/noise hold one array per restore point.
 #pragma once
 #include <nlohmann/json.hpp>
 

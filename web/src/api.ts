@@ -1,5 +1,6 @@
 // The serve API. Every failure (network, HTTP error with {"error": ...}, bad JSON) becomes an
 // ApiError with one readable line, which callers show in an element with class "error".
+import { decodeResult } from "./decode";
 import type { ExperimentInfo, ModelInfo, ResultDoc, RunInfo, RunRequest, TextInfo } from "./types";
 
 export class ApiError extends Error {}
@@ -41,7 +42,7 @@ export const api = {
   texts: () => request<TextInfo[]>("GET", "/api/texts"),
   quantTypes: () => request<string[]>("GET", "/api/quant-types"),
   experiments: () => request<ExperimentInfo[]>("GET", "/api/experiments"),
-  result: (name: string) => request<ResultDoc>("GET", `/api/experiments/${enc(name)}/result`),
+  result: async (name: string) => decodeResult(await request<ResultDoc>("GET", `/api/experiments/${enc(name)}/result`)),
   startRun: (req: RunRequest) => request<{ id: string | number }>("POST", "/api/runs", req),
   runs: () => request<RunInfo[]>("GET", "/api/runs"),
   run: (id: string | number) => request<RunInfo>("GET", `/api/runs/${enc(String(id))}`),

@@ -1,6 +1,7 @@
 // Entry point of the one bundle behind both pages the C++ side writes:
 //   window.HD_DATA = {...}  a self-contained report file (no network requests at all)
 //   window.HD_SERVE = true  the local server UI
+import { decodeResult } from "./decode";
 import { downloadBlob, errorBox, errorMessage, h } from "./dom";
 import { baseName } from "./format";
 import { renderResult } from "./result_view";
@@ -8,7 +9,8 @@ import { startServeUI } from "./serve_ui";
 import { isSummaryResult, renderSummaryResult } from "./summary_view";
 import type { ResultDoc } from "./types";
 
-function reportPage(app: HTMLElement, data: ResultDoc): void {
+function reportPage(app: HTMLElement, wire: ResultDoc): void {
+  const data = decodeResult(wire);
   const file = isSummaryResult(data) ? data.path : data.summary?.file;
   const jsonName = file ? baseName(file).replace(/\.[^.]*$/, "") + ".json" : "heterodyne-result.json";
   const downloads = h(
@@ -21,7 +23,7 @@ function reportPage(app: HTMLElement, data: ResultDoc): void {
         type: "button",
         class: "download download-json",
         // The data is already in the page: saving it needs no server.
-        onclick: () => downloadBlob(jsonName, new Blob([JSON.stringify(data)], { type: "application/json" })),
+        onclick: () => downloadBlob(jsonName, new Blob([JSON.stringify(wire)], { type: "application/json" })),
       },
       "Download JSON",
     ),

@@ -32,6 +32,9 @@ export interface PlotSpec {
   lines: LineSpec[];
   bars: BarSpec[];
   note?: string;
+  /** The floor, drawn as a grey band: [0, hi] for errors and KL, [−hi, hi] for signed steps
+   *  ("below the floor" means |value| − ci ≤ hi). One value, or one per x. */
+  floor?: { hi: number | (number | null)[]; signed: boolean };
 }
 
 export const COLORS = {
@@ -64,10 +67,9 @@ export function residualSpec(s: Summary): PlotSpec | null {
       hi: layers.map((l) => bounds(l.rel_err_mean, l.rel_err_ci95)[1]),
     },
   ];
-  if (s.floor && layers.some((l) => isNum(l.floor_rel_err_mean))) {
-    lines.push({ label: "floor", color: COLORS.floor, y: layers.map((l) => num(l.floor_rel_err_mean)), dash: [6, 4] });
-  }
+  const floor = s.floor && layers.some((l) => isNum(l.floor_rel_err_mean)) ? { hi: layers.map((l) => num(l.floor_rel_err_mean)), signed: false } : undefined;
   return {
+    floor,
     name: "residual",
     title: "Residual stream: relative L2 error after each layer",
     xLabel: "layer",
@@ -78,7 +80,7 @@ export function residualSpec(s: Summary): PlotSpec | null {
   };
 }
 
-export function transplantSpec(t: Transplants): PlotSpec | null {
+export function transplantSpec(t: Transplants, floorHi: number | null): PlotSpec | null {
   const d = t.denoise ?? [];
   const n = t.noise ?? [];
   const points = (d.length >= n.length ? d : n).map((p) => p.point);
@@ -113,10 +115,11 @@ export function transplantSpec(t: Transplants): PlotSpec | null {
     xTicks: points,
     lines,
     bars: [],
+    floor: floorHi === null ? undefined : { hi: floorHi, signed: false },
   };
 }
 
-export function componentSpec(c: ComponentDirection, direction: "denoise" | "noise"): PlotSpec | null {
+export function componentSpec(c: ComponentDirection, direction: "denoise" | "noise", floorHi: number | null): PlotSpec | null {
   const layers = c.layers ?? [];
   if (layers.length === 0) return null;
   return {
@@ -142,11 +145,49 @@ export function componentSpec(c: ComponentDirection, direction: "denoise" | "noi
         hi: layers.map((l) => bounds(l.mlp, l.mlp_ci95)[1]),
       },
     ],
-    note: "Bars: mean step per position; whiskers: 95 % interval (chunks as clusters). Negative steps are shown, not clipped.",
+    floor: floorHi === null ? undefined : { hi: floorHi, signed: true },
+    note: "Bars: mean step per position; whiskers: 95 % interval (chunks as clusters); grey band: ± the floor. Negative steps are shown, not clipped.",
   };
 }
 
-/** Every value a plot must fit on its y axis, bands and whiskers included. */
+/** The upper end of the run's KL floor (mean + interval), or null without one. */
+export function klFloorHi(s: Summary): number | null {
+  if (!isNum(s.floor_kl_mean)) return null;
+  return s.floor_kl_mean + (isNum(s.floor_kl_ci95) ? s.floor_kl_ci95 : 0);
+}
+
+function floorValues(spec: PlotSpec): number[] {
+  const f = spec.floor;
+  if (!f) return [];
+  const his = (Array.isArray(f.hi) ? f.hi : [f.hi]).filter((v): v is number => v !== null);
+  return f.signed ? his.flatMap((v) => [v, -v]) : his;
+}
+
+/** Every positive value of a plot, for choosing and fitting a log axis. */
+export function positiveValues(spec: PlotSpec): number[] {
+  const out: number[] = [];
+  for (const l of spec.lines) for (const arr of [l.y, l.lo, l.hi]) for (const v of arr ?? []) if (v !== null && v > 0) out.push(v);
+  for (const v of floorValues(spec)) if (v > 0) out.push(v);
+  return out;
+}
+
+/** Log y suits line plots of non-negative values spanning more than two decades. */
+export function wantsLogY(spec: PlotSpec): boolean {
+  if (spec.bars.length > 0) return false;
+  const v = positiveValues(spec);
+  return v.length > 1 && Math.max(...v) / Math.min(...v) > 100;
+}
+
+/** Decade bounds around the positive values. */
+export function yExtentLog(spec: PlotSpec): [number, number] {
+  const v = positiveValues(spec);
+  if (v.length === 0) return [1e-6, 1];
+  const lo = Math.pow(10, Math.floor(Math.log10(Math.min(...v))));
+  const hi = Math.pow(10, Math.ceil(Math.log10(Math.max(...v))));
+  return [lo, hi > lo ? hi : lo * 10];
+}
+
+/** Every value a plot must fit on its y axis, bands, whiskers and the floor included. */
 export function yExtent(spec: PlotSpec): [number, number] {
   let lo = Infinity;
   let hi = -Infinity;
@@ -167,6 +208,7 @@ export function yExtent(spec: PlotSpec): [number, number] {
     take(b.lo);
     take(b.hi);
   }
+  take(floorValues(spec));
   if (!Number.isFinite(lo)) return [0, 1];
   // Errors and KL are ≥ 0: keep 0 on the axis so the size of a change is read honestly.
   lo = Math.min(lo, 0);

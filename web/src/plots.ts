@@ -3,7 +3,7 @@
 import uPlot from "uplot";
 import { h, downloadBlob, downloadURL } from "./dom";
 import { fmt } from "./format";
-import { type PlotSpec, xExtent, xTickLabel, yExtent } from "./plot_specs";
+import { type PlotSpec, wantsLogY, xExtent, xTickLabel, yExtent, yExtentLog } from "./plot_specs";
 import { toSvg } from "./plot_svg";
 
 const HEIGHT = 280;
@@ -21,8 +21,23 @@ export interface PlotHandle {
   destroy(): void;
 }
 
+/** The page's colours (style.css variables), so charts follow the light or dark scheme. */
+function themeColour(name: string, fallback: string): string {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
+}
+
 export function makePlot(spec: PlotSpec): PlotHandle {
   const chartBox = h("div", { class: "plot-chart" });
+  let log = wantsLogY(spec);
+  const logBox = h("input", { type: "checkbox", class: "plot-log", checked: log, disabled: spec.bars.length > 0 });
+  logBox.addEventListener("change", () => {
+    log = logBox.checked;
+    if (u) {
+      u.destroy();
+      u = null;
+      mountChart();
+    }
+  });
   const el = h(
     "figure",
     { class: "plot", "data-plot": spec.name },
@@ -32,6 +47,7 @@ export function makePlot(spec: PlotSpec): PlotHandle {
     h(
       "div",
       { class: "plot-downloads" },
+      h("label", { class: "plot-log-label", title: spec.bars.length > 0 ? "steps can be negative: a log axis cannot show them" : "logarithmic y axis" }, logBox, " log y"),
       h("button", { type: "button", class: "link-button", onclick: () => savePng() }, "Download PNG"),
       h("button", { type: "button", class: "link-button", onclick: () => saveSvg() }, "Download SVG"),
     ),
@@ -70,19 +86,27 @@ export function makePlot(spec: PlotSpec): PlotHandle {
 
   function saveSvg(): void {
     const x = u ? ([u.scales.x.min, u.scales.x.max] as [number, number]) : xExtent(spec);
-    const y = u ? ([u.scales.y.min, u.scales.y.max] as [number, number]) : yExtent(spec);
+    // The SVG is drawn on a linear axis.
+    const y = u && !log ? ([u.scales.y.min, u.scales.y.max] as [number, number]) : yExtent(spec);
     downloadBlob(`${spec.name}.svg`, new Blob([toSvg(spec, x, y)], { type: "image/svg+xml" }));
+  }
+
+  function mountChart(): void {
+    const { opts, data, hiddenLegend } = options(spec, width(), log);
+    // The axes are drawn on the canvas; the box records the y range for tests and tools.
+    opts.hooks = { ...opts.hooks, setScale: [(p: uPlot, key: string) => key === "y" && (chartBox.dataset.yRange = `${p.scales.y.min},${p.scales.y.max}`)] };
+    u = new uPlot(opts, data, chartBox);
+    chartBox.dataset.logY = String(log);
+    // Band edges are series too; their legend rows would only repeat the band.
+    const rows = u.root.querySelectorAll<HTMLElement>(".u-legend .u-series");
+    for (const i of hiddenLegend) if (rows[i]) rows[i].style.display = "none";
+    showLastValues(u);
   }
 
   return {
     el,
     mount() {
-      if (u) return;
-      const { opts, data, hiddenLegend } = options(spec, width());
-      u = new uPlot(opts, data, chartBox);
-      // Band edges are series too; their legend rows would only repeat the band.
-      const rows = u.root.querySelectorAll<HTMLElement>(".u-legend .u-series");
-      for (const i of hiddenLegend) if (rows[i]) rows[i].style.display = "none";
+      if (!u) mountChart();
     },
     resize() {
       if (u) u.setSize({ width: width(), height: HEIGHT });
@@ -94,19 +118,27 @@ export function makePlot(spec: PlotSpec): PlotHandle {
   };
 }
 
-function options(spec: PlotSpec, width: number): { opts: uPlot.Options; data: uPlot.AlignedData; hiddenLegend: number[] } {
+/** Without the cursor on the chart, the legend shows the last point's values, not "—". */
+function showLastValues(u: uPlot): void {
+  const last = Math.max(0, (u.data[0]?.length ?? 1) - 1);
+  if (u.cursor.idx === null || u.cursor.idx === undefined) u.setLegend({ idx: last }, false);
+}
+
+function options(spec: PlotSpec, width: number, log: boolean): { opts: uPlot.Options; data: uPlot.AlignedData; hiddenLegend: number[] } {
   const series: uPlot.Series[] = [{ label: spec.xLabel, value: (_u, v) => (v === null ? "—" : xTickLabel(spec, v) || String(v)) }];
   const data: (number | null)[][] = [spec.x];
   const bands: uPlot.Band[] = [];
   const hiddenLegend: number[] = [];
   const value = (_u: uPlot, v: number | null) => (v === null ? "—" : fmt(v));
 
+  // A log axis cannot place 0 or less: such points are left out, not moved.
+  const plotted = (arr: (number | null)[]) => (log ? arr.map((v) => (v !== null && v > 0 ? v : null)) : arr);
   for (const l of spec.lines) {
-    data.push(l.y);
+    data.push(plotted(l.y));
     series.push({ label: l.label, stroke: l.color, width: 2, dash: l.dash, value, points: { show: true, size: 5 } });
     if (l.lo && l.hi) {
       const hiIdx = series.length;
-      data.push(l.hi, l.lo);
+      data.push(plotted(l.hi), plotted(l.lo));
       series.push({ label: `${l.label} CI hi`, stroke: withAlpha(l.color, "55"), width: 1, value, points: { show: false } });
       series.push({ label: `${l.label} CI lo`, stroke: withAlpha(l.color, "55"), width: 1, value, points: { show: false } });
       bands.push({ series: [hiIdx, hiIdx + 1], fill: withAlpha(l.color, "22") });
@@ -119,6 +151,8 @@ function options(spec: PlotSpec, width: number): { opts: uPlot.Options; data: uP
     series.push({ label: b.label, stroke: b.color, fill: b.color, value, paths: () => null, points: { show: false } });
   }
 
+  const fg = themeColour("--fg", "#111");
+  const grid = themeColour("--line", "#e5e7eb");
   const opts: uPlot.Options = {
     width,
     height: HEIGHT,
@@ -126,13 +160,16 @@ function options(spec: PlotSpec, width: number): { opts: uPlot.Options; data: uP
     bands,
     scales: {
       x: { time: false, range: () => xExtent(spec) },
-      y: { range: () => yExtent(spec) },
+      y: log ? { distr: 3, range: () => yExtentLog(spec) } : { range: () => yExtent(spec) },
     },
     axes: [
       {
         label: spec.xLabel,
         font: AXIS_FONT,
         labelFont: AXIS_FONT,
+        stroke: fg,
+        grid: { stroke: grid },
+        ticks: { stroke: grid },
         incrs: [1, 2, 5, 10, 20, 50, 100],
         values: (_u, splits) => splits.map((v) => xTickLabel(spec, v)),
       },
@@ -140,12 +177,19 @@ function options(spec: PlotSpec, width: number): { opts: uPlot.Options; data: uP
         label: spec.yLabel,
         font: AXIS_FONT,
         labelFont: AXIS_FONT,
+        stroke: fg,
+        grid: { stroke: grid },
+        ticks: { stroke: grid },
         size: 70,
         values: (_u, splits) => splits.map((v) => fmt(v, 3)),
       },
     ],
     cursor: { drag: { x: false, y: false } },
-    hooks: spec.bars.length > 0 ? { draw: [(u: uPlot) => drawBars(u, spec)] } : {},
+    hooks: {
+      drawClear: [(u: uPlot) => drawFloor(u, spec)],
+      draw: spec.bars.length > 0 ? [(u: uPlot) => drawBars(u, spec)] : [],
+      setCursor: [(u: uPlot) => showLastValues(u)],
+    },
   };
   return { opts, data: data as uPlot.AlignedData, hiddenLegend };
 }
@@ -178,7 +222,7 @@ function drawBars(u: uPlot, spec: PlotSpec): void {
         const yl = u.valToPos(lo, "y", true);
         const yh = u.valToPos(hi, "y", true);
         const cap = barW * 0.2;
-        ctx.strokeStyle = "#111";
+        ctx.strokeStyle = themeColour("--fg", "#111");
         ctx.lineWidth = Math.max(1, dpr);
         ctx.beginPath();
         ctx.moveTo(cx, yl);
@@ -198,5 +242,35 @@ function drawBars(u: uPlot, spec: PlotSpec): void {
   ctx.moveTo(u.bbox.left, y0);
   ctx.lineTo(u.bbox.left + u.bbox.width, y0);
   ctx.stroke();
+  ctx.restore();
+}
+
+/** The floor as a grey band behind the series: up from the axis' bottom (or from −floor for
+ *  signed steps) to the floor, per x where it varies by layer. */
+function drawFloor(u: uPlot, spec: PlotSpec): void {
+  const f = spec.floor;
+  if (!f) return;
+  const ctx = u.ctx;
+  const yMin = u.scales.y.min ?? 0;
+  // On a log axis the band starts at the axis' bottom; on a linear one at 0 (or −floor).
+  const bottom = (hi: number) => u.valToPos(f.signed ? -hi : Math.max(yMin, 0), "y", true);
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
+  ctx.clip();
+  ctx.fillStyle = "rgba(107, 114, 128, 0.18)";
+  if (!Array.isArray(f.hi)) {
+    const top = u.valToPos(f.hi, "y", true);
+    if (f.hi > 0) ctx.fillRect(u.bbox.left, top, u.bbox.width, bottom(f.hi) - top);
+  } else {
+    const his = f.hi;
+    const half = spec.x.length > 1 ? Math.abs(u.valToPos(spec.x[1], "x", true) - u.valToPos(spec.x[0], "x", true)) / 2 : u.bbox.width / 2;
+    spec.x.forEach((xv, i) => {
+      const hi = his[i];
+      if (hi === null || !(hi > 0)) return;
+      const top = u.valToPos(hi, "y", true);
+      ctx.fillRect(u.valToPos(xv, "x", true) - half, top, half * 2, bottom(hi) - top);
+    });
+  }
   ctx.restore();
 }

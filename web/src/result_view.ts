@@ -4,20 +4,22 @@ import { analysesSection } from "./analyses";
 import { h, type Child } from "./dom";
 import { baseName, fmt, fmtBytes, fmtFixed, fmtParams, fmtPct, fmtPm, isNum, DASH } from "./format";
 import { makePlot, type PlotHandle } from "./plots";
-import { componentSpec, residualSpec, transplantSpec, type PlotSpec } from "./plot_specs";
-import { renderTokenStrip } from "./token_strip";
+import { componentSpec, klFloorHi, residualSpec, transplantSpec, type PlotSpec } from "./plot_specs";
+import { renderTokenSection } from "./token_section";
+import { waterfallSection } from "./waterfall";
 import type { ArmFloor, ArmInfo, ComponentDirection, Interval, Num, Result, Summary } from "./types";
 
 /** Renders into root (which must be in the document, so plots know their width).
  *  Returns a dispose function that frees charts and listeners. */
 export function renderResult(root: HTMLElement, result: Result, downloads: HTMLElement): () => void {
   const s = result.summary;
-  const strip = renderTokenStrip(result);
+  const strip = renderTokenSection(result);
+  const floorHi = klFloorHi(s);
   const specs = [
     residualSpec(s),
-    s.transplants ? transplantSpec(s.transplants) : null,
-    s.components?.denoise ? componentSpec(s.components.denoise, "denoise") : null,
-    s.components?.noise ? componentSpec(s.components.noise, "noise") : null,
+    s.transplants ? transplantSpec(s.transplants, floorHi) : null,
+    s.components?.denoise ? componentSpec(s.components.denoise, "denoise", floorHi) : null,
+    s.components?.noise ? componentSpec(s.components.noise, "noise", floorHi) : null,
   ].filter((p): p is PlotSpec => p !== null);
   const plots: PlotHandle[] = specs.map(makePlot);
 
@@ -28,20 +30,25 @@ export function renderResult(root: HTMLElement, result: Result, downloads: HTMLE
       header(s),
       arms(s),
       cards(s),
+      waterfallSection(s),
       percentiles(s),
       analysesSection(s),
       downloads,
-      h("section", { class: "plots" }, h("h2", null, "Where the difference comes from"), ...plots.map((p) => p.el), componentTotals(s)),
+      h("section", { class: "plots" }, h("h2", null, "Where the difference comes from"), s.floor ? h("p", { class: "muted small" }, "Grey band on each plot: the floor (the larger of A vs A′ and B vs B′, upper end of its interval)."): null, ...plots.map((p) => p.el), componentTotals(s)),
       strip.el,
       provenance(s),
     ),
   );
   for (const p of plots) p.mount();
+  strip.mount();
 
   let timer = 0;
   const onResize = () => {
     clearTimeout(timer);
-    timer = window.setTimeout(() => plots.forEach((p) => p.resize()), 150);
+    timer = window.setTimeout(() => {
+      plots.forEach((p) => p.resize());
+      strip.resize();
+    }, 150);
   };
   window.addEventListener("resize", onResize);
   return () => {

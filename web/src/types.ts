@@ -178,11 +178,42 @@ export interface Position {
   nll_b?: Num;
   top_a?: TopEntry[];
   top_b?: TopEntry[];
+  /** This position's residual relative error after each layer (Chunk.layers order). */
+  rel_err?: Num[];
+  /** KL left after each restore point (Chunk.points order), both directions. */
+  denoise?: Num[];
+  noise?: Num[];
 }
 
 export interface Chunk {
   chunk: number;
   positions: Position[];
+  layers?: number[];
+  points?: string[];
+}
+
+/** The wire form of a result (format 2, src/report/result.h): columns per chunk, token ids
+ *  with one piece table. decode.ts turns it into Result. */
+export interface WireChunk {
+  chunk: number;
+  tokens: number[];
+  scored: number[];
+  kl: Num[];
+  nll_a: Num[];
+  nll_b: Num[];
+  top_a: (Num[] | null)[];
+  top_b: (Num[] | null)[];
+  layers?: { layer: number; rel_err: Num[] }[];
+  points?: string[];
+  denoise?: Num[][];
+  noise?: Num[][];
+}
+
+export interface WireResult {
+  format: 2;
+  summary: Summary;
+  pieces: Record<string, string>;
+  chunks: WireChunk[];
 }
 
 export interface Result {

@@ -9,6 +9,7 @@ import { chromium } from "playwright-core";
 import { mkdirSync, readFileSync } from "node:fs";
 import { resolve, join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { checkContrast, checkFixedColours, checkKeyboard, checkLogToggle, checkWaterfall, checkWorstTokens } from "./report_checks.mjs";
 
 const [mode, target, shotDir, modelA, quantType] = process.argv.slice(2);
 if (!(((mode === "report" || mode === "summary") && target && shotDir) || (mode === "serve" && target && shotDir && modelA && quantType))) {
@@ -59,24 +60,30 @@ been waiting to meet him too.
 `;
 
 async function pageFacts(page, resultUrl) {
-  // Counted inside the page so the large result never crosses the wire twice.
+  // Counted inside the page so the large result never crosses the wire twice. The document
+  // is in columns (format 2, src/report/result.h): token i of a chunk is every array's i.
   return page.evaluate(async (url) => {
     const d = url ? await (await fetch(url)).json() : window.HD_DATA;
-    let positions = 0, unscored = 0, text = "";
-    const first = d.chunks[0]?.positions[0];
+    let positions = 0, unscored = 0, text = "", maxKl = -1, worst = null;
     let last = null;
     for (const c of d.chunks)
-      for (const p of c.positions) {
+      for (let i = 0; i < c.tokens.length; i++) {
         positions++;
-        if (!p.scored) unscored++;
-        text += p.text;
-        last = { chunk: c.chunk, pos: p.pos };
+        if (c.scored[i] !== 1) unscored++;
+        else if (c.kl[i] > maxKl) {
+          maxKl = c.kl[i];
+          worst = { chunk: c.chunk, pos: i };
+        }
+        text += d.pieces[String(c.tokens[i])];
+        last = { chunk: c.chunk, pos: i };
       }
+    const first = d.chunks[0] ? { chunk: d.chunks[0].chunk, pos: 0 } : null;
     return {
-      positions, unscored, textLength: text.length, text,
-      first: first ? { chunk: d.chunks[0].chunk, pos: first.pos } : null, last,
+      positions, unscored, textLength: text.length, text, first, last, maxKl, worst,
+      floorKl: d.summary.floor_kl_mean ?? 0,
       hasTransplants: !!d.summary.transplants, hasComponents: !!d.summary.components,
       componentDirs: d.summary.components ? Object.keys(d.summary.components) : [],
+      untouched: d.summary.components?.denoise?.untouched ?? null,
     };
   }, resultUrl ?? null);
 }
@@ -155,6 +162,12 @@ async function checkResultView(page, facts, tag) {
     }
   }
 
+  await checkWorstTokens(page, facts, check);
+  await checkKeyboard(page, check);
+  await checkLogToggle(page, check);
+  await checkWaterfall(page, facts, check);
+  await checkContrast(page, check, shotDir, tag);
+
   const errors = await page.locator(".error").allTextContents();
   check(errors.length === 0, "no .error on the page", errors.join(" | "));
   await page.screenshot({ path: join(shotDir, `${tag}-full.png`), fullPage: true });
@@ -179,14 +192,18 @@ async function refuseExternal(context, page) {
 
 async function reportMode(context, page) {
   const external = await refuseExternal(context, page);
+  const t0 = Date.now();
   await page.goto(pathToFileURL(resolve(target)).href);
+  await page.waitForSelector("#kl-strip .tok", { timeout: 30000 });
+  console.log(`time to ready: ${Date.now() - t0} ms`);
   const facts = await pageFacts(page, null);
   check(facts.positions > 0, "the report holds positions", `${facts.positions}`);
   await checkResultView(page, facts, "report");
   const [dl] = await Promise.all([page.waitForEvent("download", { timeout: 10000 }), page.getByText("Download JSON").click()]);
   const saved = JSON.parse(readFileSync(await dl.path(), "utf8"));
-  const savedN = saved.chunks.reduce((s, c) => s + c.positions.length, 0);
+  const savedN = saved.chunks.reduce((s, c) => s + c.tokens.length, 0);
   check(savedN === facts.positions && !!saved.summary, "Download JSON saves the result", dl.suggestedFilename());
+  await checkFixedColours(context, resolve(target), shotDir, check);
   check(external.length === 0, "no request left the page", external.slice(0, 5).join(", "));
 }
 

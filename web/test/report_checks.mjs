@@ -1,0 +1,134 @@
+// The report page's "where at a glance" checks (issue 21), run by ui.test.mjs on a diff's page:
+// worst tokens, the pinned panel, keyboard-only pinning, log toggles, the waterfall's sum, text
+// contrast in both colour schemes, and a colour scale that is the same in every report.
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+export async function checkWorstTokens(page, facts, check) {
+  const first = await page.locator("#worst-tokens tbody tr").first();
+  const at = { chunk: Number(await first.getAttribute("data-chunk")), pos: Number(await first.getAttribute("data-pos")) };
+  check(JSON.stringify(at) === JSON.stringify(facts.worst), "the worst-token table's first row is the largest-KL token", `${JSON.stringify(at)} vs ${JSON.stringify(facts.worst)}`);
+  await first.click();
+  const pinned = await page.evaluate(() => ({ ...document.querySelector("#tok-panel").dataset }));
+  check(Number(pinned.chunk) === at.chunk && Number(pinned.pos) === at.pos, "clicking it pins that token", JSON.stringify(pinned));
+  const tops = await page.locator("#tok-panel #panel-top-a li").count();
+  check(tops === 5, "the panel shows A's top-5", `${tops}`);
+  const cursorAt = await page.evaluate(() => ({ ...document.querySelector("#tok-cursor")?.dataset }));
+  check(Number(cursorAt.chunk) === at.chunk && Number(cursorAt.pos) === at.pos, "the strip's cursor moved to it", JSON.stringify(cursorAt));
+  if (facts.hasTransplants) {
+    const charts = await page.locator("#tok-panel .mini-chart").count();
+    check(charts >= 2, "the panel draws this position's residual and transplant curves", `${charts} charts`);
+  }
+  // Sorting by |ΔNLL| re-ranks every token: the first row then has the largest |ΔNLL|.
+  await page.locator('#worst-tokens .sort-button[data-key="dnll"]').click();
+  const sorted = await page.evaluate(() => document.querySelector('#worst-tokens th[aria-sort="descending"] .sort-button')?.dataset.key);
+  check(sorted === "dnll", "a header click sorts by that column", `${sorted}`);
+  await page.locator('#worst-tokens .sort-button[data-key="kl"]').click();
+}
+
+export async function checkKeyboard(page, check) {
+  await page.evaluate(() => document.activeElement?.blur());
+  await page.evaluate(() => window.scrollTo(0, 0));
+  let reached = false;
+  for (let i = 0; i < 300 && !reached; i++) {
+    await page.keyboard.press("Tab");
+    reached = await page.evaluate(() => document.activeElement?.id === "kl-strip");
+  }
+  if (!check(reached, "Tab reaches the text strip")) return;
+  for (let i = 0; i < 3; i++) await page.keyboard.press("ArrowRight");
+  await page.keyboard.press("Enter");
+  const got = await page.evaluate(() => ({ cursor: { ...document.querySelector("#tok-cursor")?.dataset }, panel: { ...document.querySelector("#tok-panel").dataset } }));
+  check(!!got.cursor.pos && got.cursor.pos === got.panel.pos && got.cursor.chunk === got.panel.chunk, "arrow keys and Enter pin a token without the mouse", JSON.stringify(got));
+}
+
+export async function checkLogToggle(page, check) {
+  const plot = page.locator(".plot").filter({ has: page.locator(".plot-log:not([disabled])") }).first();
+  if (!check((await plot.count()) === 1, "a line plot offers a log y toggle")) return;
+  // uPlot draws its axes on the canvas: the chart box records its y scale's range.
+  const ticks = () => plot.evaluate((p) => [p.querySelector(".plot-chart").dataset.logY, p.querySelector(".plot-chart").dataset.yRange]);
+  const before = await ticks();
+  await plot.locator(".plot-log").click();
+  const after = await ticks();
+  check(before[0] !== after[0] && before[1] !== after[1], "the log toggle changes the y axis", `log ${before[0]}→${after[0]}, y ${before[1]}→${after[1]}`);
+  const legend = await plot.locator(".u-legend .u-series").nth(1).textContent();
+  check(!/—/.test(legend ?? "—"), "the legend shows values without hovering", legend ?? "");
+}
+
+export async function checkWaterfall(page, facts, check) {
+  if (!facts.hasComponents) return;
+  const w = await page.evaluate(() => ({
+    bars: [...document.querySelectorAll("#waterfall .wf-bar")].map((b) => Number(b.getAttribute("data-value"))),
+    total: Number(document.querySelector("#waterfall")?.getAttribute("data-total")),
+    verdict: document.querySelector("#verdict")?.textContent ?? "",
+  }));
+  const sum = w.bars.reduce((a, b) => a + b, 0);
+  check(w.bars.length > 2 && Math.abs(sum - w.total) <= 1e-9 * Math.max(1, Math.abs(w.total)), "the waterfall's bars sum to the total KL", `${sum} vs ${w.total} (${w.bars.length} bars)`);
+  check(w.total === facts.untouched, "the waterfall's total is the run's untouched KL", `${w.total} vs ${facts.untouched}`);
+  check(/\d+ % of the KL enters/.test(w.verdict), "a one-sentence verdict says where the KL comes from", w.verdict);
+}
+
+/** The lowest text contrast on the page: every element with text of its own, against the first
+ *  opaque background behind it (WCAG relative luminance). */
+export async function lowestContrast(page) {
+  return page.evaluate(() => {
+    const rgb = (s) => (s.match(/[\d.]+/g) ?? []).map(Number);
+    const lum = ([r, g, b]) => {
+      const f = (c) => ((c /= 255) <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4));
+      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    const bgOf = (el) => {
+      for (let e = el; e; e = e.parentElement) {
+        const c = rgb(getComputedStyle(e).backgroundColor);
+        if (c.length >= 3 && (c.length < 4 || c[3] > 0.5)) return c;
+      }
+      return [255, 255, 255];
+    };
+    let worst = { ratio: 99, text: "", style: "" };
+    for (const el of document.querySelectorAll("body *")) {
+      if (!el.checkVisibility?.() || el.closest("svg, canvas, .u-legend .u-marker")) continue;
+      const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+      if (!own) continue;
+      const fg = rgb(getComputedStyle(el).color), bg = bgOf(el);
+      const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+      const ratio = (a + 0.05) / (b + 0.05);
+      if (ratio < worst.ratio) worst = { ratio, text: el.textContent.slice(0, 30), style: `${el.tagName}.${el.className} ${getComputedStyle(el).color} on ${bg}` };
+    }
+    return worst;
+  });
+}
+
+export async function checkContrast(page, check, shotDir, tag) {
+  for (const scheme of ["light", "dark"]) {
+    await page.emulateMedia({ colorScheme: scheme });
+    const w = await lowestContrast(page);
+    check(w.ratio >= 4.5, `text contrast ≥ 4.5:1 everywhere (${scheme})`, `lowest ${w.ratio.toFixed(2)}: "${w.text}" ${w.style}`);
+    await page.screenshot({ path: join(shotDir, `${tag}-${scheme}.png`), fullPage: true });
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+}
+
+/** A second report whose last chunk's KL is 1000× larger: on one fixed scale every token the
+ *  two share keeps its colour, where a per-run scale would repaint them all. */
+export async function checkFixedColours(browser, file, shotDir, check) {
+  const html = readFileSync(file, "utf8");
+  const start = html.indexOf("window.HD_DATA = ") + "window.HD_DATA = ".length;
+  const end = html.indexOf(";</script>", start);
+  const doc = JSON.parse(html.slice(start, end).replaceAll("<\\/", "</"));
+  const lastChunk = doc.chunks[doc.chunks.length - 1];
+  lastChunk.kl = lastChunk.kl.map((v) => (v === null ? v : Math.min(50, v * 1000)));
+  const other = join(shotDir, "scaled.html");
+  writeFileSync(other, html.slice(0, start) + JSON.stringify(doc).replaceAll("</", "<\\/") + html.slice(end));
+  const colours = async (path) => {
+    const page = await browser.newPage();
+    await page.goto(pathToFileURL(path).href);
+    await page.waitForSelector("#kl-strip .tok");
+    const c = await page.evaluate((last) => [...document.querySelectorAll("#kl-strip .tok")].filter((t) => Number(t.dataset.chunk) !== last).map((t) => t.style.backgroundColor), lastChunk.chunk);
+    await page.close();
+    return c;
+  };
+  const [a, b] = [await colours(file), await colours(other)];
+  const differ = a.filter((c, i) => c !== b[i]).length;
+  const shaded = a.filter((c) => c).length;
+  check(a.length === b.length && differ === 0 && shaded > 0, "a token's colour depends on its KL only, not on the run's maximum", `${differ} of ${a.length} differ, ${shaded} shaded`);
+}
