@@ -31,6 +31,14 @@ export function append(el: Node, children: Child[]): void {
   }
 }
 
+/** An SVG element with its attributes and, optionally, its text (a text node, as h does). */
+export function svg(tag: string, attrs: Record<string, string | number>, text?: string): SVGElement {
+  const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
 export function clear(el: Element): void {
   while (el.firstChild) el.removeChild(el.firstChild);
 }

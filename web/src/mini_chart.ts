@@ -1,5 +1,6 @@
 // A small inline SVG line chart for the token panel: a few series over named x points, the y
 // axis logarithmic when the values span more than two decades (zeros then sit on the axis).
+import { svg as el } from "./dom";
 import { isNum, fmt } from "./format";
 import type { Num } from "./types";
 
@@ -10,18 +11,10 @@ export interface MiniSeries {
   dash?: boolean;
 }
 
-const NS = "http://www.w3.org/2000/svg";
 const W = 360;
 const H = 150;
 const L = 52;
 const B = 22;
-
-function el(tag: string, attrs: Record<string, string | number>, text?: string): SVGElement {
-  const e = document.createElementNS(NS, tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 export function miniChart(title: string, x: string[], series: MiniSeries[]): SVGSVGElement {
   const vals = series.flatMap((s) => s.y.filter((v): v is number => isNum(v)));

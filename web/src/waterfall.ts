@@ -3,7 +3,7 @@
 // the total KL (docs/transplants.md). With --components the steps carry their 95 % intervals;
 // with --transplants alone they are each layer's step, from the mean curve. A sentence on top
 // names the largest shares.
-import { h } from "./dom";
+import { h, svg as svgEl } from "./dom";
 import { fmt, isNum } from "./format";
 import { COLORS } from "./plot_specs";
 import type { Interval, Summary } from "./types";
@@ -66,14 +66,6 @@ export function verdict(steps: Step[], total: number): string {
   });
   const head = `${pct(first.value)} of the KL enters ${first.name === "embedding" || first.name === "final norm + head" ? phrase(first.name, null) : `at ${phrase(first.name, null)}`}`;
   return `${head}${tail.length ? "; " + tail.join(", ") : ""}.`;
-}
-
-const NS = "http://www.w3.org/2000/svg";
-function svgEl(tag: string, attrs: Record<string, string | number>, text?: string): SVGElement {
-  const e = document.createElementNS(NS, tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
-  if (text !== undefined) e.textContent = text;
-  return e;
 }
 
 function chart(steps: Step[], total: number): SVGSVGElement {
