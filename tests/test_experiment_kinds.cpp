@@ -92,6 +92,13 @@ TEST_F(ExperimentKinds, EveryKindShowsReportsAndIsListed) {
   ASSERT_EQ(by_name.size(), 3u) << list.dump();
   EXPECT_EQ(by_name["d"]["kind"], "diff");
   EXPECT_GE(by_name["d"]["kl_mean"].get<double>(), 0.0);
+  // B's file bits per weight, from the facts its provenance recorded (the compare page's x).
+  const json d = json::parse(hd::test::run_cli({"show", path("d.hdy"), "--json"}).out);
+  const json& b = d["provenance"]["arms"]["b"];
+  EXPECT_EQ(by_name["d"]["b_size"].get<double>(), b["model_size"].get<double>());
+  EXPECT_DOUBLE_EQ(by_name["d"]["b_bpw"].get<double>(),
+                   8 * b["model_size"].get<double>() / b["n_params"].get<double>());
+  EXPECT_GT(by_name["d"]["b_bpw"].get<double>(), 1.0);
   EXPECT_EQ(by_name["s"]["kind"], "sweep");
   EXPECT_EQ(by_name["f"]["kind"], "floor");
   for (const char* n : {"d", "s", "f"}) {

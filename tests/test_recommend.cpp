@@ -123,6 +123,23 @@ TEST_F(Recommend, RecipeAtQ4KMSizeTakesEveryTypePredictsItsBytesAndVerifies) {
   const json doc = json::parse(hd::test::read_file(dir + "/r.json"));
   EXPECT_EQ(doc["kind"], "recommend");
   EXPECT_EQ(doc["text"], hd::test::run_cli({"show", dir + "/report.hdy"}).out);
+  // Its page (the held-out ladder, the recipe highlighted), and the held-out diffs compared
+  // on one page: the ladder of the recipe among the stock types; a recipe is no diff there.
+  hd::test::require_browser();
+  EXPECT_EQ(hd::test::browser_check("summary", dir + "/r.html", "recommend"), 0);
+  std::vector<std::string> ladder = {"report"};
+  for (const auto& f : fs::directory_iterator(dir + "/held-out")) ladder.push_back(f.path().string());
+  ASSERT_GE(ladder.size(), 3u);
+  ladder.insert(ladder.end(), {"-o", dir + "/ladder.html"});
+  const auto cmp = hd::test::run_cli(ladder);
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+  EXPECT_EQ(hd::test::browser_check("compare", dir + "/ladder.html", "compare"), 0);
+  const auto mixed = hd::test::run_cli(
+      {"report", dir + "/held-out/recipe.hdy", dir + "/report.hdy", "-o", dir + "/mixed.html"});
+  EXPECT_NE(mixed.exit_code, 0);
+  EXPECT_NE(mixed.err.find("is a recommend: only diffs are compared"), std::string::npos)
+      << mixed.err;
+  EXPECT_FALSE(fs::exists(dir + "/mixed.html"));
   EXPECT_EQ(hd::test::run_cli({"verify", dir + "/report.hdy"}).exit_code, 0);
   EXPECT_EQ(hd::test::run_cli({"verify", dir + "/held-out/recipe.hdy"}).exit_code, 0);
   const auto again = hd::test::run_cli({"recommend", "--resume", dir + "/report.hdy"});

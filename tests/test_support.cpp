@@ -3,6 +3,7 @@
 #include "ggml.h"
 #include "gguf.h"
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -165,6 +166,25 @@ std::string serve_token(const ServeProcess& s) {
   const std::string url = serve_url(s);
   const size_t at = url.find("?token=");
   return at == std::string::npos ? "" : url.substr(at + 7);
+}
+
+int browser_check(const std::string& mode, const std::string& target,
+                  const std::string& artifacts, const std::string& extra_args) {
+  const std::filesystem::path shots =
+      std::filesystem::path(HD_BINARY).parent_path() / "test-artifacts" / "ui" / artifacts;
+  std::filesystem::create_directories(shots);
+  const std::string cmd = "node " HD_SOURCE_DIR "/web/test/ui.test.mjs " + mode + " " + target +
+                          " " + shots.string() + " " + extra_args + " 2>&1";
+  std::printf("%s\n", cmd.c_str());
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+void require_browser() {
+  ASSERT_TRUE(std::filesystem::exists("/usr/bin/chromium"))
+      << "Debian's chromium is missing: scripts/install-deps.sh installs it";
+  ASSERT_TRUE(std::filesystem::exists(HD_SOURCE_DIR "/web/node_modules/playwright-core"))
+      << "web/node_modules is missing: the build (scripts/web.sh) installs it";
 }
 
 }  // namespace hd::test

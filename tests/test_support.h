@@ -57,6 +57,15 @@ void expect_refusal(const CliResult& r, int code, const std::string& phrase,
 // Runs `args` and expects a refusal with exit 2.
 void expect_refused(const std::vector<std::string>& args, const std::string& phrase);
 
+// The web UI's browser script (web/test/ui.test.mjs) in Debian's headless Chromium: MODE
+// (report, summary, compare, serve) on TARGET, screenshots under
+// <build>/test-artifacts/ui/ARTIFACTS. Its output is printed, so a failing check names itself.
+// Returns its exit status (0: every check passed).
+int browser_check(const std::string& mode, const std::string& target, const std::string& artifacts,
+                  const std::string& extra_args = "");
+// Fails the test unless Chromium and the script's playwright-core are installed.
+void require_browser();
+
 // A copy of the GGUF `in` at `out`, with `edit` applied to its metadata (gguf's API) and its
 // tensors (loaded into the ggml context, so their data may be changed in place).
 void rewrite_gguf(const std::string& in, const std::string& out,

@@ -1,6 +1,6 @@
 // The web UI in a real browser: Debian's headless Chromium driven by playwright-core (npm), via
-// web/test/ui.test.mjs. Two tests open `heterodyne report` files from disk (a diff's, a
-// sweep's), the other drives `heterodyne serve` through its form. Screenshots land in <build>/test-artifacts/ui/.
+// web/test/ui.test.mjs. Most open `heterodyne report` files from disk (a diff's, each other
+// kind's, several diffs compared); one drives `heterodyne serve` through its form. Screenshots land in <build>/test-artifacts/ui/.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -17,30 +17,8 @@
 
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string artifacts(const std::string& name) {
-  const fs::path dir = fs::path(HD_BINARY).parent_path() / "test-artifacts" / "ui" / name;
-  fs::create_directories(dir);
-  return dir.string();
-}
-
-// Runs the browser script; its output is printed so a failing check names itself.
-int browser(const std::string& args) {
-  const std::string cmd = "node " HD_SOURCE_DIR "/web/test/ui.test.mjs " + args + " 2>&1";
-  std::printf("%s\n", cmd.c_str());
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-void require_browser() {
-  ASSERT_TRUE(fs::exists("/usr/bin/chromium"))
-      << "Debian's chromium is missing: scripts/install-deps.sh installs it";
-  ASSERT_TRUE(fs::exists(HD_SOURCE_DIR "/web/node_modules/playwright-core"))
-      << "web/node_modules is missing: the build (scripts/web.sh) installs it";
-}
-
-}  // namespace
+using hd::test::browser_check;
+using hd::test::require_browser;
 
 TEST(WebUi, ReportFileOpensOfflineAndDrawsEverything) {
   HD_REQUIRE_SHARED();
@@ -58,24 +36,86 @@ TEST(WebUi, ReportFileOpensOfflineAndDrawsEverything) {
   // Everything inline (the browser script also fails on any request that leaves the file).
   EXPECT_EQ(page.find("<script src"), std::string::npos);
   EXPECT_EQ(page.find("<link"), std::string::npos);
-  EXPECT_EQ(browser("report " + html + " " + artifacts("report")), 0);
+  EXPECT_EQ(browser_check("report", html, "report"), 0);
 }
 
-// A kind without plots of its own (a sweep): the report shows what `show` prints, as is.
-TEST(WebUi, ASweepsReportShowsWhatShowPrints) {
+// Every kind has its page: one tiny model and text for a sweep, a floor and a gate reference
+// (a recipe's page and the compare page are checked on test_recommend.cpp's run, which makes
+// both a recipe and a ladder of held-out diffs).
+class WebUiKinds : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(hd::test::temp_dir("ui-kinds"));
+    ASSERT_EQ(hd::test::run_cli({"make-model", "--preset", "tiny-llama", "--type", "f32", "-o",
+                                 path("m.gguf")})
+                  .exit_code,
+              0);
+    std::string words;
+    for (int i = 0; i < 600; ++i) words += i % 3 ? "stone river " : i % 7 ? "light. " : "under a bridge ";
+    hd::test::write_file(path("t.txt"), words);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string path(const std::string& name) { return *dir_ + "/" + name; }
+  // Reports `files` into NAME.html and runs the browser script's MODE on it.
+  static void report_and_check(const std::vector<std::string>& files, const std::string& name,
+                               const std::string& mode) {
+    std::vector<std::string> args = {"report"};
+    args.insert(args.end(), files.begin(), files.end());
+    args.insert(args.end(), {"-o", path(name + ".html")});
+    const auto report = hd::test::run_cli(args);
+    ASSERT_EQ(report.exit_code, 0) << report.err;
+    EXPECT_EQ(browser_check(mode, path(name + ".html"), name), 0);
+  }
+  static std::string* dir_;
+};
+std::string* WebUiKinds::dir_ = nullptr;
+
+// Two settings: Shapley bars, a 2 × 2 table and an interaction; the page keeps show's text.
+TEST_F(WebUiKinds, ASweepHasShapleyBarsInteractionsAndEveryCombination) {
   require_browser();
-  const std::string dir = hd::test::temp_dir("ui-sweep");
-  const std::string model = dir + "/m.gguf", text = dir + "/t.txt", run = dir + "/s.hdy";
-  ASSERT_EQ(hd::test::run_cli({"make-model", "--preset", "tiny-llama", "-o", model}).exit_code, 0);
-  std::string words;
-  for (int i = 0; i < 200; ++i) words += i % 3 ? "stone river " : "light. ";
-  hd::test::write_file(text, words);
-  const auto sweep = hd::test::run_cli({"sweep", "--a", model, "--b-ub", "8", "-f", text,
-                                        "--chunk", "32", "--max-chunks", "2", "-o", run});
+  const auto sweep = hd::test::run_cli({"sweep", "--a", path("m.gguf"), "--b-ub", "8", "--b-ctk",
+                                        "q8_0", "-f", path("t.txt"), "--chunk", "32",
+                                        "--max-chunks", "3", "-o", path("s.hdy")});
   ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
-  const auto report = hd::test::run_cli({"report", run, "-o", dir + "/s.html"});
+  report_and_check({path("s.hdy")}, "sweep", "summary");
+}
+
+TEST_F(WebUiKinds, AFloorHasAMapOfUbatchThreadsAndFlashAttention) {
+  require_browser();
+  const auto floor = hd::test::run_cli({"floor", "-m", path("m.gguf"), "-f", path("t.txt"),
+                                        "--ub", "3,64", "--fa", "off,on", "--threads", "1",
+                                        "--ref-ub", "64", "--chunk", "64", "--max-chunks", "1",
+                                        "-o", path("f.hdy")});
+  ASSERT_EQ(floor.exit_code, 0) << floor.err;
+  report_and_check({path("f.hdy")}, "floor", "summary");
+}
+
+// capture → calibrate → check with a q8_0 K cache (it diverges at kqv_out-0, test_gate.cpp):
+// the reference's page marks the taps over their tolerance and names the first.
+TEST_F(WebUiKinds, AGateReferenceShowsTapsToleranceAndTheCheck) {
+  require_browser();
+  ASSERT_EQ(hd::test::run_cli({"capture", "-m", path("m.gguf"), "-f", path("t.txt"),
+                               "--max-tokens", "48", "-o", path("ref")})
+                .exit_code,
+            0);
+  ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", path("ref")}).exit_code, 0);
+  const auto check = hd::test::run_cli({"check", "--reference", path("ref"), "-m", path("m.gguf"),
+                                        "-ctk", "q8_0", "--json-out", path("check.json")});
+  ASSERT_EQ(check.exit_code, 1) << check.err;
+  const auto report = hd::test::run_cli({"report", path("ref"), "--check", path("check.json"),
+                                         "-o", path("reference.html")});
   ASSERT_EQ(report.exit_code, 0) << report.err;
-  EXPECT_EQ(browser("summary " + dir + "/s.html " + artifacts("summary")), 0);
+  EXPECT_EQ(browser_check("summary", path("reference.html"), "reference"), 0);
+  // The page's own output may not land on the reference's files.
+  const auto onto = hd::test::run_cli({"report", path("ref"), "-o", path("ref/manifest.json"),
+                                       "--force"});
+  EXPECT_NE(onto.exit_code, 0);
+  EXPECT_NE(hd::test::read_file(path("ref/manifest.json")).find("schema_version"),
+            std::string::npos);
+  const auto stray = hd::test::run_cli({"report", path("m.gguf"), "--check", path("check.json"),
+                                        "-o", path("x.html")});
+  EXPECT_NE(stray.exit_code, 0);
+  EXPECT_NE(stray.err.find("--check is for a gate reference"), std::string::npos) << stray.err;
 }
 
 TEST(WebUi, ServeRunsADiffThroughTheFormAndShowsIt) {
@@ -87,7 +127,7 @@ TEST(WebUi, ServeRunsADiffThroughTheFormAndShowsIt) {
       hd::test::start_serve(hd::test::shared_path("models"), dir + "/experiments", dir);
   ASSERT_GT(serve.port, 0) << hd::test::read_file(serve.err_path);
   const int rc =
-      browser("serve '" + hd::test::serve_url(serve) + "' " + artifacts("serve") + " stories260K.gguf Q8_0");
+      browser_check("serve", "'" + hd::test::serve_url(serve) + "'", "serve", "stories260K.gguf Q8_0");
   hd::test::stop_serve(serve);
   EXPECT_EQ(rc, 0) << hd::test::read_file(serve.err_path);
 }

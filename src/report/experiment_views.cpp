@@ -2,6 +2,8 @@
 
 #include <array>
 #include <cmath>
+#include <filesystem>
+#include <set>
 #include <sstream>
 
 #include "errors.h"
@@ -105,9 +107,15 @@ nlohmann::json diff_entry(const std::string& path) {
   const auto model = [&](const char* arm) {
     return arms.is_object() && arms.contains(arm) ? arms[arm].value("model", "") : std::string();
   };
+  // B's file bits per weight, as the compare page's ladder places it.
+  const auto b_facts = arms.is_object() && arms.contains("b") ? arms["b"] : nlohmann::json();
+  const double b_size = b_facts.is_object() ? b_facts.value("model_size", 0.0) : 0.0;
+  const double b_params = b_facts.is_object() ? b_facts.value("n_params", 0.0) : 0.0;
   return {
       {"kind", "diff"},
       {"status", l.status},
+      {"b_size", b_size > 0 ? b_size : NAN},
+      {"b_bpw", b_size > 0 && b_params > 0 ? 8 * b_size / b_params : NAN},
       {"kl_mean", s.diff.kl.mean},
       {"kl_ci95", s.diff.kl.ci95},
       {"top1_change_rate", s.diff.top1_change.mean},
@@ -181,6 +189,24 @@ Shown show_experiment(const std::string& path, const ShowRequest& request) {
 
 nlohmann::json result_document(const std::string& path) {
   return reading(path, [&] { return view_of(path).document(path); });
+}
+
+nlohmann::json compare_document(const std::vector<std::string>& paths) {
+  nlohmann::json runs = nlohmann::json::array();
+  std::set<std::string> names;
+  for (const auto& p : paths) names.insert(std::filesystem::path(p).filename().string());
+  for (const auto& path : paths) {
+    const store::Kind kind = store::kind_of(store::Experiment::open(path, false));
+    if (kind != store::Kind::kDiff)
+      throw InputError("'" + path + "' is a " + std::string(store::kind_info(kind).name) +
+                       ": only diffs are compared (report it alone)");
+    // Its file name, unless two files share it (then the path as given).
+    const std::string name = names.size() == paths.size()
+                                 ? std::filesystem::path(path).filename().string()
+                                 : path;
+    runs.push_back({{"name", name}, {"result", result_document(path)}});
+  }
+  return {{"kind", "compare"}, {"runs", runs}};
 }
 
 nlohmann::json catalog_entry(const std::string& path) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "report/transplants.h"
 
@@ -30,6 +31,11 @@ Shown show_experiment(const std::string& path, const ShowRequest& request);
 // The document `report` embeds and serve's result view draws: a diff's result_json, or another
 // kind's stored summary with `kind` and `text` (what show prints), which the page shows as is.
 nlohmann::json result_document(const std::string& path);
+
+// What `report a.hdy b.hdy …` embeds for its compare page: {kind: "compare", runs: [{name,
+// result}]}, each run a diff's result_document under its file name. InputError for a file that
+// is not a diff.
+nlohmann::json compare_document(const std::vector<std::string>& paths);
 
 // A line of serve's experiment list: {kind, status, a, b (model paths, absolute)} and, for a
 // diff, its headline numbers (kl_mean, kl_ci95, top1_change_rate, ppl_a, ppl_b, floor_kl_mean,

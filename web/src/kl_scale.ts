@@ -42,9 +42,17 @@ export function maxKl(result: Result): number {
 }
 
 export function klScale(result: Result, relative: boolean): KlScale {
-  const floor = floorKl(result.summary);
+  return scaleFrom(floorKl(result.summary), relative ? maxKl(result) : FIXED_HI, relative);
+}
+
+/** The fixed scale with nothing below it unshaded but 0: for pages that are not one diff. */
+export function fixedScale(): KlScale {
+  return scaleFrom(0, FIXED_HI, false);
+}
+
+function scaleFrom(floor: number, max: number, relative: boolean): KlScale {
   const lo = relative ? Math.max(floor, FIXED_LO) : FIXED_LO;
-  const hi = relative ? Math.max(maxKl(result), lo * 10) : FIXED_HI;
+  const hi = relative ? Math.max(max, lo * 10) : FIXED_HI;
   const span = Math.log(hi) - Math.log(lo);
   const unshadedBelow = Math.max(floor, FIXED_LO);
   return {

@@ -7,9 +7,27 @@ import { baseName } from "./format";
 import { renderResult } from "./result_view";
 import { startServeUI } from "./serve_ui";
 import { isSummaryResult, renderSummaryResult } from "./summary_view";
-import type { ResultDoc } from "./types";
+import { renderCompare } from "./compare_view";
+import { isCompareDoc, type CompareDoc, type Result, type ResultDoc } from "./types";
 
-function reportPage(app: HTMLElement, wire: ResultDoc): void {
+/** `heterodyne report a.hdy b.hdy …`: several diffs, compared (compare_view.ts). */
+function comparePage(app: HTMLElement, doc: CompareDoc): void {
+  const main = h("main", { class: "page" });
+  app.append(h("header", { class: "top" }, h("span", { class: "brand" }, "heterodyne"), h("span", { class: "muted" }, "compare")), main);
+  const runs = doc.runs.map((r) => ({ name: r.name, result: decodeResult(r.result) }));
+  const bad = runs.find((r) => isSummaryResult(r.result) || !r.result.summary || !Array.isArray(r.result.chunks));
+  if (bad) {
+    main.append(errorBox(`'${bad.name}' is not a diff: only diffs are compared.`));
+    return;
+  }
+  renderCompare(main, runs as { name: string; result: Result }[]);
+}
+
+function reportPage(app: HTMLElement, wire: ResultDoc | CompareDoc): void {
+  if (isCompareDoc(wire)) {
+    comparePage(app, wire);
+    return;
+  }
   const data = decodeResult(wire);
   const file = isSummaryResult(data) ? data.path : data.summary?.file;
   const jsonName = file ? baseName(file).replace(/\.[^.]*$/, "") + ".json" : "heterodyne-result.json";

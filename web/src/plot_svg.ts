@@ -23,11 +23,37 @@ function niceTicks(min: number, max: number, count: number): number[] {
   return out;
 }
 
-export function toSvg(spec: PlotSpec, xr: [number, number], yr: [number, number]): string {
+/** Decades from lo to hi, for a log axis. */
+function decadeTicks(lo: number, hi: number): number[] {
+  const out: number[] = [];
+  for (let e = Math.ceil(Math.log10(lo) - 1e-9); e <= Math.floor(Math.log10(hi) + 1e-9); e++) out.push(Math.pow(10, e));
+  return out;
+}
+
+/** The floor as a polygon over x: [0 or the axis bottom, hi] (or [−hi, hi] for signed steps). */
+function floorBand(spec: PlotSpec, X: (v: number) => number, Y: (v: number) => number, bottom: number): string | null {
+  const f = spec.floor;
+  if (!f) return null;
+  const his = spec.x.map((_, i) => (Array.isArray(f.hi) ? f.hi[i] : f.hi));
+  const idx = spec.x.map((_, i) => i).filter((i) => his[i] !== null && (his[i] as number) > 0);
+  if (idx.length === 0) return null;
+  const half = idx.length === 1 || spec.xTicks ? 0.5 : 0;
+  const xs = (i: number, side: number) => X(spec.x[i] + side * half);
+  const top = idx.flatMap((i) => [`${xs(i, -1).toFixed(1)},${Y(his[i] as number).toFixed(1)}`, `${xs(i, 1).toFixed(1)},${Y(his[i] as number).toFixed(1)}`]);
+  const low = (i: number) => (f.signed ? Y(-(his[i] as number)) : bottom);
+  const bot = [...idx].reverse().flatMap((i) => [`${xs(i, 1).toFixed(1)},${low(i).toFixed(1)}`, `${xs(i, -1).toFixed(1)},${low(i).toFixed(1)}`]);
+  return `<polygon points="${[...top, ...bot].join(" ")}" fill="#6b7280" fill-opacity="0.15"/>`;
+}
+
+/** log: a base-10 y axis, as the chart shows when its "log y" box is ticked (values ≤ 0 are
+ *  left out there, as uPlot leaves them out). */
+export function toSvg(spec: PlotSpec, xr: [number, number], yr: [number, number], log = false): string {
   const pw = W - M.left - M.right;
   const ph = H - M.top - M.bottom;
+  const ty = (v: number) => (log ? Math.log10(v) : v);
   const X = (v: number) => M.left + ((v - xr[0]) / (xr[1] - xr[0])) * pw;
-  const Y = (v: number) => M.top + ph - ((v - yr[0]) / (yr[1] - yr[0])) * ph;
+  const Y = (v: number) => M.top + ph - ((ty(log ? Math.max(v, yr[0]) : v) - ty(yr[0])) / (ty(yr[1]) - ty(yr[0]))) * ph;
+  const shown = (v: number | null): v is number => v !== null && (!log || v > 0);
   const f = (v: number) => v.toFixed(1);
   const o: string[] = [];
   o.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="system-ui, sans-serif" font-size="12">`);
@@ -43,7 +69,7 @@ export function toSvg(spec: PlotSpec, xr: [number, number], yr: [number, number]
   }
 
   // Grid and axes.
-  for (const t of niceTicks(yr[0], yr[1], 5)) {
+  for (const t of log ? decadeTicks(yr[0], yr[1]) : niceTicks(yr[0], yr[1], 5)) {
     o.push(`<line x1="${M.left}" x2="${M.left + pw}" y1="${f(Y(t))}" y2="${f(Y(t))}" stroke="#e5e7eb"/>`);
     o.push(`<text x="${M.left - 6}" y="${f(Y(t) + 4)}" text-anchor="end">${esc(fmt(t, 3))}</text>`);
   }
@@ -55,14 +81,16 @@ export function toSvg(spec: PlotSpec, xr: [number, number], yr: [number, number]
   o.push(`<rect x="${M.left}" y="${M.top}" width="${pw}" height="${ph}" fill="none" stroke="#9ca3af"/>`);
   o.push(`<text x="${M.left + pw / 2}" y="${H - 8}" text-anchor="middle">${esc(spec.xLabel)}</text>`);
   o.push(`<text transform="translate(14 ${M.top + ph / 2}) rotate(-90)" text-anchor="middle">${esc(spec.yLabel)}</text>`);
-  if (yr[0] < 0 && yr[1] > 0) o.push(`<line x1="${M.left}" x2="${M.left + pw}" y1="${f(Y(0))}" y2="${f(Y(0))}" stroke="#888"/>`);
+  const band = floorBand(spec, X, Y, M.top + ph);
+  if (band) o.push(band);
+  if (!log && yr[0] < 0 && yr[1] > 0) o.push(`<line x1="${M.left}" x2="${M.left + pw}" y1="${f(Y(0))}" y2="${f(Y(0))}" stroke="#888"/>`);
 
   // Bands, then lines, so lines stay on top.
   for (const l of spec.lines) {
     if (!l.lo || !l.hi) continue;
     const lo = l.lo;
     const hi = l.hi;
-    const idx = spec.x.map((_, i) => i).filter((i) => lo[i] !== null && hi[i] !== null);
+    const idx = spec.x.map((_, i) => i).filter((i) => shown(lo[i]) && shown(hi[i]));
     if (idx.length < 2) continue;
     const top = idx.map((i) => `${f(X(spec.x[i]))},${f(Y(hi[i] as number))}`);
     const bottom = idx.reverse().map((i) => `${f(X(spec.x[i]))},${f(Y(lo[i] as number))}`);
@@ -77,7 +105,7 @@ export function toSvg(spec: PlotSpec, xr: [number, number], yr: [number, number]
     };
     spec.x.forEach((xv, i) => {
       const v = l.y[i];
-      if (v === null) return flush();
+      if (!shown(v)) return flush();
       seg.push(`${f(X(xv))},${f(Y(v))}`);
       o.push(`<circle cx="${f(X(xv))}" cy="${f(Y(v))}" r="2.5" fill="${l.color}"/>`);
     });

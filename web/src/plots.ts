@@ -86,9 +86,9 @@ export function makePlot(spec: PlotSpec): PlotHandle {
 
   function saveSvg(): void {
     const x = u ? ([u.scales.x.min, u.scales.x.max] as [number, number]) : xExtent(spec);
-    // The SVG is drawn on a linear axis.
-    const y = u && !log ? ([u.scales.y.min, u.scales.y.max] as [number, number]) : yExtent(spec);
-    downloadBlob(`${spec.name}.svg`, new Blob([toSvg(spec, x, y)], { type: "image/svg+xml" }));
+    // On the axis the chart shows: log when its box is ticked.
+    const y = u ? ([u.scales.y.min, u.scales.y.max] as [number, number]) : log ? yExtentLog(spec) : yExtent(spec);
+    downloadBlob(`${spec.name}.svg`, new Blob([toSvg(spec, x, y, log)], { type: "image/svg+xml" }));
   }
 
   function mountChart(): void {

@@ -22,7 +22,8 @@ export class RunQueue {
   private rows = new Map<string, HTMLElement>();
 
   constructor(private onFinished: () => void) {
-    this.list = h("ul", { class: "run-list" });
+    // Announced politely to screen readers: a run starting, advancing, finishing or failing.
+    this.list = h("ul", { class: "run-list", "aria-live": "polite", "aria-relevant": "additions text" });
     this.status = h("div", { class: "runs-status" });
     this.el = h("div", { id: "runs" }, this.status, this.list);
   }
@@ -78,7 +79,9 @@ export class RunQueue {
     let finished = false;
     const keep = new Set<string>();
     let prev: HTMLElement | null = null;
-    for (const r of runs) {
+    // Newest first, as the experiments are: the run just started is the one watched.
+    const newestFirst = [...runs].sort((x, y) => Number(y.id) - Number(x.id));
+    for (const r of newestFirst) {
       const id = String(r.id);
       keep.add(id);
       const json = JSON.stringify(r);
@@ -92,7 +95,6 @@ export class RunQueue {
         this.rows.set(id, row);
         this.seen.set(id, json);
       }
-      // Keep the server's order.
       if (prev) {
         if (prev.nextSibling !== row) prev.after(row);
       } else if (this.list.firstChild !== row) this.list.prepend(row);
@@ -110,9 +112,12 @@ export class RunQueue {
   private row(r: RunInfo): HTMLElement {
     const chunks = typeof r.chunks === "number" && r.chunks > 0 ? r.chunks : 0;
     const chunk = typeof r.chunk === "number" ? r.chunk : 0;
-    const progress = h("progress", { max: chunks || 1 });
-    // Indeterminate until the run knows its chunk count.
-    if (chunks > 0 || r.state === "done") progress.value = r.state === "done" ? chunks || 1 : Math.min(chunk, chunks);
+    const progress = h("progress", { max: chunks || 1, "aria-label": `run ${r.id} progress` });
+    // Indeterminate (animated) only while an active run does not know its chunk count yet: a
+    // run that failed or was cancelled stops where it got to, a finished one is full.
+    if (r.state === "done") progress.value = chunks || 1;
+    else if (!active(r)) progress.value = chunks > 0 ? Math.min(chunk, chunks) : 0;
+    else if (chunks > 0) progress.value = Math.min(chunk, chunks);
     const cancel = h("button", { type: "button", class: "cancel" }, "Cancel");
     cancel.addEventListener("click", async () => {
       cancel.disabled = true;

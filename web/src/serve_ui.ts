@@ -1,13 +1,15 @@
 // The local server UI: a hash-routed single page. "#/" is home (models, new run, run queue,
 // experiments); "#/experiment/NAME" shows one result with its downloads.
-import { api, downloadHref, experimentHash } from "./api";
+import { api, downloadHref } from "./api";
 import { clear, errorBox, errorMessage, h } from "./dom";
-import { baseName, fmt, fmtBytes, fmtParams, fmtPct, fmtPm, fmtFixed, fmtTime, isNum, DASH } from "./format";
+import { baseName, fmtBytes, fmtParams, DASH } from "./format";
+import { renderCompare } from "./compare_view";
+import { experimentsTable } from "./experiments_table";
 import { renderResult } from "./result_view";
 import { isSummaryResult, renderSummaryResult } from "./summary_view";
 import { runForm } from "./run_form";
 import { RunQueue } from "./run_queue";
-import type { ExperimentInfo, ModelInfo } from "./types";
+import type { ModelInfo, Result } from "./types";
 
 /** Cleanup for the page on screen; called before the next route renders. */
 let disposeCurrent: () => void = () => {};
@@ -34,19 +36,23 @@ export function startServeUI(app: HTMLElement): void {
     const gen = ++generation;
     const hash = location.hash.replace(/^#/, "");
     const m = /^\/experiment\/(.+)$/.exec(hash);
-    if (m) {
-      let name: string;
-      try {
-        name = decodeURIComponent(m[1]);
-      } catch {
-        name = m[1];
-      }
-      void experimentPage(main, name, gen);
+    const cmp = /^\/compare\/(.+)$/.exec(hash);
+    if (cmp) void comparePage(main, cmp[1].split(",").map(decodeName), gen);
+    else if (m) {
+      void experimentPage(main, decodeName(m[1]), gen);
     } else homePage(main, gen);
     window.scrollTo(0, 0);
   };
   window.addEventListener("hashchange", route);
   route();
+}
+
+function decodeName(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
 }
 
 function section(id: string | null, title: string, ...body: HTMLElement[]): HTMLElement {
@@ -125,39 +131,6 @@ async function loadExperiments(box: HTMLElement, gen: number): Promise<void> {
   }
 }
 
-function modifiedKey(e: ExperimentInfo): number {
-  const m = e.modified;
-  if (typeof m === "number") return m < 1e12 ? m * 1000 : m;
-  const t = m ? Date.parse(m) : NaN;
-  return Number.isNaN(t) ? 0 : t;
-}
-
-function experimentsTable(list: ExperimentInfo[]): HTMLElement {
-  if (list.length === 0) return h("p", { class: "muted" }, "No experiments yet: start a run above.");
-  // Newest first: the one just finished is what the user wants.
-  const sorted = [...list].sort((x, y) => modifiedKey(y) - modifiedKey(x));
-  return table(
-    ["experiment", "status", "mean KL ± CI95", "floor KL", "top-1 change", "PPL A", "PPL B", "chunks", "A", "B", "modified"],
-    sorted.map((e) =>
-      h(
-        "tr",
-        { "data-name": e.name },
-        h("td", null, h("a", { href: experimentHash(e.name), class: "experiment-link" }, e.name), e.kind && e.kind !== "diff" ? h("span", { class: "muted kind" }, ` (${e.kind})`) : null),
-        h("td", null, e.status ?? DASH),
-        h("td", null, fmtPm(e.kl_mean, e.kl_ci95)),
-        h("td", null, e.floor_kl_mean === 0 ? "0 (bitwise)" : fmt(e.floor_kl_mean)),
-        h("td", null, fmtPct(e.top1_change_rate)),
-        h("td", null, fmtFixed(e.ppl_a, 3)),
-        h("td", null, fmtFixed(e.ppl_b, 3)),
-        h("td", null, isNum(e.n_chunks) ? String(e.n_chunks) : DASH),
-        h("td", { title: e.a ?? "" }, baseName(e.a)),
-        h("td", { title: e.b ?? "" }, baseName(e.b)),
-        h("td", null, fmtTime(e.modified)),
-      ),
-    ),
-  );
-}
-
 async function experimentPage(main: HTMLElement, name: string, gen: number): Promise<void> {
   const body = h("div", { class: "experiment-body" }, h("p", { class: "muted" }, "Loading result…"));
   main.append(h("nav", { class: "crumbs" }, h("a", { href: "#/" }, "← runs and experiments")), h("h1", null, name), body);
@@ -176,8 +149,25 @@ async function experimentPage(main: HTMLElement, name: string, gen: number): Pro
       h("h2", null, "Downloads"),
       ...formats.map((f) => h("a", { href: downloadHref(name, f), download: "", class: `download download-${f}` }, `Download ${f.toUpperCase()}`)),
     );
-    if (isSummaryResult(result)) renderSummaryResult(body, result, downloads);
+    if (isSummaryResult(result)) disposeCurrent = renderSummaryResult(body, result, downloads);
     else disposeCurrent = renderResult(body, result, downloads);
+  } catch (e) {
+    if (gen !== generation) return;
+    clear(body);
+    body.append(errorBox(errorMessage(e)));
+  }
+}
+
+async function comparePage(main: HTMLElement, names: string[], gen: number): Promise<void> {
+  const body = h("div", { class: "experiment-body" }, h("p", { class: "muted", "aria-live": "polite" }, `Loading ${names.length} results…`));
+  main.append(h("nav", { class: "crumbs" }, h("a", { href: "#/" }, "← runs and experiments")), h("h1", null, "Compare"), body);
+  try {
+    const results = await Promise.all(names.map(async (name) => ({ name, result: await api.result(name) })));
+    if (gen !== generation) return;
+    const notDiff = results.find((r) => isSummaryResult(r.result) || !r.result.summary || !Array.isArray(r.result.chunks));
+    if (notDiff) throw new Error(`'${notDiff.name}' is not a diff: only diffs are compared`);
+    clear(body);
+    disposeCurrent = renderCompare(body, results as { name: string; result: Result }[]);
   } catch (e) {
     if (gen !== generation) return;
     clear(body);

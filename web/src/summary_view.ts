@@ -1,23 +1,61 @@
-// The view of an experiment that is not a diff (a sweep, a floor exploration): its kind, status
-// and integrity, and the text `heterodyne show` prints for it, as is. Such a document is
+// The view of an experiment that is not a diff (a sweep, a floor exploration, a recipe, a gate
+// reference): its
+// kind's own page (kind_*.ts, looked up by kind, so a new kind adds one entry) above the text
+// `heterodyne show` prints for it, as is. Such a document is
 // {kind, text, path, status, integrity, <kind>: {...}} (report/experiment_views.h).
-import { h } from "./dom";
+import { errorBox, errorMessage, h } from "./dom";
+import { renderFloor, type FloorDoc } from "./kind_floor";
+import { renderRecommend, type RecommendDoc } from "./kind_recommend";
+import { renderReference, type ReferenceDoc } from "./kind_reference";
+import { renderSweep, type SweepDoc } from "./kind_sweep";
+import type { PlotHandle } from "./plots";
 import type { ResultDoc, SummaryResult } from "./types";
 
 export function isSummaryResult(doc: ResultDoc): doc is SummaryResult {
   return typeof (doc as SummaryResult).kind === "string" && (doc as SummaryResult).kind !== "diff" && typeof (doc as SummaryResult).text === "string";
 }
 
-export function renderSummaryResult(root: HTMLElement, doc: SummaryResult, downloads: HTMLElement): void {
+type KindView = (root: HTMLElement, body: never) => PlotHandle[] | void;
+
+const VIEWS: Record<string, KindView> = {
+  sweep: renderSweep as (root: HTMLElement, body: SweepDoc) => PlotHandle[],
+  floor: renderFloor as (root: HTMLElement, body: FloorDoc) => void,
+  recommend: renderRecommend as (root: HTMLElement, body: RecommendDoc) => void,
+  reference: renderReference as (root: HTMLElement, body: ReferenceDoc) => PlotHandle[],
+};
+
+/** Renders into root (in the document); returns the dispose function for its charts. */
+export function renderSummaryResult(root: HTMLElement, doc: SummaryResult, downloads: HTMLElement): () => void {
   const integrity = doc.integrity === "MISMATCH" ? "fails its integrity check (changed after it was sealed)" : (doc.integrity ?? "");
+  const page = h("div", { class: "kind-page" });
   root.append(
     h(
       "div",
-      { class: "result summary-result" },
+      { class: `result summary-result kind-${doc.kind}` },
       h("h2", null, `A ${doc.kind}`),
-      h("p", { class: "muted" }, `status: ${doc.status ?? "unknown"} · integrity: ${integrity}`),
+      h("p", { class: doc.integrity === "MISMATCH" ? "warn-line" : "muted" }, `status: ${doc.status ?? "unknown"} · integrity: ${integrity}`),
+      page,
+      h("h3", null, doc.text_title ?? "As heterodyne show prints it"),
       h("pre", { class: "mono show-text" }, doc.text),
       downloads,
     ),
   );
+  let plots: PlotHandle[] = [];
+  const view = VIEWS[doc.kind];
+  const body = (doc as unknown as Record<string, unknown>)[doc.kind];
+  if (view && body && typeof body === "object") {
+    try {
+      plots = view(page, body as never) ?? [];
+      plots.forEach((p) => p.mount());
+    } catch (e) {
+      // A file from an older heterodyne may lack a field the page draws: the text still stands.
+      page.append(errorBox(`Could not draw this ${doc.kind}'s charts: ${errorMessage(e)}`));
+    }
+  }
+  const onResize = () => plots.forEach((p) => p.resize());
+  window.addEventListener("resize", onResize);
+  return () => {
+    window.removeEventListener("resize", onResize);
+    plots.forEach((p) => p.destroy());
+  };
 }

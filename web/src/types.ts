@@ -225,12 +225,24 @@ export interface Result {
 export interface SummaryResult {
   kind: string;
   text: string;
+  /** The heading over text (a reference's is check's output, not show's). */
+  text_title?: string;
   path?: string;
   status?: string;
   integrity?: string;
 }
 
 export type ResultDoc = Result | SummaryResult;
+
+/** What `heterodyne report a.hdy b.hdy …` embeds: each diff's document under its file name. */
+export interface CompareDoc {
+  kind: "compare";
+  runs: { name: string; result: ResultDoc }[];
+}
+
+export function isCompareDoc(d: unknown): d is CompareDoc {
+  return typeof d === "object" && d !== null && (d as CompareDoc).kind === "compare" && Array.isArray((d as CompareDoc).runs);
+}
 
 // ---- serve API ----
 
@@ -259,6 +271,9 @@ export interface ExperimentInfo {
   ppl_b?: Num;
   floor_kl_mean?: Num;
   n_chunks?: Num;
+  /** B's file size in bits over its parameter count. */
+  b_bpw?: Num;
+  b_size?: Num;
   a?: string;
   b?: string;
   modified?: string | number;
@@ -299,7 +314,7 @@ export interface RunRequest {
 
 declare global {
   interface Window {
-    HD_DATA?: ResultDoc;
+    HD_DATA?: ResultDoc | CompareDoc;
     HD_SERVE?: boolean;
   }
 }

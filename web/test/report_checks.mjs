@@ -51,6 +51,13 @@ export async function checkLogToggle(page, check) {
   await plot.locator(".plot-log").click();
   const after = await ticks();
   check(before[0] !== after[0] && before[1] !== after[1], "the log toggle changes the y axis", `log ${before[0]}→${after[0]}, y ${before[1]}→${after[1]}`);
+  // The SVG export follows the axis on screen: its y ticks are then whole decades.
+  const isLog = after[0] === "true" || after[0] === "1";
+  const [dl] = await Promise.all([page.waitForEvent("download", { timeout: 10000 }), plot.getByText("Download SVG").click()]);
+  const svgText = readFileSync(await dl.path(), "utf8");
+  const yTicks = [...svgText.matchAll(/text-anchor="end">([^<]+)</g)].map((m) => Number(m[1]));
+  const decades = yTicks.length > 1 && yTicks.every((v) => v > 0 && Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9);
+  check(decades === isLog, "the SVG export is drawn on the axis the chart shows", `log ${after[0]}, y ticks ${yTicks.join(", ")}`);
   const legend = await plot.locator(".u-legend .u-series").nth(1).textContent();
   check(!/—/.test(legend ?? "—"), "the legend shows values without hovering", legend ?? "");
 }

@@ -2,17 +2,19 @@
 // one line per check, exit 0 when all pass, 1 when any fails, 2 on bad usage.
 //
 //   node web/test/ui.test.mjs report FILE.html SCREENSHOT_DIR
-//   node web/test/ui.test.mjs summary FILE.html SCREENSHOT_DIR   (a sweep's or floor's report)
+//   node web/test/ui.test.mjs summary FILE.html SCREENSHOT_DIR   (a sweep's, floor's or recipe's report)
+//   node web/test/ui.test.mjs compare FILE.html SCREENSHOT_DIR   (`report a.hdy b.hdy …`)
 //   node web/test/ui.test.mjs serve URL SCREENSHOT_DIR MODEL_A_PATH QUANT_TYPE
 // (URL as heterodyne serve prints it, with its ?token=)
 import { chromium } from "playwright-core";
 import { mkdirSync, readFileSync } from "node:fs";
 import { resolve, join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { checkCompare, checkFloor, checkRecommend, checkReference, checkSweep } from "./kind_checks.mjs";
 import { checkContrast, checkFixedColours, checkKeyboard, checkLogToggle, checkWaterfall, checkWorstTokens } from "./report_checks.mjs";
 
 const [mode, target, shotDir, modelA, quantType] = process.argv.slice(2);
-if (!(((mode === "report" || mode === "summary") && target && shotDir) || (mode === "serve" && target && shotDir && modelA && quantType))) {
+if (!(((mode === "report" || mode === "summary" || mode === "compare") && target && shotDir) || (mode === "serve" && target && shotDir && modelA && quantType))) {
   console.error("usage:\n  node ui.test.mjs report FILE.html SCREENSHOT_DIR\n  node ui.test.mjs serve URL SCREENSHOT_DIR MODEL_A_PATH QUANT_TYPE");
   process.exit(2);
 }
@@ -220,7 +222,36 @@ async function summaryMode(context, page) {
   }));
   check(got.text !== null && got.text.length > 0 && got.shown === got.text, "the page shows the text show prints, as is", `${got.shown?.length} vs ${got.text?.length} characters`);
   check(got.heading.includes(got.kind ?? "?"), "the heading names the kind", got.heading);
-  await page.screenshot({ path: join(shotDir, "summary.png"), fullPage: true });
+  const kindCheck = { sweep: checkSweep, floor: checkFloor, recommend: checkRecommend, reference: checkReference }[got.kind];
+  if (check(!!kindCheck, `the test knows the kind '${got.kind}'`)) await kindCheck(page, check);
+  const errors = await page.locator(".error").allTextContents();
+  check(errors.length === 0, "no .error on the page", errors.join(" | "));
+  await page.screenshot({ path: join(shotDir, `summary-${got.kind}.png`), fullPage: true });
+  check(external.length === 0, "no request left the page", external.slice(0, 5).join(", "));
+}
+
+/** What the compare checks expect of each run, read from wire documents (format 2). */
+function compareFacts(docs) {
+  return docs.map((d) => {
+    const b = d.summary.provenance?.arms?.b ?? {};
+    let scored = 0;
+    for (const c of d.chunks) for (const s of c.scored) scored += s === 1 ? 1 : 0;
+    return {
+      kl: d.summary.kl_mean,
+      bpw: b.model_size > 0 && b.n_params > 0 ? (8 * b.model_size) / b.n_params : null,
+      scored,
+      tokens: d.chunks.map((c) => `${c.chunk}:${c.tokens.join(" ")}`).join("|"),
+    };
+  });
+}
+
+async function compareMode(context, page) {
+  const external = await refuseExternal(context, page);
+  await page.goto(pathToFileURL(resolve(target)).href);
+  const docs = await page.evaluate(() => window.HD_DATA.runs.map((r) => r.result));
+  await checkCompare(page, compareFacts(docs), check, shotDir, "report");
+  const errors = await page.locator(".error").allTextContents();
+  check(errors.length === 0, "no .error on the page", errors.join(" | "));
   check(external.length === 0, "no request left the page", external.slice(0, 5).join(", "));
 }
 
@@ -303,6 +334,12 @@ async function serveMode(page) {
     const okHead = f === "hdy" ? got.head.startsWith("SQLite format 3") : f === "json" ? got.head.trimStart().startsWith("{") : got.size > 0;
     check(got.status === 200 && okHead, `GET ${h}`, `HTTP ${got.status}, ${got.size} bytes`);
   }
+  // The run against itself on the compare page: a known answer, every dot on the diagonal.
+  const doc = await page.evaluate(async (u) => (await fetch(u)).json(), resultUrl);
+  await page.evaluate((n) => (location.hash = `#/compare/${encodeURIComponent(n)},${encodeURIComponent(n)}`), name);
+  await checkCompare(page, compareFacts([doc, doc]), check, shotDir, "serve");
+  const note = (await page.locator(".scatter-box .plot-note").textContent()) ?? "";
+  check(/the larger KL: .* at 0 \(0\.0 %\), .* at 0 \(0\.0 %\)/.test(note), "a run against itself: no token has the larger KL on either side", note.slice(0, 120));
 }
 
 const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: ["--no-sandbox"] });
@@ -317,6 +354,7 @@ try {
   });
   if (mode === "report") await reportMode(context, page);
   else if (mode === "summary") await summaryMode(context, page);
+  else if (mode === "compare") await compareMode(context, page);
   else await serveMode(page);
   check(pageErrors.length === 0, "no script errors in the page", pageErrors.slice(0, 3).join(" | "));
 } catch (e) {
