@@ -28,7 +28,7 @@ TEST(WebUi, ReportFileOpensOfflineAndDrawsEverything) {
   const auto diff = hd::test::run_cli(
       {"diff", "--a", hd::test::shared_path("models/stories260K.gguf"), "--b-quant", "Q8_0",
        "--text-file", hd::test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "128",
-       "--max-chunks", "3", "--components", "-o", run});
+       "--max-chunks", "3", "--components", "--lens", "-o", run});
   ASSERT_EQ(diff.exit_code, 0) << diff.err;
   const auto report = hd::test::run_cli({"report", run, "-o", html});
   ASSERT_EQ(report.exit_code, 0) << report.err;

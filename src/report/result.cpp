@@ -93,12 +93,59 @@ json chunk_json(const analysis::ChunkResult& c, std::set<int32_t>& used) {
   return out;
 }
 
+json cell_value(const analysis::Cell& cell) {
+  if (const auto* d = std::get_if<double>(&cell)) return shown(*d);
+  if (const auto* i = std::get_if<int64_t>(&cell)) return *i;
+  return std::get<std::string>(cell);
+}
+
+// A plug-in's rows of one chunk, for the token they are shown on: {columns, rows: [[i, cells
+// but pos…]]}, i = pos + 1 as for every per-token array. Integer columns named top1_* hold
+// token ids (the lens's): their pieces join the document's table.
+json position_rows_json(const Loaded::PositionRows& p, int chunk, size_t n,
+                        std::set<int32_t>& used) {
+  size_t pos_col = 0;
+  json columns = json::array();
+  std::vector<bool> token_col;
+  for (size_t k = 0; k < p.columns.size(); ++k) {
+    const auto& c = p.columns[k];
+    if (c.name == "pos") {
+      pos_col = k;
+      continue;
+    }
+    columns.push_back(c.name);
+    token_col.push_back(c.type == analysis::ColumnDef::Type::kInteger && c.name.rfind("top1_", 0) == 0);
+  }
+  json rows = json::array();
+  for (const auto& r : p.rows) {
+    if (r.chunk != chunk || r.cells.size() != p.columns.size()) continue;
+    const auto* pos = std::get_if<int64_t>(&r.cells[pos_col]);
+    if (pos == nullptr || *pos < 0 || static_cast<size_t>(*pos) + 1 >= n) continue;
+    json row = json::array({*pos + 1});
+    for (size_t k = 0, out = 0; k < r.cells.size(); ++k) {
+      if (k == pos_col) continue;
+      if (token_col[out++])
+        if (const auto* id = std::get_if<int64_t>(&r.cells[k])) used.insert(static_cast<int32_t>(*id));
+      row.push_back(cell_value(r.cells[k]));
+    }
+    rows.push_back(std::move(row));
+  }
+  return {{"columns", std::move(columns)}, {"rows", std::move(rows)}};
+}
+
 }  // namespace
 
 json result_json(const Loaded& l) {
   json chunks = json::array();
   std::set<int32_t> used;
-  for (const auto& c : l.chunks) chunks.push_back(chunk_json(c, used));
+  for (const auto& c : l.chunks) {
+    chunks.push_back(chunk_json(c, used));
+    if (l.position_rows.empty()) continue;
+    json rows = json::object();
+    for (const auto& [name, p] : l.position_rows)
+      rows[name] = position_rows_json(p, c.chunk, c.tokens.size(), used);
+    chunks.back()["analyses"] = std::move(rows);
+  }
   json pieces = json::object();
   for (const int32_t id : used) pieces[std::to_string(id)] = piece_text(l, id);
   return {{"format", 2},

@@ -49,7 +49,15 @@ Loaded load_experiment(const std::string& path) {
   l.transplants = analysis::summarize_transplants(l.chunks);
   l.analyses = summarize_analyses(e);
   for (const auto& name : e.analyses()) {
-    if (name == "routing") l.routing_rows = e.analysis_rows(name);
+    const analysis::ChunkAnalysis* a = analysis::find_chunk_analysis(name);
+    if (a == nullptr) continue;  // unknown to this build: summarize_analyses said so
+    auto columns = a->columns();
+    const bool per_position = std::any_of(columns.begin(), columns.end(),
+                                          [](const analysis::ColumnDef& c) { return c.name == "pos"; });
+    if (name != "routing" && !per_position) continue;
+    auto rows = e.analysis_rows(name);
+    if (name == "routing") l.routing_rows = rows;
+    if (per_position) l.position_rows[name] = {std::move(columns), std::move(rows)};
   }
   return l;
 }

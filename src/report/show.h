@@ -28,6 +28,13 @@ struct Loaded {
   std::optional<analysis::TransplantSummary> transplants;  // with --transplants
   std::vector<std::pair<std::string, analysis::SummaryTable>> analyses;  // plug-ins, by name
   std::vector<analysis::StoredRow> routing_rows;  // analysis_routing's, for show --routing
+  // Every known plug-in whose rows have a "pos" column (the lens, routing): its column names
+  // and rows, for the result document's per-token rows (the page's pinned token).
+  struct PositionRows {
+    std::vector<analysis::ColumnDef> columns;
+    std::vector<analysis::StoredRow> rows;
+  };
+  std::map<std::string, PositionRows> position_rows;
 };
 
 Loaded load_experiment(const std::string& path);

@@ -17,6 +17,16 @@ function decodeChunk(c: WireChunk, pieces: Record<string, string>): Chunk {
   const piece = (id: Num) => (id === null || id === undefined ? "" : (pieces[String(id)] ?? `<${id}>`));
   const layers = c.layers ?? [];
   const points = c.points;
+  // Each plug-in's rows, grouped by the token they are shown on.
+  const rowsAt = new Map<number, NonNullable<Position["analyses"]>>();
+  for (const [name, t] of Object.entries(c.analyses ?? {})) {
+    for (const row of t.rows) {
+      const i = Number(row[0]);
+      const at = rowsAt.get(i) ?? {};
+      (at[name] ??= { columns: t.columns, rows: [] }).rows.push(row.slice(1));
+      rowsAt.set(i, at);
+    }
+  }
   const positions: Position[] = (c.tokens ?? []).map((id, i) => {
     const p: Position = { pos: i, text: piece(id), scored: c.scored?.[i] === 1 };
     if (i === 0) return p;
@@ -28,9 +38,20 @@ function decodeChunk(c: WireChunk, pieces: Record<string, string>): Chunk {
     if (layers.length) p.rel_err = layers.map((l) => l.rel_err?.[i]);
     if (points && c.denoise) p.denoise = c.denoise.map((s) => s?.[i]);
     if (points && c.noise) p.noise = c.noise.map((s) => s?.[i]);
+    const own = rowsAt.get(i);
+    if (own) p.analyses = pieceColumns(own, piece);
     return p;
   });
   return { chunk: c.chunk, positions, layers: layers.map((l) => l.layer), points };
+}
+
+/** Columns named top1_* hold token ids (the lens's): shown as their text. */
+function pieceColumns(at: NonNullable<Position["analyses"]>, piece: (id: Num) => string): NonNullable<Position["analyses"]> {
+  for (const t of Object.values(at)) {
+    const ids = t.columns.map((c, k) => (c.startsWith("top1_") ? k : -1)).filter((k) => k >= 0);
+    if (ids.length) t.rows = t.rows.map((r) => r.map((v, k) => (ids.includes(k) && typeof v === "number" ? piece(v) : v)));
+  }
+  return at;
 }
 
 /** A format-2 document becomes a Result; anything else (a sweep's summary, an older page's

@@ -2,6 +2,7 @@
 // forms: its residual error after each layer and its denoise/noise curves, each beside the
 // run's mean, so one token's story can be read against the average.
 import { clear, h } from "./dom";
+import { fmt, visibleToken, DASH } from "./format";
 import { COLORS } from "./plot_specs";
 import { miniChart, type MiniSeries } from "./mini_chart";
 import { tokenFacts } from "./token_tip";
@@ -51,6 +52,24 @@ function transplantCharts(result: Result, chunk: Chunk | undefined, t: StripToke
   return out;
 }
 
+/** Each per-position plug-in's rows here (the lens: one per layer; routing: one per MoE
+ *  layer), as a small table under the charts. */
+function analysisTables(p: StripToken["p"]): HTMLElement[] {
+  return Object.entries(p.analyses ?? {}).map(([name, t]) =>
+    h(
+      "div",
+      { class: "panel-analysis", "data-analysis": name },
+      h("h4", null, name),
+      h(
+        "table",
+        { class: "data small" },
+        h("thead", null, h("tr", null, ...t.columns.map((c) => h("th", { scope: "col" }, c)))),
+        h("tbody", null, ...t.rows.map((r) => h("tr", null, ...r.map((v) => h("td", null, typeof v === "number" ? fmt(v) : typeof v === "string" ? visibleToken(v) : DASH))))),
+      ),
+    ),
+  );
+}
+
 export function renderTokenPanel(result: Result): TokenPanel {
   const body = h("div", { class: "panel-body" }, h("p", { class: "muted" }, "Click a token, or move to one with the arrow keys and press Enter, to pin it here."));
   const el = h("aside", { id: "tok-panel", class: "tok-panel", "aria-live": "polite", "aria-label": "pinned token" }, h("h3", null, "Pinned token"), body);
@@ -70,6 +89,7 @@ export function renderTokenPanel(result: Result): TokenPanel {
           h("div", { class: "panel-charts" }, ...charts),
         );
       }
+      body.append(...analysisTables(t.p));
     },
   };
 }

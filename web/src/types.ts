@@ -183,6 +183,8 @@ export interface Position {
   /** KL left after each restore point (Chunk.points order), both directions. */
   denoise?: Num[];
   noise?: Num[];
+  /** This position's rows of each per-position plug-in (lens: one per layer). */
+  analyses?: Record<string, { columns: string[]; rows: (number | string | null)[][] }>;
 }
 
 export interface Chunk {
@@ -207,6 +209,9 @@ export interface WireChunk {
   points?: string[];
   denoise?: Num[][];
   noise?: Num[][];
+  /** Plug-ins with rows per position (lens, routing): each row's first cell is the token
+   *  index i, then the columns (pos left out). */
+  analyses?: Record<string, { columns: string[]; rows: (number | string | null)[][] }>;
 }
 
 export interface WireResult {

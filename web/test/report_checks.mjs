@@ -20,6 +20,11 @@ export async function checkWorstTokens(page, facts, check) {
     const charts = await page.locator("#tok-panel .mini-chart").count();
     check(charts >= 2, "the panel draws this position's residual and transplant curves", `${charts} charts`);
   }
+  // Per-position plug-in rows (the lens: one per layer) of the pinned token, as stored.
+  for (const [name, want] of Object.entries(facts.worstAnalysisRows ?? {})) {
+    const got = await page.locator(`#tok-panel .panel-analysis[data-analysis="${name}"] tbody tr`).count();
+    check(got === want && want > 0, `the panel lists this position's ${name} rows`, `${got} vs ${want}`);
+  }
   // Sorting by |ΔNLL| re-ranks every token: the first row then has the largest |ΔNLL|.
   await page.locator('#worst-tokens .sort-button[data-key="dnll"]').click();
   const sorted = await page.evaluate(() => document.querySelector('#worst-tokens th[aria-sort="descending"] .sort-button')?.dataset.key);
