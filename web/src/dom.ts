@@ -65,3 +65,12 @@ export function downloadURL(name: string, url: string): void {
   a.click();
   a.remove();
 }
+
+/** Calls fn when the system switches between light and dark: canvases read the theme's colours
+ *  when drawn, so they draw again. Returns the function that stops listening. */
+export function onSchemeChange(fn: () => void): () => void {
+  const q = window.matchMedia?.("(prefers-color-scheme: dark)");
+  if (!q) return () => {};
+  q.addEventListener("change", fn);
+  return () => q.removeEventListener("change", fn);
+}

@@ -35,8 +35,10 @@ const uniq = <T>(xs: T[]) => [...new Set(xs)];
 function cellFor(row: FloorRow | undefined, isReference: boolean): HTMLElement {
   if (!row) return h("td", { class: "floor-cell missing" }, "not run");
   const scale = fixedScale();
+  // Below the scale's first decade a KL gets no shade, and then the page's own text colour.
+  const shade = row.identical ? null : colourOf(scale, row.kl_mean);
   const attrs = {
-    class: `floor-cell ${row.identical ? "identical" : "differs"}${isReference ? " reference" : ""}`,
+    class: `floor-cell ${row.identical ? "identical" : shade ? "differs shaded" : "differs"}${isReference ? " reference" : ""}`,
     "data-ubatch": row.n_ubatch,
     "data-threads": row.n_threads,
     "data-fa": row.flash_attn,
@@ -44,7 +46,7 @@ function cellFor(row: FloorRow | undefined, isReference: boolean): HTMLElement {
     title: row.identical
       ? "bitwise identical to the reference ubatch"
       : `${row.positions_differing ?? "?"} of ${row.positions ?? "?"} positions differ; max KL ${fmt(row.kl_max)}; top-1 change ${fmtPct(row.top1_change_rate, 3)}`,
-    style: row.identical ? undefined : `background:${colourOf(scale, row.kl_mean) ?? "transparent"}`,
+    style: shade ? `background:${shade}` : undefined,
   };
   return h("td", attrs, row.identical ? "≡ identical" : fmt(row.kl_mean, 3), isReference ? h("span", { class: "ref-mark" }, " (ref)") : null);
 }

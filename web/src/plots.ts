@@ -1,7 +1,7 @@
 // uPlot charts drawn from PlotSpecs, each in <div class="plot" data-plot=NAME> with
 // "Download PNG" (the chart canvas) and "Download SVG" (rebuilt from the same spec).
 import uPlot from "uplot";
-import { h, downloadBlob, downloadURL } from "./dom";
+import { h, downloadBlob, downloadURL, onSchemeChange } from "./dom";
 import { fmt } from "./format";
 import { type PlotSpec, wantsLogY, xExtent, xTickLabel, yExtent, yExtentLog } from "./plot_specs";
 import { toSvg } from "./plot_svg";
@@ -103,15 +103,25 @@ export function makePlot(spec: PlotSpec): PlotHandle {
     showLastValues(u);
   }
 
+  // The canvas keeps the colours it was drawn with: a switch of scheme draws it again.
+  let unlisten: () => void = () => {};
   return {
     el,
     mount() {
-      if (!u) mountChart();
+      if (u) return;
+      mountChart();
+      unlisten = onSchemeChange(() => {
+        if (!u) return;
+        u.destroy();
+        u = null;
+        mountChart();
+      });
     },
     resize() {
       if (u) u.setSize({ width: width(), height: HEIGHT });
     },
     destroy() {
+      unlisten();
       if (u) u.destroy();
       u = null;
     },

@@ -1,6 +1,6 @@
 // Two runs on the same tokens, paired: each scored position a dot at (KL of run X, KL of run Y)
 // on log axes, the diagonal and both floors drawn. Canvas, since a run has thousands of dots.
-import { h } from "./dom";
+import { h, onSchemeChange } from "./dom";
 import { fmt, isNum } from "./format";
 import type { Result } from "./types";
 
@@ -79,6 +79,9 @@ export function tokenScatter(p: Pairing, names: [string, string], floors: [numbe
   if (p.reason) return h("p", { class: "muted scatter-none" }, `No paired scatter: ${p.reason}.`);
   const canvas = h("canvas", { class: "token-scatter", "data-points": p.x.length, width: SIZE, height: SIZE, style: `width:${SIZE}px;height:${SIZE}px`, role: "img", "aria-label": `KL per token, ${names[0]} against ${names[1]}` });
   drawScatter(canvas, p, floors);
+  // Its axis text takes the page's colour when drawn: again when the scheme changes (the
+  // listener goes with the page, which a route change replaces whole).
+  onSchemeChange(() => drawScatter(canvas, p, floors));
   const above = p.x.filter((x, i) => p.y[i] > x).length;
   const below = p.x.filter((x, i) => p.y[i] < x).length;
   const share = (n: number) => `${n} (${((100 * n) / p.x.length).toFixed(1)} %)`;

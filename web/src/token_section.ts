@@ -1,6 +1,6 @@
 // "Which tokens": the colour legend and its toggles, the overview bar, the worst tokens, the
 // shaded text and the pinned token's panel, wired together.
-import { h } from "./dom";
+import { h, onSchemeChange } from "./dom";
 import { fmt } from "./format";
 import { FIXED_LO, klScale, rampStops, type KlScale } from "./kl_scale";
 import { renderOverview } from "./token_overview";
@@ -58,10 +58,17 @@ export function renderTokenSection(result: Result): { el: HTMLElement; mount(): 
     h("details", { class: "worst-details", open: true }, h("summary", null, "Worst tokens"), renderWorstTokens(strip.tokens, (i) => strip.goTo(i, true))),
     h("div", { class: "strip-grid" }, strip.el, panel.el),
   );
+  let unlisten: () => void = () => {};
   return {
     el,
-    mount: () => overview.draw(scale),
+    mount: () => {
+      overview.draw(scale);
+      unlisten = onSchemeChange(() => overview.draw(scale)); // the canvas keeps its colours
+    },
     resize: () => overview.resize(),
-    dispose: () => strip.dispose(),
+    dispose: () => {
+      unlisten();
+      strip.dispose();
+    },
   };
 }

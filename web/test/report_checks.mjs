@@ -110,13 +110,31 @@ export async function lowestContrast(page) {
   });
 }
 
+/** A checksum of the first chart canvas's pixels, or null: a chart drawn again in the other
+ *  scheme's colours has other pixels. */
+function canvasSum(page) {
+  return page.evaluate(() => {
+    const c = document.querySelector(".plot canvas, canvas.token-scatter");
+    if (!c) return null;
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let sum = 0;
+    for (let i = 0; i < d.length; i++) sum = (sum * 31 + d[i]) % 1000000007;
+    return sum;
+  });
+}
+
 export async function checkContrast(page, check, shotDir, tag) {
+  const pixels = {}; // per scheme: the chart's pixel checksum
   for (const scheme of ["light", "dark"]) {
     await page.emulateMedia({ colorScheme: scheme });
+    await page.waitForTimeout(100);
+    pixels[scheme] = await canvasSum(page);
     const w = await lowestContrast(page);
     check(w.ratio >= 4.5, `text contrast ≥ 4.5:1 everywhere (${scheme})`, `lowest ${w.ratio.toFixed(2)}: "${w.text}" ${w.style}`);
     await page.screenshot({ path: join(shotDir, `${tag}-${scheme}.png`), fullPage: true });
   }
+  if (pixels.light !== null)
+    check(pixels.dark !== pixels.light, "charts draw again in the other scheme's colours", `pixel checksum ${pixels.light} → ${pixels.dark}`);
   await page.emulateMedia({ colorScheme: "light" });
 }
 

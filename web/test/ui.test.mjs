@@ -228,6 +228,7 @@ async function summaryMode(context, page) {
   check(got.heading.includes(got.kind ?? "?"), "the heading names the kind", got.heading);
   const kindCheck = { sweep: checkSweep, floor: checkFloor, recommend: checkRecommend, reference: checkReference }[got.kind];
   if (check(!!kindCheck, `the test knows the kind '${got.kind}'`)) await kindCheck(page, check);
+  await checkContrast(page, check, shotDir, `summary-${got.kind}`);
   const errors = await page.locator(".error").allTextContents();
   check(errors.length === 0, "no .error on the page", errors.join(" | "));
   await page.screenshot({ path: join(shotDir, `summary-${got.kind}.png`), fullPage: true });
@@ -254,6 +255,7 @@ async function compareMode(context, page) {
   await page.goto(pathToFileURL(resolve(target)).href);
   const docs = await page.evaluate(() => window.HD_DATA.runs.map((r) => r.result));
   await checkCompare(page, compareFacts(docs), check, shotDir, "report");
+  await checkContrast(page, check, shotDir, "compare");
   const errors = await page.locator(".error").allTextContents();
   check(errors.length === 0, "no .error on the page", errors.join(" | "));
   check(external.length === 0, "no request left the page", external.slice(0, 5).join(", "));
