@@ -125,7 +125,7 @@ TEST_F(Recommend, RecipeAtQ4KMSizeTakesEveryTypePredictsItsBytesAndVerifies) {
   EXPECT_EQ(doc["text"], hd::test::run_cli({"show", dir + "/report.hdy"}).out);
   // Its page (the held-out ladder, the recipe highlighted), and the held-out diffs compared
   // on one page: the ladder of the recipe among the stock types; a recipe is no diff there.
-  hd::test::require_browser();
+  ASSERT_NO_FATAL_FAILURE(hd::test::require_browser());
   EXPECT_EQ(hd::test::browser_check("summary", dir + "/r.html", "recommend"), 0);
   std::vector<std::string> ladder = {"report"};
   for (const auto& f : fs::directory_iterator(dir + "/held-out")) ladder.push_back(f.path().string());

@@ -22,7 +22,7 @@ using hd::test::require_browser;
 
 TEST(WebUi, ReportFileOpensOfflineAndDrawsEverything) {
   HD_REQUIRE_SHARED();
-  require_browser();
+  ASSERT_NO_FATAL_FAILURE(require_browser());
   const std::string dir = hd::test::temp_dir("ui-report");
   const std::string run = dir + "/run.hdy", html = dir + "/run.html";
   const auto diff = hd::test::run_cli(
@@ -72,7 +72,7 @@ std::string* WebUiKinds::dir_ = nullptr;
 
 // Two settings: Shapley bars, a 2 × 2 table and an interaction; the page keeps show's text.
 TEST_F(WebUiKinds, ASweepHasShapleyBarsInteractionsAndEveryCombination) {
-  require_browser();
+  ASSERT_NO_FATAL_FAILURE(require_browser());
   const auto sweep = hd::test::run_cli({"sweep", "--a", path("m.gguf"), "--b-ub", "8", "--b-ctk",
                                         "q8_0", "-f", path("t.txt"), "--chunk", "32",
                                         "--max-chunks", "3", "-o", path("s.hdy")});
@@ -81,7 +81,7 @@ TEST_F(WebUiKinds, ASweepHasShapleyBarsInteractionsAndEveryCombination) {
 }
 
 TEST_F(WebUiKinds, AFloorHasAMapOfUbatchThreadsAndFlashAttention) {
-  require_browser();
+  ASSERT_NO_FATAL_FAILURE(require_browser());
   const auto floor = hd::test::run_cli({"floor", "-m", path("m.gguf"), "-f", path("t.txt"),
                                         "--ub", "3,64", "--fa", "off,on", "--threads", "1",
                                         "--ref-ub", "64", "--chunk", "64", "--max-chunks", "1",
@@ -93,7 +93,7 @@ TEST_F(WebUiKinds, AFloorHasAMapOfUbatchThreadsAndFlashAttention) {
 // capture → calibrate → check with a q8_0 K cache (it diverges at kqv_out-0, test_gate.cpp):
 // the reference's page marks the taps over their tolerance and names the first.
 TEST_F(WebUiKinds, AGateReferenceShowsTapsToleranceAndTheCheck) {
-  require_browser();
+  ASSERT_NO_FATAL_FAILURE(require_browser());
   ASSERT_EQ(hd::test::run_cli({"capture", "-m", path("m.gguf"), "-f", path("t.txt"),
                                "--max-tokens", "48", "-o", path("ref")})
                 .exit_code,
@@ -116,11 +116,18 @@ TEST_F(WebUiKinds, AGateReferenceShowsTapsToleranceAndTheCheck) {
                                         "-o", path("x.html")});
   EXPECT_NE(stray.exit_code, 0);
   EXPECT_NE(stray.err.find("--check is for a gate reference"), std::string::npos) << stray.err;
+  // A file that is not a check's result (here the reference's own tolerances) is refused whole.
+  const auto not_a_check = hd::test::run_cli({"report", path("ref"), "--check",
+                                              path("ref/tolerances.json"), "-o", path("y.html")});
+  EXPECT_EQ(not_a_check.exit_code, 2);
+  EXPECT_NE(not_a_check.err.find("is not a result of `heterodyne check --json-out`"),
+            std::string::npos)
+      << not_a_check.err;
 }
 
 TEST(WebUi, ServeRunsADiffThroughTheFormAndShowsIt) {
   HD_REQUIRE_SHARED();
-  require_browser();
+  ASSERT_NO_FATAL_FAILURE(require_browser());
   const std::string dir = hd::test::temp_dir("ui-serve");
   fs::create_directories(dir + "/experiments");
   const auto serve =

@@ -155,7 +155,7 @@ struct View {
 
 // Indexed by store::Kind.
 constexpr std::array<View, store::kKindCount> kViews = {{
-    {show_diff, [](const std::string& path) { return result_json(load_experiment(path)); },
+    {show_diff, [](const std::string& path) { return result_json(load_experiment(path, true)); },
      diff_entry},
     {show_summary<print_sweep>, summary_document<print_sweep>, config_entry},
     {show_summary<print_floor, add_floor_rows>, summary_document<print_floor, add_floor_rows>,

@@ -57,6 +57,46 @@ void require_same_taps(const nlohmann::json& taps, const nlohmann::json& check,
   }
 }
 
+// print_check reads the result with operator[] (gate.h: the JSON check returns): a file that
+// is not one (a tolerances.json, an edited result) is refused here, whole, before it is read.
+void require_check_shape(const nlohmann::json& c, const std::string& path) {
+  const auto bad = [&](const std::string& what) {
+    throw InputError("'" + path + "' is not a result of `heterodyne check --json-out` (" + what + ")");
+  };
+  const auto number = [](const nlohmann::json& j, const char* k) { return j.contains(k) && j[k].is_number(); };
+  if (!c.is_object() || !c.contains("passed") || !c["passed"].is_boolean()) bad("no 'passed'");
+  if (!c.contains("first_divergent_tap") ||
+      !(c["first_divergent_tap"].is_string() || c["first_divergent_tap"].is_null()))
+    bad("no 'first_divergent_tap'");
+  if (!c["passed"].get<bool>() && !c["first_divergent_tap"].is_string()) bad("failed, with no first divergent tap");
+  if (!c.contains("taps") || !c["taps"].is_array()) bad("no 'taps'");
+  for (const auto& t : c["taps"]) {
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string() || !t.contains("over") ||
+        !t["over"].is_boolean() || !number(t, "max_abs") || !number(t, "mean_abs") ||
+        !number(t, "rel_err") || !number(t, "tolerance"))
+      bad("a tap without its name, numbers or 'over'");
+  }
+  if (!c.contains("per_head") || !c["per_head"].is_array()) bad("no 'per_head'");
+  for (const auto& h : c["per_head"]) {
+    if (!h.is_object() || !h.contains("tap") || !h["tap"].is_string() || !h.contains("max_abs") ||
+        !h["max_abs"].is_array() || !h.contains("worst_head") || !h["worst_head"].is_number_unsigned() ||
+        h["worst_head"].get<size_t>() >= h["max_abs"].size() || !h["max_abs"][h["worst_head"].get<size_t>()].is_number() ||
+        !number(h, "median") || !h.contains("heads_over") || !h["heads_over"].is_array() ||
+        !h.contains("concentration") || !h.contains("layer") || !h["layer"].is_number_integer())
+      bad("a per-head row without its numbers");
+    for (const auto& x : h["heads_over"])
+      if (!x.is_number_integer()) bad("a per-head row without its numbers");
+  }
+  if (c.contains("first_divergent_head") && !c["first_divergent_head"].is_null()) {
+    const auto& h = c["first_divergent_head"];
+    if (!h.is_object() || !h.contains("tap") || !h["tap"].is_string() || !h.contains("layer") ||
+        !h["layer"].is_number_integer() || !h.contains("worst_head") ||
+        !h["worst_head"].is_number_integer() || !h.contains("heads_over") ||
+        !h["heads_over"].is_array() || !h.contains("concentration"))
+      bad("a first divergent head without its numbers");
+  }
+}
+
 }  // namespace
 
 bool is_reference_dir(const std::string& path) {
@@ -96,6 +136,7 @@ nlohmann::json reference_document(const std::string& dir, const std::string& che
          << "\n";
     if (!check_path.empty()) {
       const nlohmann::json check = read_json(check_path, "the check result");
+      require_check_shape(check, check_path);
       require_same_taps(ref["taps"], check, check_path);
       ref["check"] = check;
       ref["check_file"] = check_path;

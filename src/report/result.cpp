@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
+#include <vector>
 
 #include "analysis/transplant_summary.h"
 
@@ -99,13 +101,19 @@ json cell_value(const analysis::Cell& cell) {
   return std::get<std::string>(cell);
 }
 
-// A plug-in's rows of one chunk, for the token they are shown on: {columns, rows: [[i, cells
-// but pos…]]}, i = pos + 1 as for every per-token array. Integer columns named top1_* hold
-// token ids (the lens's): their pieces join the document's table.
-json position_rows_json(const Loaded::PositionRows& p, int chunk, size_t n,
+// The plug-in columns that hold token ids (the lens's top-1 of each arm): their pieces join the
+// document's table and the page shows them as text.
+bool is_token_column(const std::string& analysis, const std::string& column) {
+  return analysis == "lens" && (column == "top1_a" || column == "top1_b");
+}
+
+// A plug-in's rows of one chunk, for the token they are shown on: {columns, token_columns,
+// rows: [[i, cells but pos…]]}, i = pos + 1 as for every per-token array.
+json position_rows_json(const std::string& name, const Loaded::PositionRows& p,
+                        const std::vector<const analysis::StoredRow*>& chunk_rows, size_t n,
                         std::set<int32_t>& used) {
   size_t pos_col = 0;
-  json columns = json::array();
+  json columns = json::array(), token_columns = json::array();
   std::vector<bool> token_col;
   for (size_t k = 0; k < p.columns.size(); ++k) {
     const auto& c = p.columns[k];
@@ -114,11 +122,13 @@ json position_rows_json(const Loaded::PositionRows& p, int chunk, size_t n,
       continue;
     }
     columns.push_back(c.name);
-    token_col.push_back(c.type == analysis::ColumnDef::Type::kInteger && c.name.rfind("top1_", 0) == 0);
+    token_col.push_back(is_token_column(name, c.name));
+    if (token_col.back()) token_columns.push_back(c.name);
   }
   json rows = json::array();
-  for (const auto& r : p.rows) {
-    if (r.chunk != chunk || r.cells.size() != p.columns.size()) continue;
+  for (const analysis::StoredRow* rp : chunk_rows) {
+    const auto& r = *rp;
+    if (r.cells.size() != p.columns.size()) continue;
     const auto* pos = std::get_if<int64_t>(&r.cells[pos_col]);
     if (pos == nullptr || *pos < 0 || static_cast<size_t>(*pos) + 1 >= n) continue;
     json row = json::array({*pos + 1});
@@ -130,7 +140,9 @@ json position_rows_json(const Loaded::PositionRows& p, int chunk, size_t n,
     }
     rows.push_back(std::move(row));
   }
-  return {{"columns", std::move(columns)}, {"rows", std::move(rows)}};
+  return {{"columns", std::move(columns)},
+          {"token_columns", std::move(token_columns)},
+          {"rows", std::move(rows)}};
 }
 
 }  // namespace
@@ -138,12 +150,16 @@ json position_rows_json(const Loaded::PositionRows& p, int chunk, size_t n,
 json result_json(const Loaded& l) {
   json chunks = json::array();
   std::set<int32_t> used;
+  // Each plug-in's rows grouped by chunk once, not scanned again for every chunk.
+  std::map<std::string, std::map<int, std::vector<const analysis::StoredRow*>>> by_chunk;
+  for (const auto& [name, p] : l.position_rows)
+    for (const auto& r : p.rows) by_chunk[name][r.chunk].push_back(&r);
   for (const auto& c : l.chunks) {
     chunks.push_back(chunk_json(c, used));
     if (l.position_rows.empty()) continue;
     json rows = json::object();
     for (const auto& [name, p] : l.position_rows)
-      rows[name] = position_rows_json(p, c.chunk, c.tokens.size(), used);
+      rows[name] = position_rows_json(name, p, by_chunk[name][c.chunk], c.tokens.size(), used);
     chunks.back()["analyses"] = std::move(rows);
   }
   json pieces = json::object();

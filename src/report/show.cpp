@@ -21,7 +21,7 @@ namespace hd::report {
 using analysis::ChunkResult;
 using analysis::PositionRow;
 
-Loaded load_experiment(const std::string& path) {
+Loaded load_experiment(const std::string& path, bool position_rows) {
   const store::Experiment e = store::Experiment::open(path, false);
   Loaded l;
   l.path = path;
@@ -54,10 +54,10 @@ Loaded load_experiment(const std::string& path) {
     auto columns = a->columns();
     const bool per_position = std::any_of(columns.begin(), columns.end(),
                                           [](const analysis::ColumnDef& c) { return c.name == "pos"; });
-    if (name != "routing" && !per_position) continue;
+    if (name != "routing" && !(per_position && position_rows)) continue;
     auto rows = e.analysis_rows(name);
     if (name == "routing") l.routing_rows = rows;
-    if (per_position) l.position_rows[name] = {std::move(columns), std::move(rows)};
+    if (per_position && position_rows) l.position_rows[name] = {std::move(columns), std::move(rows)};
   }
   return l;
 }

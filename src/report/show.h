@@ -37,7 +37,8 @@ struct Loaded {
   std::map<std::string, PositionRows> position_rows;
 };
 
-Loaded load_experiment(const std::string& path);
+// position_rows: also the per-position plug-in rows (only the result document draws them).
+Loaded load_experiment(const std::string& path, bool position_rows = false);
 
 nlohmann::json summary_json(const Loaded& l, int worst);
 void print_summary(std::ostream& os, const Loaded& l);

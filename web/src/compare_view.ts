@@ -95,20 +95,25 @@ function overlaySpecs(rows: Row[]): PlotSpec[] {
   return specs;
 }
 
-function scatterSection(rows: Row[], results: NamedResult[]): HTMLElement {
+function scatterSection(rows: Row[], results: NamedResult[]): { el: HTMLElement; dispose: () => void } {
   const box = h("div", { class: "scatter-slot" });
+  let disposeFigure: () => void = () => {};
   const pick = (selected: number) => h("select", { class: "scatter-pick" }, ...rows.map((r) => h("option", { value: r.i, selected: r.i === selected }, r.name)));
   const x = pick(0), y = pick(Math.min(1, rows.length - 1));
   const draw = () => {
+    disposeFigure();
     clear(box);
     const i = Number(x.value), j = Number(y.value);
     const floors: [number | null, number | null] = [klFloorHi(rows[i].s), klFloorHi(rows[j].s)];
-    box.append(tokenScatter(pairPositions(results[i].result, results[j].result), [rows[i].name, rows[j].name], floors));
+    const fig = tokenScatter(pairPositions(results[i].result, results[j].result), [rows[i].name, rows[j].name], floors);
+    disposeFigure = fig.dispose;
+    box.append(fig.el);
   };
   x.addEventListener("change", draw);
   y.addEventListener("change", draw);
   draw();
-  return h("section", { class: "compare-scatter" }, h("h3", null, "Per token, two runs on the same text"), h("p", null, h("label", null, "x: ", x), " ", h("label", null, "y: ", y)), box);
+  const el = h("section", { class: "compare-scatter" }, h("h3", null, "Per token, two runs on the same text"), h("p", null, h("label", null, "x: ", x), " ", h("label", null, "y: ", y)), box);
+  return { el, dispose: () => disposeFigure() };
 }
 
 export function renderCompare(root: HTMLElement, results: NamedResult[]): () => void {
@@ -124,15 +129,16 @@ export function renderCompare(root: HTMLElement, results: NamedResult[]): () => 
     floor: klFloorHi(r.s),
   }));
   const plots: PlotHandle[] = overlaySpecs(rows).map(makePlot);
+  const scatter = rows.length >= 2 ? scatterSection(rows, results) : null;
   root.append(
     h(
       "div",
       { class: "result compare" },
       h("h2", null, `${rows.length} runs compared`),
       runsTable(rows),
-      ladderChart(entries, "Ladder: mean KL(A‖B) against B's size"),
+      ladderChart(entries, "Ladder: mean KL(A‖B) against B's size", "B's file bits per weight (8 × file size / parameters)"),
       ...plots.map((p) => p.el),
-      rows.length >= 2 ? scatterSection(rows, results) : null,
+      scatter?.el,
     ),
   );
   plots.forEach((p) => p.mount());
@@ -141,5 +147,6 @@ export function renderCompare(root: HTMLElement, results: NamedResult[]): () => 
   return () => {
     window.removeEventListener("resize", onResize);
     plots.forEach((p) => p.destroy());
+    scatter?.dispose();
   };
 }

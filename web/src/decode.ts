@@ -23,7 +23,7 @@ function decodeChunk(c: WireChunk, pieces: Record<string, string>): Chunk {
     for (const row of t.rows) {
       const i = Number(row[0]);
       const at = rowsAt.get(i) ?? {};
-      (at[name] ??= { columns: t.columns, rows: [] }).rows.push(row.slice(1));
+      (at[name] ??= { columns: t.columns, token_columns: t.token_columns, rows: [] }).rows.push(row.slice(1));
       rowsAt.set(i, at);
     }
   }
@@ -45,10 +45,11 @@ function decodeChunk(c: WireChunk, pieces: Record<string, string>): Chunk {
   return { chunk: c.chunk, positions, layers: layers.map((l) => l.layer), points };
 }
 
-/** Columns named top1_* hold token ids (the lens's): shown as their text. */
+/** The columns the document names as token ids (the lens's top-1): shown as their text. */
 function pieceColumns(at: NonNullable<Position["analyses"]>, piece: (id: Num) => string): NonNullable<Position["analyses"]> {
   for (const t of Object.values(at)) {
-    const ids = t.columns.map((c, k) => (c.startsWith("top1_") ? k : -1)).filter((k) => k >= 0);
+    const tokens = new Set(t.token_columns ?? []);
+    const ids = t.columns.map((c, k) => (tokens.has(c) ? k : -1)).filter((k) => k >= 0);
     if (ids.length) t.rows = t.rows.map((r) => r.map((v, k) => (ids.includes(k) && typeof v === "number" ? piece(v) : v)));
   }
   return at;

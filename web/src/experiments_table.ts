@@ -27,8 +27,7 @@ export function experimentsTable(list: ExperimentInfo[]): HTMLElement {
   };
   button.addEventListener("click", () => {
     // In the table's order, so the compare page lists them as the user sorted them.
-    const names = [...selected];
-    location.hash = compareHash(names);
+    location.hash = compareHash(table.rows().filter((e) => selected.has(e.name)).map((e) => e.name));
   });
   const pick = (e: ExperimentInfo) => {
     const diff = !e.kind || e.kind === "diff";

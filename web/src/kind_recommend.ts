@@ -14,6 +14,7 @@ interface HeldOutRow {
   kl_mean: Num;
   kl_ci95: Num;
   top1_change: Num;
+  top1_change_ci95?: Num;
   ppl_b?: Num;
   floor_kl?: Num;
 }
@@ -109,8 +110,8 @@ export function renderRecommend(root: HTMLElement, r: RecommendDoc): void {
     kl: row.kl_mean,
     kl_ci95: row.kl_ci95,
     top1: row.top1_change,
-    top1_ci95: null,
-    floor: row.floor_kl,
+    top1_ci95: row.top1_change_ci95,
+    floor: row.floor_kl, // the floor's mean: the held-out rows keep no interval for it
     highlight: i === 0, // the recipe comes first (src/run/recommend.cpp)
   }));
   const p = r.predicted ?? {}, m = r.measured ?? {};
@@ -122,7 +123,7 @@ export function renderRecommend(root: HTMLElement, r: RecommendDoc): void {
       h("p", null, `Base ${r.base}, target ${target}${r.target_met === false ? " — not met: the least KL reached is shown" : ""}.`),
       h("p", null, `Predicted ${p.file_bytes ?? "?"} bytes, mean KL ${fmt(p.kl_calibration)}; measured ${m.file_bytes ?? "?"} bytes, mean KL ${fmt(m.kl_calibration)}${off === null ? "" : ` (the prediction ${(off * 100).toFixed(1)} % off)`}.`),
       r.rank_correlation ? h("p", null, `Spearman rank correlation of the variants' KL, calibration vs held-out: ${fmt(r.rank_correlation.spearman, 3)} over ${r.rank_correlation.variants} variants.`) : null,
-      ladderChart(entries, "Held-out text: the recipe (red) among the stock types"),
+      ladderChart(entries, "Held-out text: the recipe (red) among the stock types", "bits per weight of the tensors (8 × tensor bytes / weights)"),
       heldOutTable(r.held_out),
       h("h3", null, "Groups the recipe moves from the base"),
       groupsTable(r.groups),

@@ -12,6 +12,8 @@ interface SweepFloor {
   kl_mean?: Num;
   kl_ci95?: Num;
   top1_change_rate?: Num;
+  floor_a?: SweepFloor | null;
+  floor_b?: SweepFloor | null;
 }
 
 interface Combination {
@@ -49,9 +51,13 @@ function shown(name: string, v: unknown): string {
   return name === "model" ? s.replace(/^.*[\\/]/, "") : s;
 }
 
+/** The larger upper end of A's and B's floors, as the sweep's "below the floor" reads it
+ *  (src/run/sweep_summary.cpp floor_row); sweeps from before B's floor have A's alone. */
 function floorHi(f: SweepFloor | null | undefined): number | null {
-  if (!f || !isNum(f.kl_mean)) return null;
-  return f.kl_mean + (isNum(f.kl_ci95) ? f.kl_ci95 : 0);
+  if (!f) return null;
+  const upper = (x: SweepFloor | null | undefined) => (x && isNum(x.kl_mean) ? x.kl_mean + (isNum(x.kl_ci95) ? x.kl_ci95 : 0) : null);
+  const ends = (f.floor_a || f.floor_b ? [upper(f.floor_a), upper(f.floor_b)] : [upper(f)]).filter((v): v is number => v !== null);
+  return ends.length ? Math.max(...ends) : null;
 }
 
 function shapleySpec(r: SweepDoc): PlotSpec | null {

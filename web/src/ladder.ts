@@ -14,7 +14,7 @@ export interface LadderEntry {
   kl_ci95: Num;
   top1: Num;
   top1_ci95: Num;
-  /** Upper end of the run's floor (mean + interval), or null. */
+  /** The run's floor: the upper end of its interval where the run stored one, else its mean. */
   floor: Num;
   highlight?: boolean;
 }
@@ -30,7 +30,7 @@ function extent(xs: number[]): [number, number] {
   return [lo - pad, hi + pad];
 }
 
-function draw(entries: LadderEntry[], xKey: XKey, metric: Metric): SVGElement {
+function draw(entries: LadderEntry[], xKey: XKey, metric: Metric, bpwLabel: string): SVGElement {
   const pts = entries.filter((e) => isNum(e[xKey]) && isNum(metric === "kl" ? e.kl : e.top1));
   const root = svg("svg", { class: "ladder-svg", width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "quantization ladder" });
   if (pts.length === 0) {
@@ -48,6 +48,7 @@ function draw(entries: LadderEntry[], xKey: XKey, metric: Metric): SVGElement {
   const ticks: { y: number; label: string }[] = [];
   if (metric === "kl") {
     const positives = [...lows, ...highs, ...pts.map((e) => (isNum(e.floor) ? e.floor : 0))].filter((v) => v > 0);
+    if (positives.length === 0) positives.push(1e-8, 1e-6); // every run bitwise equal: an empty axis, not NaN
     const lo = Math.pow(10, Math.floor(Math.log10(Math.min(...positives)))), hi = Math.pow(10, Math.ceil(Math.log10(Math.max(...positives))));
     const span = Math.log10(hi) - Math.log10(lo) || 1;
     py = (y) => T + (1 - (Math.log10(Math.max(y, lo)) - Math.log10(lo)) / span) * (H - T - B);
@@ -63,7 +64,7 @@ function draw(entries: LadderEntry[], xKey: XKey, metric: Metric): SVGElement {
   }
   for (const x of [x0 + (x1 - x0) * 0.1, (x0 + x1) / 2, x1 - (x1 - x0) * 0.1])
     root.append(svg("text", { x: px(x), y: H - B + 16, "text-anchor": "middle", class: "tick", fill: "currentColor", "font-size": 11 }, xKey === "bpw" ? x.toFixed(2) : fmtBytes(x)));
-  root.append(svg("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle", class: "axis-label", fill: "currentColor", "font-size": 12 }, xKey === "bpw" ? "B's file bits per weight" : "B's file size"));
+  root.append(svg("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle", class: "axis-label", fill: "currentColor", "font-size": 12 }, xKey === "bpw" ? bpwLabel : "B's file size"));
   root.append(svg("text", { x: 14, y: (T + H - B) / 2, "text-anchor": "middle", class: "axis-label", fill: "currentColor", "font-size": 12, transform: `rotate(-90 14 ${(T + H - B) / 2})` }, metric === "kl" ? "mean KL(A‖B), log" : "top-1 change"));
   const sorted = [...pts].sort((a, b) => (a[xKey] as number) - (b[xKey] as number));
   if (sorted.length > 1) root.append(svg("polyline", { points: sorted.map((e) => `${px(e[xKey] as number)},${py(val(e))}`).join(" "), class: "ladder-line", fill: "none", stroke: "#2563eb", "stroke-opacity": 0.45 }));
@@ -82,12 +83,13 @@ function draw(entries: LadderEntry[], xKey: XKey, metric: Metric): SVGElement {
 }
 
 /** The chart with its x toggle (bits per weight or file size), metric toggle and SVG export. */
-export function ladderChart(entries: LadderEntry[], title: string): HTMLElement {
+/** bpwLabel says which bits per weight the entries carry (the file's, or the tensors'). */
+export function ladderChart(entries: LadderEntry[], title: string, bpwLabel: string): HTMLElement {
   let xKey: XKey = "bpw";
   let metric: Metric = "kl";
   const box = h("div", { class: "ladder-chart" });
   const redraw = () => {
-    box.replaceChildren(draw(entries, xKey, metric));
+    box.replaceChildren(draw(entries, xKey, metric, bpwLabel));
   };
   const radio = (name: string, value: string, label: string, checked: boolean, on: () => void) =>
     h("label", null, h("input", { type: "radio", name, value, checked, onchange: on }), ` ${label} `);

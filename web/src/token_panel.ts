@@ -55,8 +55,11 @@ function transplantCharts(result: Result, chunk: Chunk | undefined, t: StripToke
 /** Each per-position plug-in's rows here (the lens: one per layer; routing: one per MoE
  *  layer), as a small table under the charts. */
 function analysisTables(p: StripToken["p"]): HTMLElement[] {
-  return Object.entries(p.analyses ?? {}).map(([name, t]) =>
-    h(
+  // Token text keeps its whitespace visible; other text (routing's expert lists) is as stored.
+  const cell = (v: number | string | null, token: boolean) => (typeof v === "number" ? fmt(v) : typeof v === "string" ? (token ? visibleToken(v) : v) : DASH);
+  return Object.entries(p.analyses ?? {}).map(([name, t]) => {
+    const tokens = new Set(t.token_columns ?? []);
+    return h(
       "div",
       { class: "panel-analysis", "data-analysis": name },
       h("h4", null, name),
@@ -64,10 +67,10 @@ function analysisTables(p: StripToken["p"]): HTMLElement[] {
         "table",
         { class: "data small" },
         h("thead", null, h("tr", null, ...t.columns.map((c) => h("th", { scope: "col" }, c)))),
-        h("tbody", null, ...t.rows.map((r) => h("tr", null, ...r.map((v) => h("td", null, typeof v === "number" ? fmt(v) : typeof v === "string" ? visibleToken(v) : DASH))))),
+        h("tbody", null, ...t.rows.map((r) => h("tr", null, ...r.map((v, k) => h("td", null, cell(v, tokens.has(t.columns[k]))))))),
       ),
-    ),
-  );
+    );
+  });
 }
 
 export function renderTokenPanel(result: Result): TokenPanel {

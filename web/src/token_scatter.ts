@@ -75,21 +75,23 @@ function drawScatter(canvas: HTMLCanvasElement, p: Pairing, floors: [number | nu
   for (let i = 0; i < p.x.length; i++) ctx.fillRect(pos(p.x[i]) - 1.5, Y(p.y[i]) - 1.5, 3, 3);
 }
 
-export function tokenScatter(p: Pairing, names: [string, string], floors: [number | null, number | null]): HTMLElement {
-  if (p.reason) return h("p", { class: "muted scatter-none" }, `No paired scatter: ${p.reason}.`);
+/** The figure, and the function that stops its redraws on a scheme change (call it when the
+ *  figure is replaced or its page goes). */
+export function tokenScatter(p: Pairing, names: [string, string], floors: [number | null, number | null]): { el: HTMLElement; dispose: () => void } {
+  if (p.reason) return { el: h("p", { class: "muted scatter-none" }, `No paired scatter: ${p.reason}.`), dispose: () => {} };
   const canvas = h("canvas", { class: "token-scatter", "data-points": p.x.length, width: SIZE, height: SIZE, style: `width:${SIZE}px;height:${SIZE}px`, role: "img", "aria-label": `KL per token, ${names[0]} against ${names[1]}` });
   drawScatter(canvas, p, floors);
-  // Its axis text takes the page's colour when drawn: again when the scheme changes (the
-  // listener goes with the page, which a route change replaces whole).
-  onSchemeChange(() => drawScatter(canvas, p, floors));
+  // Its axis text takes the page's colour when drawn: again when the scheme changes.
+  const dispose = onSchemeChange(() => drawScatter(canvas, p, floors));
   const above = p.x.filter((x, i) => p.y[i] > x).length;
   const below = p.x.filter((x, i) => p.y[i] < x).length;
   const share = (n: number) => `${n} (${((100 * n) / p.x.length).toFixed(1)} %)`;
-  return h(
+  const el = h(
     "figure",
     { class: "scatter-box", "data-plot": "token-scatter" },
     h("figcaption", null, `KL per token: ${names[0]} (x) against ${names[1]} (y), log axes`),
     canvas,
     h("p", { class: "plot-note" }, `${p.x.length} positions; the larger KL: ${names[1]} at ${share(above)}, ${names[0]} at ${share(below)}. Dashed: equal KL; grey: each run's floor (${fmt(floors[0])}, ${fmt(floors[1])}). Values below 1e-8 sit on the axis.`),
   );
+  return { el, dispose };
 }

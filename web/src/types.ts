@@ -183,8 +183,9 @@ export interface Position {
   /** KL left after each restore point (Chunk.points order), both directions. */
   denoise?: Num[];
   noise?: Num[];
-  /** This position's rows of each per-position plug-in (lens: one per layer). */
-  analyses?: Record<string, { columns: string[]; rows: (number | string | null)[][] }>;
+  /** This position's rows of each per-position plug-in (lens: one per layer); token columns'
+   *  ids already turned into their text. */
+  analyses?: Record<string, { columns: string[]; token_columns?: string[]; rows: (number | string | null)[][] }>;
 }
 
 export interface Chunk {
@@ -211,7 +212,7 @@ export interface WireChunk {
   noise?: Num[][];
   /** Plug-ins with rows per position (lens, routing): each row's first cell is the token
    *  index i, then the columns (pos left out). */
-  analyses?: Record<string, { columns: string[]; rows: (number | string | null)[][] }>;
+  analyses?: Record<string, { columns: string[]; token_columns?: string[]; rows: (number | string | null)[][] }>;
 }
 
 export interface WireResult {

@@ -21,6 +21,7 @@ export async function checkWorstTokens(page, facts, check) {
     check(charts >= 2, "the panel draws this position's residual and transplant curves", `${charts} charts`);
   }
   // Per-position plug-in rows (the lens: one per layer) of the pinned token, as stored.
+  if (facts.hasLens) check((facts.worstAnalysisRows?.lens ?? 0) > 0, "a run with the lens stores lens rows for its worst token", JSON.stringify(facts.worstAnalysisRows));
   for (const [name, want] of Object.entries(facts.worstAnalysisRows ?? {})) {
     const got = await page.locator(`#tok-panel .panel-analysis[data-analysis="${name}"] tbody tr`).count();
     check(got === want && want > 0, `the panel lists this position's ${name} rows`, `${got} vs ${want}`);

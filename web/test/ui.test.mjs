@@ -86,6 +86,7 @@ async function pageFacts(page, resultUrl) {
       hasTransplants: !!d.summary.transplants, hasComponents: !!d.summary.components,
       componentDirs: d.summary.components ? Object.keys(d.summary.components) : [],
       untouched: d.summary.components?.denoise?.untouched ?? null,
+      hasLens: !!d.summary.analyses?.lens,
       // Rows of each per-position plug-in on the worst token (row[0] is the token index).
       worstAnalysisRows: worst
         ? Object.fromEntries(Object.entries(d.chunks.find((c) => c.chunk === worst.chunk)?.analyses ?? {}).map(([n, t]) => [n, t.rows.filter((r) => r[0] === worst.pos).length]))
