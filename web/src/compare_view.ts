@@ -7,8 +7,9 @@ import { ladderChart, type LadderEntry } from "./ladder";
 import { makePlot, type PlotHandle } from "./plots";
 import { klFloorHi, type LineSpec, type PlotSpec } from "./plot_specs";
 import { sortableTable } from "./sortable_table";
+import { armInfo } from "./result_view";
 import { pairPositions, tokenScatter } from "./token_scatter";
-import type { ArmInfo, Result, Summary } from "./types";
+import type { Result, Summary } from "./types";
 
 export interface NamedResult {
   name: string;
@@ -17,14 +18,10 @@ export interface NamedResult {
 
 const PALETTE = ["#2563eb", "#dc2626", "#059669", "#7c3aed", "#d97706", "#0891b2", "#db2777", "#4b5563"];
 
-function arm(s: Summary, which: "a" | "b"): ArmInfo {
-  return { ...(s.config?.[which] ?? {}), ...(s.provenance?.arms?.[which] ?? {}) };
-}
-
 /** What tells B apart, as show's ladder labels it: its quant type or file, and any cache or
  *  attention setting that differs from A. */
 export function bLabel(s: Summary): string {
-  const a = arm(s, "a"), b = arm(s, "b");
+  const a = armInfo(s, "a"), b = armInfo(s, "b");
   let label = s.config?.b_quant || baseName(b.model);
   for (const key of ["cache_type_k", "cache_type_v", "flash_attn"] as const) if (a[key] !== b[key] && b[key] !== undefined) label += ` ${key}=${b[key]}`;
   return label;
@@ -32,7 +29,7 @@ export function bLabel(s: Summary): string {
 
 /** B's file bits per weight: its size in bits over its parameter count (both in provenance). */
 export function bBpw(s: Summary): number | null {
-  const b = arm(s, "b");
+  const b = armInfo(s, "b");
   return isNum(b.model_size) && isNum(b.n_params) && b.n_params > 0 ? (8 * b.model_size) / b.n_params : null;
 }
 
@@ -50,7 +47,7 @@ function runsTable(rows: Row[]): HTMLElement {
       { label: "run", key: (r) => r.name, cell: (r) => h("span", null, h("span", { class: "swatch", style: `background:${PALETTE[r.i % PALETTE.length]}` }), ` ${r.name}`) },
       { label: "B", key: (r) => r.label, cell: (r) => r.label },
       { label: "bpw", numeric: true, key: (r) => r.bpw, cell: (r) => fmt(r.bpw, 4) },
-      { label: "B size", numeric: true, key: (r) => arm(r.s, "b").model_size, cell: (r) => fmtBytes(arm(r.s, "b").model_size) },
+      { label: "B size", numeric: true, key: (r) => armInfo(r.s, "b").model_size, cell: (r) => fmtBytes(armInfo(r.s, "b").model_size) },
       { label: "mean KL ± 95 %", numeric: true, key: (r) => r.s.kl_mean, cell: (r) => fmtPm(r.s.kl_mean, r.s.kl_ci95) },
       { label: "top-1 change", numeric: true, key: (r) => r.s.top1_change_rate, cell: (r) => fmtPct(r.s.top1_change_rate) },
       { label: "PPL B", numeric: true, key: (r) => r.s.ppl_b, cell: (r) => fmt(r.s.ppl_b, 5) },
@@ -121,7 +118,7 @@ export function renderCompare(root: HTMLElement, results: NamedResult[]): () => 
   const entries: LadderEntry[] = rows.map((r) => ({
     label: r.label,
     bpw: r.bpw,
-    bytes: arm(r.s, "b").model_size,
+    bytes: armInfo(r.s, "b").model_size,
     kl: r.s.kl_mean,
     kl_ci95: r.s.kl_ci95,
     top1: r.s.top1_change_rate,

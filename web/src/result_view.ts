@@ -72,7 +72,8 @@ function header(s: Summary): HTMLElement {
   );
 }
 
-function armInfo(s: Summary, which: "a" | "b"): ArmInfo {
+/** An arm's settings and facts: its config, with what provenance recorded over it. */
+export function armInfo(s: Summary, which: "a" | "b"): ArmInfo {
   return { ...(s.config?.[which] ?? {}), ...(s.provenance?.arms?.[which] ?? {}) };
 }
 
