@@ -13,6 +13,8 @@ namespace hd::cli {
 struct Context {
   std::string command_line;  // the whole invocation, shell-quoted, for provenance
   int exit_code = 0;
+  // Parse and check a command's flags, run nothing (heterodyne slurm, before it submits).
+  bool plan_only = false;
 };
 
 void add_diff(CLI::App& app, Context& ctx);
@@ -32,6 +34,8 @@ void add_length_curve(CLI::App& app, Context& ctx);
 void add_sweep(CLI::App& app, Context& ctx);
 void add_floor(CLI::App& app, Context& ctx);
 void add_recommend(CLI::App& app, Context& ctx);
+void add_merge(CLI::App& app, Context& ctx);
+void add_slurm(CLI::App& app, Context& ctx);
 
 // Progress lines go to stderr, so stdout stays clean for tables and JSON; with
 // HETERODYNE_PROGRESS=json each is one JSON object (common/progress.h).

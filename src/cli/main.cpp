@@ -12,19 +12,13 @@
 #include "commit.h"
 #include "common/fatal.h"
 #include "common/output_file.h"
+#include "common/shell_quote.h"
 #include "common/stop.h"
 #include "common/utf8.h"
 #include "engine/system.h"
 #include "errors.h"
 
 namespace {
-
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_of(" \t\n'\"\\$`*?[]{}()<>|&;#~") == std::string::npos) return s;
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 void on_signal(int) { hd::request_stop(); }
 
@@ -133,7 +127,7 @@ int main(int argc, char** argv) {
   hd::cli::Context ctx;
   std::vector<std::string> args = hd::cli::normalize_llama_flags(argc, argv);
   for (size_t i = 0; i < args.size(); ++i)
-    ctx.command_line += (i ? " " : "") + shell_quote(args[i]);
+    ctx.command_line += (i ? " " : "") + hd::shell_quote(args[i]);
 
   CLI::App app{"heterodyne: where and why two llama.cpp configurations of a model disagree"};
   app.set_version_flag("--version", std::string("heterodyne ") + hd::build::kVersion + " (" +
@@ -157,6 +151,8 @@ int main(int argc, char** argv) {
   hd::cli::add_sweep(app, ctx);
   hd::cli::add_floor(app, ctx);
   hd::cli::add_recommend(app, ctx);
+  hd::cli::add_merge(app, ctx);
+  hd::cli::add_slurm(app, ctx);
 
   if (const std::string why = refusal_before_parse(app, args); !why.empty()) return fail(2, why);
   std::signal(SIGINT, on_signal);

@@ -29,27 +29,35 @@ static std::string kept_chunks(const store::Experiment& e, const ChunkLoop& loop
          "heterodyne " + loop.command + " --resume " + e.path();
 }
 
+// How many of the loop's units it computes: all, or a shard's.
+static int owned(const ChunkLoop& loop) {
+  int n = 0;
+  for (int c = 0; c < loop.total; ++c) n += !loop.owns || loop.owns(c);
+  return n;
+}
+
 // Runs every missing chunk; returns how many are still missing (after a stop).
 static int run_missing(store::Experiment& e, const ChunkLoop& loop, const ProgressFn& progress,
                        int& finished) {
+  const int total = owned(loop);
   for (int c = 0; c < loop.total; ++c) {
-    if (loop.done.count(c)) continue;
+    if (loop.done.count(c) || (loop.owns && !loop.owns(c))) continue;
     if (stop_requested()) break;
     const ChunkDone d = loop.run_chunk(c, finished);
     e.publish();  // the file appears (or replaces the old one) with its first chunk
     ++finished;
     fatal::set_resume_hint(kept_chunks(e, loop, static_cast<size_t>(finished)));
     Progress p = Progress::chunk(
-        finished, loop.total,
+        finished, total,
         std::isnan(d.mean_kl)
-            ? fmt::format("{} {}/{}  {:.2f} s", loop.unit, finished, loop.total, d.seconds)
-            : fmt::format("{} {}/{}  mean KL {:.6f}  {:.2f} s", loop.unit, finished, loop.total,
+            ? fmt::format("{} {}/{}  {:.2f} s", loop.unit, finished, total, d.seconds)
+            : fmt::format("{} {}/{}  mean KL {:.6f}  {:.2f} s", loop.unit, finished, total,
                           d.mean_kl, d.seconds));
     p.mean_kl = d.mean_kl;
     p.seconds = d.seconds;
     progress(p);
   }
-  const int missing = loop.total - finished;
+  const int missing = total - finished;
   if (missing == 0) {
     if (loop.before_seal) loop.before_seal();
     auto prov = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
@@ -69,6 +77,12 @@ RunEnd run_chunk_loop(store::Experiment& e, const ChunkLoop& loop, const Progres
                      std::to_string(*loop.done.rbegin()) + " but the text gives " +
                      std::to_string(loop.total) + " " + loop.unit +
                      "s now: the tokenization changed since the run started");
+  }
+  for (int c : loop.done) {
+    if (loop.owns && !loop.owns(c)) {
+      throw InputError("'" + e.path() + "' holds " + loop.unit + " " + std::to_string(c) +
+                       ", which is not its shard's: rows no run of it writes");
+    }
   }
   fatal::set_resume_hint(e.published() ? kept_chunks(e, loop, loop.done.size())
                                        : nothing_stored(e));

@@ -38,6 +38,8 @@ struct ChunkLoop {
   std::string unit = "chunk";  // what the messages call one unit ("group" for floor)
   int total = 0;
   std::set<int> done;  // chunks already stored
+  // Which of the `total` units this run computes (all when unset): a shard's (run/shard.h).
+  std::function<bool(int)> owns;
   // Computes chunk c and stores it in the file (one transaction); `finished` chunks are stored.
   std::function<ChunkDone(int c, int finished)> run_chunk;
   // Called once every chunk is stored, before the file is sealed (a summary, say).

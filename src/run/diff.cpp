@@ -65,7 +65,11 @@ static RunEnd run_missing(store::Experiment& e, Session& s,
   loop.command = "diff";
   loop.total = static_cast<int>(chunks.size());
   for (int c : e.finished_chunks()) loop.done.insert(c);
-  const int to_run = loop.total - static_cast<int>(loop.done.size());
+  int to_run = loop.total - static_cast<int>(loop.done.size());
+  if (const auto shard = stored_shard(e)) {
+    loop.owns = [shard](int c) { return shard->owns(c); };
+    to_run = shard->chunks_of(loop.total) - static_cast<int>(loop.done.size());
+  }
   int ran = 0;
   nlohmann::json reported_reuse;
   loop.run_chunk = [&](int c, int finished) {
@@ -110,7 +114,8 @@ static std::vector<std::string> inputs_of(const DiffConfig& c) {
 }
 
 RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
-                const std::string& command_line, const ProgressFn& progress) {
+                const std::string& command_line, const ProgressFn& progress,
+                const std::optional<Shard>& shard) {
   validate(config);
   // Before minutes of loading and quantizing.
   store::Experiment::check_creatable(out, replace, inputs_of(config));
@@ -121,11 +126,22 @@ RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
                                    config.max_chunks, progress, &dropped);
   progress(fmt::format("{} chunks of {} tokens; A: {}  B: {}", chunks.size(), config.chunk,
                        s.arm_a().model_info().description, s.arm_b().model_info().description));
+  if (shard) {
+    progress(fmt::format("shard {}: its {} chunks (chunk c where c mod {} = {})", shard->name(),
+                         shard->chunks_of(static_cast<int>(chunks.size())), shard->count,
+                         shard->index));
+  }
   note_unavailable(s.points(), progress);
   store::Experiment e = store::Experiment::create(out, replace, inputs_of(s.config()));
   store::set_kind(e, store::Kind::kDiff);
   e.set_meta("config", to_json(s.config()).dump());
-  e.set_meta("provenance", provenance(s, input, chunks, command_line, dropped).dump());
+  nlohmann::json prov = provenance(s, input, chunks, command_line, dropped);
+  if (shard) {
+    store_shard(e, *shard);
+    prov["shard"] = {{"index", shard->index}, {"count", shard->count}};
+    prov["placement"] = placement_facts();
+  }
+  e.set_meta("provenance", prov.dump());
   return run_missing(e, s, chunks, progress);
 }
 
@@ -158,10 +174,15 @@ RunEnd diff_resume(const std::string& path, const std::string& command_line,
   if (auto change = s.points_change(prov)) throw InputError(*change + ": cannot resume");
   const auto chunks = input_chunks(s.arm_a().model(), input, config.skip_unencodable, config.chunk,
                                    config.max_chunks, progress);
-  prov["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
+  nlohmann::json resumed = {{"command_line", command_line}, {"at", now_utc()}};
+  const auto shard = stored_shard(e);
+  if (shard) resumed["placement"] = placement_facts();  // a part may resume on another node
+  prov["resumed"].push_back(resumed);
   e.set_meta("provenance", prov.dump());
-  progress(fmt::format("resuming: {} of {} chunks already stored", e.finished_chunks().size(),
-                       chunks.size()));
+  const int total = static_cast<int>(chunks.size());
+  progress(fmt::format("resuming{}: {} of {} chunks already stored",
+                       shard ? " shard " + shard->name() : "", e.finished_chunks().size(),
+                       shard ? shard->chunks_of(total) : total));
   return run_missing(e, s, chunks, progress);
 }
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,12 +12,14 @@
 #include "run/config.h"
 #include "run/input.h"
 #include "run/provenance.h"  // run_provenance, require_same_llama_commit
+#include "run/shard.h"
 
 namespace hd::run {
 
-// Runs a new diff into `out`.
+// Runs a new diff into `out`; with `shard`, only that shard's chunks (a part for merge).
 RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
-             const std::string& command_line, const ProgressFn& progress);
+                const std::string& command_line, const ProgressFn& progress,
+                const std::optional<Shard>& shard = std::nullopt);
 
 // Finishes an interrupted diff from its own stored configuration. `again` (none, or a path,
 // "-" for standard input) gives the input anew, for a run that read standard input (or whose

@@ -233,6 +233,13 @@ std::optional<std::string> Experiment::meta(const std::string& key) const {
   return q.text(0);
 }
 
+std::map<std::string, std::string> Experiment::all_meta() const {
+  std::map<std::string, std::string> out;
+  Statement q(db_->handle(), "SELECT key, value FROM meta");
+  while (q.step()) out[q.text(0)] = q.text(1);
+  return out;
+}
+
 std::string Experiment::stored_config() const {
   if (auto c = meta("config")) return *c;
   throw InputError("'" + path_ +

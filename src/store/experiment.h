@@ -45,6 +45,7 @@ class Experiment {
 
   void set_meta(const std::string& key, const std::string& value);
   std::optional<std::string> meta(const std::string& key) const;
+  std::map<std::string, std::string> all_meta() const;
   // The value, or InputError naming the file when a run was stopped before storing it.
   std::string required_meta(const std::string& key) const;
   // The run's configuration (meta "config"), or InputError "'<f>' holds no run: ..." for a file
@@ -78,6 +79,14 @@ class Experiment {
 
   // SHA-256 over the canonical serialization of every stored value but the hash itself.
   std::string compute_integrity() const;
+  // The same over the rows alone: no meta, no run times. Two runs of one configuration on one
+  // kind of machine store the same rows (a merged file and a single-process run do).
+  std::string rows_sha256() const;
+
+  // Copies every row of `part` (every table but meta) into this file in one transaction:
+  // `heterodyne merge` (run/merge.h), which checks first that the parts fit together. A row
+  // another part already stored (vocabulary aside) is refused by the tables' keys.
+  void append_rows(const Experiment& part);
 
   // Each chunk's rows are hashed as they are stored (meta "chunk_sha256/N"), so that resume
   // never seals rows edited since. The first finished chunk whose rows no longer hash as
@@ -103,6 +112,7 @@ class Experiment {
 
  private:
   Experiment(std::string path, std::unique_ptr<Database> db, int lock_fd);
+  std::string integrity_hash(bool whole) const;
   std::string path_;
   std::unique_ptr<Database> db_;
   int lock_fd_ = -1;

@@ -1,0 +1,288 @@
+// heterodyne slurm diff <diff's flags> --shards N [--partition P] [--gres G] [--time T] …
+//                  [--dry-run] [--force] -o run.hdy
+// Writes the job-array script of N shards and the merge job's (run/slurm_jobs.h) next to the
+// output, submits both with sbatch (the merge afterok on the array) and says how to follow
+// them. Slurm's own options may stand anywhere on the line, before or after the command's.
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "common/output_file.h"
+#include "errors.h"
+#include "run/slurm_jobs.h"
+
+extern char** environ;
+
+namespace hd::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct SlurmOpts {
+  int shards = 0;
+  std::string out, partition, gres, time, account, qos, mem, cpus;
+  std::vector<std::string> sbatch_args;
+  bool dry_run = false, force = false, allow_mixed_hosts = false;
+};
+
+// One option of slurm's own: a value (`value`), a repeated value (`many`) or a flag.
+struct Owned {
+  std::string names;  // CLI11's spelling: "-o,--output"
+  std::string help;
+  std::string* value = nullptr;
+  std::vector<std::string>* many = nullptr;
+  bool* flag = nullptr;
+};
+
+std::vector<Owned> owned_options(SlurmOpts& o, std::string& shards) {
+  return {
+      {"-o,--output", "the merged experiment; parts, scripts and logs go to <output>.parts/",
+       &o.out},
+      {"--shards", "how many shards (tasks of the job array)", &shards},
+      {"--partition", "sbatch --partition for every job", &o.partition},
+      {"--gres", "sbatch --gres for the shards (gpu:1): the merge needs none", &o.gres},
+      {"--time", "sbatch --time for every job (2:00:00)", &o.time},
+      {"--account", "sbatch --account", &o.account},
+      {"--qos", "sbatch --qos", &o.qos},
+      {"--mem", "sbatch --mem for every job", &o.mem},
+      {"--cpus-per-task", "sbatch --cpus-per-task for the shards", &o.cpus},
+      {"--sbatch-arg", "any other sbatch option for every job (--sbatch-arg=--exclusive)", nullptr,
+       &o.sbatch_args},
+      {"--dry-run", "print both scripts and submit nothing", nullptr, nullptr, &o.dry_run},
+      {"--force", "replace an existing output, and the scripts and parts of another run",
+       nullptr, nullptr, &o.force},
+      {"--allow-mixed-hosts", "let the merge join parts from unlike hosts (recorded)", nullptr,
+       nullptr, &o.allow_mixed_hosts},
+  };
+}
+
+// Takes slurm's own options out of the command's flags, wherever they stand.
+std::vector<std::string> take_owned(const std::vector<std::string>& args,
+                                    const std::vector<Owned>& owned) {
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const size_t eq = a.find('=');
+    const std::string name = a.substr(0, eq);
+    const Owned* hit = nullptr;
+    for (const Owned& o : owned) {
+      std::stringstream names(o.names);
+      for (std::string n; std::getline(names, n, ',');) {
+        if (n == name && name.size() > 1) hit = &o;
+      }
+    }
+    if (!hit) {
+      rest.push_back(a);
+      continue;
+    }
+    if (hit->flag) {
+      if (eq != std::string::npos) throw InputError(name + " takes no value");
+      *hit->flag = true;
+      continue;
+    }
+    std::string v;
+    if (eq != std::string::npos) {
+      v = a.substr(eq + 1);
+    } else if (i + 1 < args.size()) {
+      v = args[++i];
+    } else {
+      throw InputError(name + " needs a value");
+    }
+    if (hit->many) {
+      hit->many->push_back(v);
+    } else {
+      *hit->value = v;
+    }
+  }
+  return rest;
+}
+
+// An #SBATCH line holds one word: a value with white space would be cut there.
+void require_one_word(const std::string& what, const std::string& v) {
+  if (v.find_first_of(" \t\n\r") != std::string::npos) {
+    throw InputError(what + " '" + v + "' holds white space, which an #SBATCH line cannot carry");
+  }
+}
+
+// The command's flags, parsed and checked as the command would (nothing runs).
+void check_command(const std::string& command, std::vector<std::string> args,
+                   const std::string& part, int shards) {
+  for (const auto& a : args) {
+    const std::string name = a.substr(0, a.find('='));
+    if (name == "--shard" || name == "--resume") {
+      throw InputError(name + ": heterodyne slurm sets it for every task itself");
+    }
+  }
+  CLI::App app;
+  Context ctx;
+  ctx.plan_only = true;
+  add_diff(app, ctx);
+  args.insert(args.begin(), {"heterodyne", command});
+  for (const char* a : {"-o", part.c_str(), "--shard"}) args.push_back(a);
+  args.push_back("0/" + std::to_string(shards));
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    throw InputError(command + ": " + e.what());
+  }
+}
+
+// Runs a program (sbatch) and returns its exit status and what it printed, both streams.
+std::pair<int, std::string> run_program(const std::vector<std::string>& args) {
+  int fds[2];
+  if (pipe(fds) != 0) throw RuntimeError("cannot make a pipe for " + args[0]);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0].c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; rc == 0 && (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, n);
+  close(fds[0]);
+  if (rc != 0) {
+    throw InputError(args[0] + " not found: is this a Slurm login node? (--dry-run prints the "
+                     "scripts without submitting them)");
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, out};
+}
+
+// sbatch --parsable: "<id>[;cluster]"; the job id.
+std::string submit(std::vector<std::string> args) {
+  args.insert(args.begin(), {"sbatch", "--parsable"});
+  const auto [status, out] = run_program(args);
+  const std::string first = out.substr(0, out.find('\n'));
+  if (status != 0 || first.empty()) {
+    throw RuntimeError("sbatch " + args.back() + " failed: " + (first.empty() ? "no job id" : first));
+  }
+  return first.substr(0, first.find(';'));
+}
+
+run::SlurmPlan plan_of(const SlurmOpts& o, const std::string& command,
+                       const std::vector<std::string>& args) {
+  run::SlurmPlan p;
+  p.heterodyne = fs::canonical("/proc/self/exe").string();
+  p.command = command;
+  p.args = args;
+  p.shards = o.shards;
+  p.out = fs::absolute(o.out).lexically_normal().string();
+  p.workdir = fs::current_path().string();
+  for (const auto& [flag, v] : {std::pair{"--partition", o.partition}, {"--time", o.time},
+                                {"--account", o.account}, {"--qos", o.qos}, {"--mem", o.mem}}) {
+    if (!v.empty()) p.sbatch.push_back(std::string(flag) + "=" + v);
+  }
+  for (const auto& a : o.sbatch_args) p.sbatch.push_back(a);
+  if (!o.gres.empty()) p.shard_only.push_back("--gres=" + o.gres);
+  if (!o.cpus.empty()) p.shard_only.push_back("--cpus-per-task=" + o.cpus);
+  p.force = o.force;
+  p.allow_mixed_hosts = o.allow_mixed_hosts;
+  for (const auto& [what, v] : {std::pair{"the output path", p.out}, {"the working folder", p.workdir},
+                                {"heterodyne's path", p.heterodyne}}) {
+    require_one_word(what, v);
+  }
+  for (const auto& v : p.sbatch) require_one_word("the sbatch option", v);
+  for (const auto& v : p.shard_only) require_one_word("the sbatch option", v);
+  return p;
+}
+
+// The parts folder, with this run's scripts. The same scripts there already: a resubmission
+// (the parts resume). Another run's: refused, or with --force replaced, its parts removed.
+void write_scripts(const run::SlurmPlan& p, const std::string& shards, const std::string& merge,
+                   bool force) {
+  const std::string dir = run::parts_dir(p);
+  const std::string script = dir + "/shards.sbatch";
+  if (fs::exists(script)) {
+    std::ifstream in(script);
+    const std::string was((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (was != shards && !force) {
+      throw InputError("'" + dir + "' holds the jobs of another run (its shards.sbatch differs): "
+                       "--force replaces them and removes their parts");
+    }
+    if (was != shards) {
+      for (const auto& e : fs::directory_iterator(dir)) {
+        const std::string name = e.path().filename().string();
+        if (name.rfind("part-", 0) == 0 && e.is_regular_file()) fs::remove(e.path());
+      }
+    }
+  }
+  fs::create_directories(dir + "/logs");
+  write_output_file(script, shards, OutputPolicy(true));
+  write_output_file(dir + "/merge.sbatch", merge, OutputPolicy(true));
+}
+
+}  // namespace
+
+void add_slurm(CLI::App& app, Context& /*ctx*/) {
+  auto o = std::make_shared<SlurmOpts>();
+  auto shards = std::make_shared<std::string>();
+  auto owned = std::make_shared<std::vector<Owned>>(owned_options(*o, *shards));
+  CLI::App* cmd = app.add_subcommand(
+      "slurm", "run a diff as shards of a Slurm job array, merged by a job after them");
+  for (const Owned& w : *owned) {
+    if (w.flag) cmd->add_flag(w.names, *w.flag, w.help);
+    else if (w.many) cmd->add_option(w.names, *w.many, w.help);
+    else cmd->add_option(w.names, *w.value, w.help);
+  }
+  cmd->prefix_command();  // from the command on, the words are the command's (and slurm's)
+  cmd->footer("Example: heterodyne slurm diff --a f16.gguf --b-quant Q4_K_M -f t.txt --components "
+              "--shards 16 --gres gpu:1 -o run.hdy (docs/cluster.md)");
+  cmd->callback([o, shards, owned, cmd] {
+    std::vector<std::string> words = cmd->remaining();
+    if (words.empty() || words.front() != "diff") {
+      throw InputError("heterodyne slurm runs a diff: heterodyne slurm diff <diff's flags> "
+                       "--shards N -o run.hdy");
+    }
+    const std::string command = words.front();
+    const auto args = take_owned({words.begin() + 1, words.end()}, *owned);
+    if (shards->empty()) throw InputError("slurm needs --shards N");
+    const size_t bad = shards->find_first_not_of("0123456789");
+    if (bad != std::string::npos || shards->size() > 6 || std::stoi(*shards) < 1) {
+      throw InputError("--shards '" + *shards + "': a whole number from 1 to 100000");
+    }
+    o->shards = std::stoi(*shards);
+    if (o->shards > 100000) throw InputError("--shards: at most 100000");
+    if (o->out.empty()) throw InputError("slurm needs -o FILE.hdy, the merged experiment");
+    const run::SlurmPlan p = plan_of(*o, command, args);
+    check_command(command, args, run::part_path(p, 0), p.shards);
+    check_output_path(p.out, OutputPolicy(o->force));
+    const std::string shard_text = run::shards_script(p), merge_text = run::merge_script(p);
+    if (o->dry_run) {
+      std::cout << "# " << run::parts_dir(p) << "/shards.sbatch\n" << shard_text << "\n# "
+                << run::parts_dir(p) << "/merge.sbatch\n" << merge_text;
+      return;
+    }
+    write_scripts(p, shard_text, merge_text, o->force);
+    const std::string dir = run::parts_dir(p);
+    const std::string array = submit({dir + "/shards.sbatch"});
+    const std::string merge = submit({"--dependency=afterok:" + array, "--kill-on-invalid-dep=yes",
+                                      dir + "/merge.sbatch"});
+    std::cout << fmt::format(
+        "submitted job {}: {} shards of heterodyne {} (array 0-{})\n"
+        "submitted job {}: merge into {} once every shard has succeeded\n"
+        "follow: squeue -j {},{}   logs: {}/logs/\n"
+        "a shard that fails or is cancelled cancels the merge: run this command again to "
+        "resubmit (stored chunks are kept)\n",
+        array, p.shards, command, p.shards - 1, merge, p.out, array, merge, dir);
+  });
+}
+
+}  // namespace hd::cli

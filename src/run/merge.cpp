@@ -1,0 +1,262 @@
+#include "run/merge.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>  // min, max
+#include <list>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "errors.h"
+#include "run/chunk_loop.h"
+#include "run/shard.h"
+#include "store/experiment.h"
+#include "store/experiment_kind.h"
+
+namespace hd::run {
+
+using nlohmann::json;
+
+namespace {
+
+struct Part {
+  std::string path;
+  store::Experiment e;
+  Shard shard;
+  json provenance;
+};
+
+// The meta a part has of its own (the rest is the run's, the same in every part).
+bool own_meta(const std::string& key) {
+  static const std::set<std::string> own = {"shard",  "provenance",       "status",
+                                            "format", "schema_version",   "integrity_sha256"};
+  return own.count(key) || key.rfind("chunk_sha256/", 0) == 0;
+}
+
+std::map<std::string, std::string> run_meta(const store::Experiment& e) {
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : e.all_meta()) {
+    if (!own_meta(key)) out[key] = value;
+  }
+  return out;
+}
+
+// The first place two JSON values differ, as "key.key: A vs B"; "" when they are equal.
+std::string first_difference(const json& a, const json& b, const std::string& at) {
+  if (a.is_object() && b.is_object()) {
+    for (const auto& [key, value] : a.items()) {
+      const std::string here = at.empty() ? key : at + "." + key;
+      if (!b.contains(key)) return here + ": absent in one";
+      if (auto d = first_difference(value, b[key], here); !d.empty()) return d;
+    }
+    for (const auto& [key, value] : b.items()) {
+      if (!a.contains(key)) return (at.empty() ? key : at + "." + key) + ": absent in one";
+    }
+    return "";
+  }
+  if (a == b) return "";
+  auto shown = [](const json& v) {
+    const std::string s = v.dump();
+    return s.size() > 40 ? s.substr(0, 40) + "…" : s;
+  };
+  return at + ": " + shown(a) + " vs " + shown(b);
+}
+
+// What of a part's provenance its numbers depend on beyond the configuration, split into what
+// must be one (builds, input, models) and what differs with the host (CPU, threads, devices).
+std::pair<json, json> run_and_host(const json& p) {
+  json run, host;
+  for (const char* key : {"heterodyne", "llama_cpp", "text", "tokens", "points", "floor_ubatch",
+                          "floor_ubatch_b"}) {
+    if (p.contains(key)) run[key] = p[key];
+  }
+  run["text"].erase("path");  // the same text may be reached by another path on another node
+  host["machine"] = p.value("machine", json::object());
+  host["machine"].erase("os");
+  const json arms = p.value("arms", json::object());
+  for (const auto& [name, arm] : arms.items()) {
+    json a = arm;
+    host["arms"][name]["runs_on"] = a["runs_on"];
+    host["arms"][name]["n_threads_used"] = a["n_threads_used"];
+    a.erase("runs_on");
+    a.erase("n_threads_used");
+    run["arms"][name] = a;
+  }
+  return {run, host};
+}
+
+Part open_part(const std::string& path) {
+  store::Experiment e = store::Experiment::open(path, false);
+  store::require_kind(e, store::Kind::kDiff);  // sweeps: docs/cluster.md
+  const auto shard = stored_shard(e);
+  if (!shard) {
+    throw InputError("'" + path + "' is not a part of a sharded run (heterodyne diff --shard K/N "
+                     "writes one)");
+  }
+  json prov = json::parse(e.required_meta("provenance"));
+  if (!e.sealed()) {
+    throw InputError(fmt::format("'{}' (shard {}) is not complete: {} of its {} chunks; finish it "
+                                 "with heterodyne diff --resume {}",
+                                 path, shard->name(), e.finished_chunks().size(),
+                                 shard->chunks_of(prov.at("tokens").at("n_chunks").get<int>()),
+                                 path));
+  }
+  if (e.meta("integrity_sha256") != e.compute_integrity()) {
+    throw InputError("'" + path + "' was changed after it was sealed (its rows no longer hash as "
+                     "recorded)");
+  }
+  return {path, std::move(e), *shard, std::move(prov)};
+}
+
+// Every shard of one N, once each.
+void require_every_shard(const std::list<Part>& parts) {
+  const Part& first = parts.front();
+  std::map<int, const Part*> by_index;
+  for (const Part& p : parts) {
+    if (p.shard.count != first.shard.count) {
+      throw InputError("'" + p.path + "' is shard " + p.shard.name() + " but '" + first.path +
+                       "' is shard " + first.shard.name() + ": parts of different splits");
+    }
+    if (auto [it, fresh] = by_index.emplace(p.shard.index, &p); !fresh) {
+      throw InputError("'" + it->second->path + "' and '" + p.path + "' are both shard " +
+                       p.shard.name() + ": their chunks overlap");
+    }
+  }
+  std::string missing;
+  int n_missing = 0;
+  for (int i = 0; i < first.shard.count; ++i) {
+    if (by_index.count(i)) continue;
+    if (++n_missing <= 10) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+  }
+  if (n_missing > 0) {
+    throw InputError(fmt::format("shard{} {}{} of {} {} missing: merge needs every part", 
+                                 n_missing > 1 ? "s" : "", missing, n_missing > 10 ? ", …" : "",
+                                 first.shard.count, n_missing > 1 ? "are" : "is"));
+  }
+}
+
+// `p` fits `ref`: one run, made alike. Returns how its host differs ("" when it does not).
+std::string require_fits(const Part& ref, const Part& p, bool allow_mixed_hosts) {
+  const auto a = run_meta(ref.e), b = run_meta(p.e);
+  for (const auto& [key, value] : a) {
+    if (!b.count(key) || b.at(key) != value) {
+      std::string d = key;
+      const json ja = json::parse(value, nullptr, false);
+      const json jb = b.count(key) ? json::parse(b.at(key), nullptr, false) : json();
+      if (!ja.is_discarded() && !jb.is_discarded()) d = first_difference(ja, jb, key);
+      throw InputError("'" + p.path + "' is not of the run '" + ref.path + "' is (" + d + ")");
+    }
+  }
+  if (b.size() != a.size()) {
+    throw InputError("'" + p.path + "' holds meta that '" + ref.path + "' does not");
+  }
+  const auto [run_a, host_a] = run_and_host(ref.provenance);
+  const auto [run_b, host_b] = run_and_host(p.provenance);
+  if (auto d = first_difference(run_a, run_b, ""); !d.empty()) {
+    throw InputError("'" + p.path + "' was not made as '" + ref.path + "' was (" + d + ")");
+  }
+  const std::string d = first_difference(host_a, host_b, "");
+  if (!d.empty() && !allow_mixed_hosts) {
+    throw InputError("'" + p.path + "' ran on another kind of host than '" + ref.path + "' (" + d +
+                     "): their numbers can differ (AVX2 against AVX-512 was measured at KL 3e-6); "
+                     "--allow-mixed-hosts merges them anyway, and records it");
+  }
+  return d;
+}
+
+// Each part holds exactly its shard's chunks.
+void require_own_chunks(const Part& p, int n_chunks) {
+  std::set<int> want;
+  for (int c = 0; c < n_chunks; ++c) {
+    if (p.shard.owns(c)) want.insert(c);
+  }
+  const auto have = p.e.finished_chunks();
+  for (int c : have) {
+    if (!want.count(c)) {
+      throw InputError(fmt::format("'{}' holds chunk {}, which is not shard {}'s", p.path, c,
+                                   p.shard.name()));
+    }
+  }
+  if (have.size() != want.size()) {
+    throw InputError(fmt::format("'{}' holds {} of shard {}'s {} chunks", p.path, have.size(),
+                                 p.shard.name(), want.size()));
+  }
+}
+
+json part_record(const Part& p) {
+  json r = {{"path", p.path},
+            {"shard", {{"index", p.shard.index}, {"count", p.shard.count}}},
+            {"chunks", p.e.finished_chunks().size()},
+            {"integrity_sha256", p.e.meta("integrity_sha256").value_or("")}};
+  for (const char* key : {"placement", "machine", "started_at", "finished_at", "resumed",
+                          "command_line", "prefix_reuse"}) {
+    if (p.provenance.contains(key)) r[key] = p.provenance[key];
+  }
+  return r;
+}
+
+json merged_provenance(const std::list<Part>& parts, const MergeRequest& rq,
+                       const std::vector<std::string>& mixed) {
+  json p = parts.front().provenance;
+  for (const char* key : {"shard", "placement", "resumed"}) p.erase(key);
+  std::string started = p.value("started_at", ""), finished = p.value("finished_at", "");
+  p["parts"] = json::array();
+  for (const Part& part : parts) {
+    started = std::min(started, part.provenance.value("started_at", started));
+    finished = std::max(finished, part.provenance.value("finished_at", finished));
+    p["parts"].push_back(part_record(part));
+  }
+  p["started_at"] = started;
+  p["finished_at"] = finished;
+  p["command_line"] = rq.command_line;
+  p["merged"] = {{"at", now_utc()},
+                 {"parts", parts.size()},
+                 {"allow_mixed_hosts", rq.allow_mixed_hosts},
+                 {"mixed_hosts", mixed}};
+  return p;
+}
+
+}  // namespace
+
+MergeResult merge_parts(const MergeRequest& rq, const ProgressFn& progress) {
+  if (rq.parts.empty()) throw InputError("merge needs the parts to merge");
+  store::Experiment::check_creatable(rq.out, rq.replace, rq.parts);
+  std::list<Part> parts;
+  for (const auto& path : rq.parts) parts.push_back(open_part(path));
+  require_every_shard(parts);
+  parts.sort([](const Part& x, const Part& y) { return x.shard.index < y.shard.index; });
+  MergeResult result;
+  const int n_chunks = parts.front().provenance.at("tokens").at("n_chunks").get<int>();
+  for (const Part& p : parts) {
+    if (auto d = require_fits(parts.front(), p, rq.allow_mixed_hosts); !d.empty()) {
+      result.mixed.push_back("'" + p.path + "': " + d);
+    }
+    require_own_chunks(p, n_chunks);
+  }
+  store::Experiment out = store::Experiment::create(rq.out, rq.replace, rq.parts);
+  for (const auto& [key, value] : run_meta(parts.front().e)) out.set_meta(key, value);
+  out.set_meta("provenance", merged_provenance(parts, rq, result.mixed).dump());
+  for (const Part& p : parts) {
+    for (int c : p.e.finished_chunks()) {
+      const std::string key = "chunk_sha256/" + std::to_string(c);
+      if (auto h = p.e.meta(key)) out.set_meta(key, *h);
+    }
+    out.append_rows(p.e);
+    progress(fmt::format("part {} ({}): {} chunks", p.shard.name(), p.path,
+                         p.e.finished_chunks().size()));
+  }
+  // Every chunk's rows hash in the merged file as they did in their part: nothing was lost or
+  // changed on the way.
+  if (auto altered = out.altered_chunks()) {
+    throw RuntimeError("merging changed the rows: " + *altered + "; '" + rq.out + "' not written");
+  }
+  out.seal();
+  out.publish();
+  result.parts = static_cast<int>(parts.size());
+  result.chunks = n_chunks;
+  result.rows_sha256 = out.rows_sha256();
+  return result;
+}
+
+}  // namespace hd::run
