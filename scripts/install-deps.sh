@@ -4,7 +4,8 @@
 set -euo pipefail
 PKGS="build-essential cmake ninja-build git pkg-config python3 \
 libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libssl-dev libzstd-dev \
-libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev sqlite3 chromium ccache"
+libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev sqlite3 chromium ccache \
+slurmctld slurmd slurm-client munge"
 missing=""
 # node and npm may come from elsewhere than Debian (the image has its own); only ask apt when absent.
 command -v npm >/dev/null || missing=" nodejs npm"

@@ -16,6 +16,8 @@
 #include <regex>
 #include <thread>
 
+#include "store/experiment.h"
+
 namespace hd::test {
 
 int spawn_cli(const std::vector<std::string>& args, const std::string& out, const std::string& err,
@@ -101,6 +103,17 @@ std::string rows_text(const std::string& path, const std::string& query) {
   sqlite3_finalize(q);
   sqlite3_close(db);
   return out;
+}
+
+void expect_same_rows(const std::string& expected, const std::string& actual) {
+  const auto a = store::Experiment::open(expected, false);
+  const auto b = store::Experiment::open(actual, false);
+  ASSERT_EQ(a.finished_chunks(), b.finished_chunks()) << actual;
+  for (int c : a.finished_chunks()) {
+    const auto d = a.first_difference(c, b);
+    EXPECT_FALSE(d.has_value()) << actual << ": " << *d;
+  }
+  EXPECT_EQ(a.rows_sha256(), b.rows_sha256()) << actual;
 }
 
 void expect_refused(const std::vector<std::string>& args, const std::string& phrase) {

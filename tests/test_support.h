@@ -57,6 +57,11 @@ void expect_refusal(const CliResult& r, int code, const std::string& phrase,
 // Runs `args` and expects a refusal with exit 2.
 void expect_refused(const std::vector<std::string>& args, const std::string& phrase);
 
+// Two experiment files hold the same rows, bit for bit: every chunk's stored values (run times
+// aside) and the hash of the rows alone (Experiment::rows_sha256). What a merged sharded run
+// and the single-process run are compared by.
+void expect_same_rows(const std::string& expected, const std::string& actual);
+
 // The web UI's browser script (web/test/ui.test.mjs) in Debian's headless Chromium: MODE
 // (report, summary, compare, serve) on TARGET, screenshots under
 // <build>/test-artifacts/ui/ARTIFACTS. Its output is printed, so a failing check names itself.

@@ -32,6 +32,8 @@ void check_integrity(const store::Experiment& e, store::Kind kind, const Progres
                        "… (the file was modified)");
   }
   progress("integrity: ok (sha256 " + now + ")");
+  // The rows alone: what a merged file and the single-process run share (run/merge.h).
+  progress("rows sha256 " + e.rows_sha256());
 }
 
 void diff_verify(const std::string& path, const VerifyOptions& options,

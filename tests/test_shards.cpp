@@ -1,0 +1,181 @@
+// Sharded runs without a cluster: diff --shard K/N writes a part, merge joins the parts into
+// the file one process writes (bit for bit), and refuses parts that do not fit, naming them.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "store/experiment.h"
+#include "test_support.h"
+
+using namespace hd;
+
+namespace {
+
+struct Fixture {
+  std::string dir, whole;
+  std::vector<std::string> parts;  // shards 0, 1, 2 of 3
+};
+
+std::vector<std::string> run_args(const std::string& out, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> a = {"diff", "--a", test::shared_path("models/stories260K.gguf"),
+                                "--b-quant", "Q8_0", "-f",
+                                test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "64",
+                                "--max-chunks", "7", "--components", "--lens", "-o", out};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+void run_ok(const std::vector<std::string>& args) {
+  const auto r = test::run_cli(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+const Fixture& fixture() {
+  static const Fixture f = [] {
+    Fixture x;
+    x.dir = test::temp_dir("shards");
+    x.whole = x.dir + "/whole.hdy";
+    run_ok(run_args(x.whole));
+    for (int k = 0; k < 3; ++k) {
+      x.parts.push_back(x.dir + "/part-" + std::to_string(k) + ".hdy");
+      run_ok(run_args(x.parts.back(), {"--shard", std::to_string(k) + "/3"}));
+    }
+    return x;
+  }();
+  return f;
+}
+
+test::CliResult merge(const std::vector<std::string>& parts, const std::string& out,
+                      const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> a = {"merge"};
+  a.insert(a.end(), parts.begin(), parts.end());
+  a.insert(a.end(), {"-o", out});
+  a.insert(a.end(), extra.begin(), extra.end());
+  return test::run_cli(a);
+}
+
+// A copy of `part` whose provenance `edit` changed, sealed again as if a run had written it.
+std::string edited_copy(const std::string& part, const std::string& to,
+                        const std::function<void(nlohmann::json&)>& edit) {
+  std::filesystem::copy_file(part, to, std::filesystem::copy_options::overwrite_existing);
+  auto e = store::Experiment::open(to, true);
+  auto prov = nlohmann::json::parse(*e.meta("provenance"));
+  edit(prov);
+  e.set_meta("provenance", prov.dump());
+  e.seal();
+  return to;
+}
+
+}  // namespace
+
+TEST(Shards, MergedPartsAreTheSingleProcessRunBitwise) {
+  HD_REQUIRE_SHARED();
+  const Fixture& f = fixture();
+  EXPECT_EQ(test::stored_chunks(f.parts[0]), 3);  // chunks 0, 3, 6
+  EXPECT_EQ(test::stored_chunks(f.parts[1]), 2);
+  EXPECT_EQ(test::rows_text(f.parts[1], "SELECT chunk FROM chunks"), "1|\n4|\n");
+  const std::string merged = f.dir + "/merged.hdy";
+  // Given in any order.
+  const auto r = merge({f.parts[2], f.parts[0], f.parts[1]}, merged);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  test::expect_same_rows(f.whole, merged);
+  const auto e = store::Experiment::open(merged, false);
+  EXPECT_NE(r.out.find("rows sha256 " + e.rows_sha256()), std::string::npos) << r.out;
+  EXPECT_FALSE(e.meta("shard").has_value());
+  EXPECT_EQ(e.meta("config"), store::Experiment::open(f.whole, false).meta("config"));
+  const auto prov = nlohmann::json::parse(*e.meta("provenance"));
+  ASSERT_EQ(prov["parts"].size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(prov["parts"][k]["shard"]["index"], k);
+    EXPECT_FALSE(prov["parts"][k]["placement"]["host"].get<std::string>().empty());
+  }
+  EXPECT_EQ(prov["merged"]["allow_mixed_hosts"], false);
+  const auto v = test::run_cli({"verify", merged});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.err.find("rows sha256 " + e.rows_sha256()), std::string::npos) << v.err;
+  // A part is a diff of its chunks: show and verify read it as any other.
+  EXPECT_EQ(test::run_cli({"verify", f.parts[1]}).exit_code, 0);
+}
+
+TEST(Shards, MoreShardsThanChunksLeavesEmptyPartsThatStillMerge) {
+  HD_REQUIRE_SHARED();
+  const Fixture& f = fixture();
+  std::vector<std::string> parts;
+  for (int k = 0; k < 9; ++k) {
+    parts.push_back(f.dir + "/nine-" + std::to_string(k) + ".hdy");
+    run_ok(run_args(parts.back(), {"--shard", std::to_string(k) + "/9"}));
+  }
+  EXPECT_EQ(test::stored_chunks(parts[8]), 0);
+  const auto r = merge(parts, f.dir + "/nine.hdy");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  test::expect_same_rows(f.whole, f.dir + "/nine.hdy");
+}
+
+TEST(Shards, MergeRefusesPartsThatDoNotFit) {
+  HD_REQUIRE_SHARED();
+  const Fixture& f = fixture();
+  const std::string out = f.dir + "/refused.hdy";
+  const auto& p = f.parts;
+  test::expect_refusal(merge({p[0], p[2]}, out), 2, "shard 1 of 3 is missing", "missing");
+  test::expect_refusal(merge({p[0], p[1], p[1], p[2]}, out), 2, "are both shard 1/3", "twice");
+  test::expect_refusal(merge({p[0], p[1], f.whole}, out), 2, "is not a part of a sharded run",
+                       "whole");
+  // Another configuration: the same shard of a run with another --score-from.
+  const std::string other = f.dir + "/other-2.hdy";
+  run_ok(run_args(other, {"--shard", "2/3", "--score-from", "half"}));
+  test::expect_refusal(merge({p[0], p[1], other}, out), 2, "config.score_from", "config");
+  // An unfinished part (as a killed run leaves it), and one edited after it was sealed.
+  const std::string open = f.dir + "/open-1.hdy";
+  std::filesystem::copy_file(p[1], open);
+  test::sql(open, "DELETE FROM meta WHERE key IN ('status', 'integrity_sha256')");
+  test::expect_refusal(merge({p[0], open, p[2]}, out), 2, "finish it with heterodyne diff --resume",
+                       "unfinished");
+  const std::string edited = f.dir + "/edited-1.hdy";
+  std::filesystem::copy_file(p[1], edited);
+  test::sql(edited, "UPDATE positions SET kl = kl * 2 WHERE pos = 5");
+  test::expect_refusal(merge({p[0], edited, p[2]}, out), 2, "changed after it was sealed",
+                       "edited");
+  // Another llama.cpp build: refused, whatever --allow-mixed-hosts says.
+  const std::string build = edited_copy(p[1], f.dir + "/build-1.hdy", [](nlohmann::json& j) {
+    j["llama_cpp"]["flags"] = "GGML_NATIVE=OFF";
+  });
+  test::expect_refusal(merge({p[0], build, p[2]}, out, {"--allow-mixed-hosts"}), 2,
+                       "llama_cpp.flags", "build");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  // Nothing is written over what exists, nor over a part.
+  test::expect_refusal(merge(p, p[0]), 2, "", "onto a part");
+  test::write_file(out, "x");
+  test::expect_refusal(merge(p, out), 2, "already exists", "existing");
+  EXPECT_EQ(test::read_file(out), "x");
+}
+
+TEST(Shards, MixedHostsAreRefusedUnlessAllowedAndThenRecorded) {
+  HD_REQUIRE_SHARED();
+  const Fixture& f = fixture();
+  const std::string avx512 = edited_copy(f.parts[2], f.dir + "/avx512-2.hdy", [](nlohmann::json& j) {
+    j["machine"]["cpu_features"] = j["machine"]["cpu_features"].get<std::string>() + " AVX512 = 1";
+  });
+  const std::vector<std::string> parts = {f.parts[0], f.parts[1], avx512};
+  const std::string out = f.dir + "/mixed.hdy";
+  test::expect_refusal(merge(parts, out), 2, "machine.cpu_features", "mixed");
+  const auto r = merge(parts, out, {"--allow-mixed-hosts"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto prov =
+      nlohmann::json::parse(*store::Experiment::open(out, false).meta("provenance"));
+  EXPECT_EQ(prov["merged"]["allow_mixed_hosts"], true);
+  ASSERT_EQ(prov["merged"]["mixed_hosts"].size(), 1u);
+  EXPECT_NE(prov["merged"]["mixed_hosts"][0].get<std::string>().find("avx512-2.hdy"),
+            std::string::npos);
+}
+
+TEST(Shards, TheShardFlagIsChecked) {
+  HD_REQUIRE_SHARED();
+  const Fixture& f = fixture();
+  const std::string out = f.dir + "/bad-shard.hdy";
+  test::expect_refused(run_args(out, {"--shard", "3/3"}), "K counts from 0 to 2");
+  test::expect_refused(run_args(out, {"--shard", "1/0"}), "give K/N");
+  test::expect_refused(run_args(out, {"--shard", "one/3"}), "K counts from 0 to 2");
+  test::expect_refused({"diff", "--resume", f.parts[0], "--shard", "0/3"}, "--shard");
+  EXPECT_FALSE(std::filesystem::exists(out));
+}

@@ -1,0 +1,252 @@
+// heterodyne slurm on a real Slurm: Debian's munged, slurmctld and slurmd started for the
+// suite on one host (scripts/slurm-cluster: loopback, state under a temporary folder, stopped
+// by pid). Sharded runs submitted as job arrays merge into files bitwise equal to the single
+// process's, verify, and a shard cancelled mid-run resumes when the command is run again.
+// Without the Slurm packages the cluster tests say so and skip (.ci/run installs them).
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "demo/demo_model.h"
+#include "store/experiment.h"
+#include "test_support.h"
+
+using namespace hd;
+namespace fs = std::filesystem;
+
+namespace {
+
+// What a shell command prints on stdout.
+std::string output_of(const std::string& command) {
+  std::string out;
+  if (FILE* p = popen(command.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    pclose(p);
+  }
+  return out;
+}
+
+bool slurm_installed() {
+  return std::system("{ command -v munged && command -v slurmctld && command -v slurmd && "
+                     "command -v sbatch; } > /dev/null 2>&1") == 0;
+}
+
+// The suite's cluster: started on first use, stopped when the test process exits.
+struct Cluster {
+  std::string dir;
+  bool up = false;
+  Cluster() {
+    if (!slurm_installed()) return;
+    dir = test::temp_dir("slurm-cluster");
+    const std::string started = output_of("scripts/slurm-cluster start " + dir + " 2>&1");
+    const std::string conf = dir + "/slurm.conf";
+    up = started.find("SLURM_CONF=" + conf) != std::string::npos;
+    EXPECT_TRUE(up) << started;
+    for (const char* d : {"slurmd", "slurmctld", "munged"}) {
+      const std::string pid = test::read_file(dir + "/" + d + ".pid");
+      if (!pid.empty()) pids.push_back(std::stoi(pid));
+    }
+    setenv("SLURM_CONF", conf.c_str(), 1);
+  }
+  // By the pids read at start: the folder may be gone by now.
+  ~Cluster() {
+    for (int pid : pids) kill(pid, SIGTERM);
+  }
+  std::vector<int> pids;
+};
+
+const Cluster& cluster() {
+  static const Cluster c;
+  return c;
+}
+
+#define REQUIRE_CLUSTER()                                                                 \
+  do {                                                                                    \
+    HD_REQUIRE_SHARED();                                                                  \
+    if (!slurm_installed())                                                               \
+      GTEST_SKIP() << "Slurm (slurmctld, slurmd, slurm-client, munge) is not installed: " \
+                      "scripts/install-deps.sh installs it; skipping";                    \
+    ASSERT_TRUE(cluster().up) << "the test cluster did not start (" << cluster().dir      \
+                              << "/log)";                                                 \
+  } while (0)
+
+// The job ids `heterodyne slurm` printed: the array's, then the merge's.
+std::vector<std::string> job_ids(const std::string& out) {
+  std::vector<std::string> ids;
+  const std::regex re("submitted job ([0-9]+)");
+  for (std::sregex_iterator it(out.begin(), out.end(), re), end; it != end; ++it)
+    ids.push_back((*it)[1]);
+  return ids;
+}
+
+// Waits until none of `ids` is queued or running (at most `seconds`); true when they left.
+bool wait_for(const std::vector<std::string>& ids, int seconds) {
+  std::string list;
+  for (const auto& id : ids) list += (list.empty() ? "" : ",") + id;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (output_of("squeue -h -o %i -j " + list + " 2>/dev/null").empty()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return false;
+}
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// `diff_args` (no -o) run as one process into `whole`, then as `shards` Slurm shards into
+// `merged`; the two hold the same rows and the merged file verifies.
+void expect_slurm_run_is_the_single_run(const std::vector<std::string>& diff_args, int shards,
+                                        const std::string& whole, const std::string& merged) {
+  const auto one = test::run_cli(with(diff_args, {"-o", whole}));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  std::vector<std::string> slurm = {"slurm"};
+  slurm = with(with(slurm, diff_args), {"--shards", std::to_string(shards), "-o", merged});
+  const auto r = test::run_cli(slurm);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto ids = job_ids(r.out);
+  ASSERT_EQ(ids.size(), 2u) << r.out;
+  ASSERT_TRUE(wait_for(ids, 600)) << "the jobs did not finish in 10 minutes";
+  ASSERT_TRUE(fs::exists(merged)) << test::read_file(merged + ".parts/logs/merge.log");
+  test::expect_same_rows(whole, merged);
+  const auto v = test::run_cli({"verify", merged});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  // Every part's Slurm job and array task is recorded.
+  const auto prov =
+      nlohmann::json::parse(*store::Experiment::open(merged, false).meta("provenance"));
+  ASSERT_EQ(prov["parts"].size(), static_cast<size_t>(shards));
+  for (int k = 0; k < shards; ++k) {
+    const auto& slurm_facts = prov["parts"][k]["placement"]["slurm"];
+    EXPECT_EQ(slurm_facts["array_task_id"], std::to_string(k));
+    EXPECT_EQ(slurm_facts["array_job_id"], ids[0]);
+  }
+}
+
+std::vector<std::string> stories_args() {
+  return {"diff", "--a", test::shared_path("models/stories260K.gguf"), "--b-quant", "Q8_0", "-f",
+          test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "64", "--max-chunks", "10",
+          "--components"};
+}
+
+std::vector<std::string> slurm_args() { return with({"slurm"}, stories_args()); }
+
+}  // namespace
+
+TEST(Slurm, ShardsOfStories260KMergeToTheSingleProcessRunBitwise) {
+  REQUIRE_CLUSTER();
+  const std::string dir = test::temp_dir("slurm-stories");
+  expect_slurm_run_is_the_single_run(stories_args(), 4, dir + "/whole.hdy", dir + "/run.hdy");
+}
+
+TEST(Slurm, ShardsOfTheDemoModelMergeToTheSingleProcessRunBitwise) {
+  REQUIRE_CLUSTER();
+  const demo::DemoModel d = demo::ensure_demo_model(demo::DemoSettings{}, [](const std::string&) {});
+  const std::string dir = test::temp_dir("slurm-demo");
+  expect_slurm_run_is_the_single_run({"diff", "--a", d.model_path, "--b-quant", "Q4_K_M", "-f",
+                                      d.held_out_path, "--chunk", "128", "--max-chunks", "6",
+                                      "--transplants"},
+                                     3, dir + "/whole.hdy", dir + "/run.hdy");
+}
+
+// scancel of a shard mid-run: it stops after the chunk in flight, the merge never runs, and the
+// same command run again resubmits the array; the cancelled part resumes (its stored chunks
+// kept), the others are complete already, and the merged file is the single run's.
+TEST(Slurm, AShardCancelledMidRunResumesOnResubmission) {
+  REQUIRE_CLUSTER();
+  const std::string dir = test::temp_dir("slurm-cancel");
+  const std::string model = dir + "/tiny-llama-f16.gguf";  // 32000 tokens: a chunk takes a while
+  ASSERT_EQ(test::run_cli({"make-model", "--preset", "tiny-llama", "--type", "f16", "-o", model})
+                .exit_code, 0);
+  const std::vector<std::string> args = {"diff", "--a", model, "--b-quant", "Q4_0", "-f",
+                                         test::shared_path("corpora/tom-sawyer.txt"), "--chunk",
+                                         "64", "--max-chunks", "12", "--components", "-t", "2"};
+  const std::string whole = dir + "/whole.hdy", merged = dir + "/run.hdy";
+  const auto one = test::run_cli(with(args, {"-o", whole}));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto slurm = with(with({"slurm"}, args), {"--shards", "2", "-o", merged});
+  const auto first = test::run_cli(slurm);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto ids = job_ids(first.out);
+  ASSERT_EQ(ids.size(), 2u) << first.out;
+  const std::string part = merged + ".parts/part-0-of-2.hdy";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (test::stored_chunks(part) < 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(std::system(("scancel " + ids[0] + "_0").c_str()), 0);
+  ASSERT_TRUE(wait_for(ids, 300));
+  const int kept = test::stored_chunks(part);
+  EXPECT_GE(kept, 1);
+  EXPECT_LT(kept, 6) << "the shard finished before it was cancelled";
+  EXPECT_FALSE(fs::exists(merged)) << "the merge ran without every shard";
+
+  const auto again = test::run_cli(slurm);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const auto ids2 = job_ids(again.out);
+  ASSERT_EQ(ids2.size(), 2u) << again.out;
+  ASSERT_TRUE(wait_for(ids2, 600));
+  ASSERT_TRUE(fs::exists(merged)) << test::read_file(merged + ".parts/logs/merge.log");
+  test::expect_same_rows(whole, merged);
+  const auto prov =
+      nlohmann::json::parse(*store::Experiment::open(merged, false).meta("provenance"));
+  ASSERT_EQ(prov["parts"][0]["resumed"].size(), 1u);
+  EXPECT_EQ(prov["parts"][0]["resumed"][0]["placement"]["slurm"]["array_job_id"], ids2[0]);
+  EXPECT_FALSE(prov["parts"][1].contains("resumed"));  // it had finished: run again, no work
+  // The same output with other flags would mix two runs' parts: refused without --force.
+  test::expect_refused(slurm, "already exists");
+  fs::remove(merged);
+  test::expect_refused(with(with({"slurm"}, args), {"--no-floor", "--shards", "2", "-o", merged}),
+                       "holds the jobs of another run");
+  EXPECT_EQ(test::stored_chunks(part), 6);
+}
+
+TEST(Slurm, DryRunPrintsTheScriptsAndWritesNothing) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = test::temp_dir("slurm-dry");
+  const std::string out = dir + "/run.hdy";
+  const auto r = test::run_cli(with(slurm_args(), {"--shards", "3", "--gres", "gpu:1",
+                                                     "--partition", "p", "--dry-run", "-o", out}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t merge = r.out.find("merge.sbatch");
+  ASSERT_NE(merge, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#SBATCH --array=0-2"), std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("#SBATCH --gres=gpu:1"), merge) << "the merge needs no GPU";
+  EXPECT_EQ(r.out.find("#SBATCH --gres", merge), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#SBATCH --partition=p", merge), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--shard \"$SLURM_ARRAY_TASK_ID/3\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(dir + "/run.hdy.parts/part-2-of-3.hdy"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out + ".parts"));
+}
+
+TEST(Slurm, BadRequestsAreRefusedBeforeAnythingIsSubmitted) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = test::temp_dir("slurm-bad");
+  const std::string out = dir + "/run.hdy";
+  const auto args = slurm_args();
+  test::expect_refused(with(args, {"-o", out}), "slurm needs --shards N");
+  test::expect_refused(with(args, {"--shards", "0", "-o", out}), "from 1 to 100000");
+  test::expect_refused(with(args, {"--shards", "2"}), "slurm needs -o");
+  test::expect_refused(with(args, {"--shards", "2", "--shard", "0/2", "-o", out}),
+                       "heterodyne slurm sets it");
+  test::expect_refused(with(args, {"--shards", "2", "--bogus", "-o", out}), "diff: ");
+  test::expect_refused({"slurm", "sweep", "--a", "m.gguf", "--shards", "2", "-o", out},
+                       "heterodyne slurm runs a diff");
+  test::expect_refused({"slurm", "diff", "--a", test::shared_path("models/stories260K.gguf"),
+                        "--b-quant", "Q8_0", "-f", "-", "--shards", "2", "-o", out},
+                       "no standard input");
+  test::expect_refused(with(args, {"--shards", "2", "--partition", "a b", "-o", out}),
+                       "white space");
+  test::write_file(out, "x");
+  test::expect_refused(with(args, {"--shards", "2", "--dry-run", "-o", out}), "already exists");
+  EXPECT_FALSE(fs::exists(out + ".parts"));
+}
