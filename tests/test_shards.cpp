@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "serve/catalog.h"
+#include "serve/public_paths.h"
 #include "store/experiment.h"
 #include "test_support.h"
 
@@ -96,6 +98,24 @@ TEST(Shards, MergedPartsAreTheSingleProcessRunBitwise) {
   EXPECT_NE(v.err.find("rows sha256 " + e.rows_sha256()), std::string::npos) << v.err;
   // A part is a diff of its chunks: show and verify read it as any other.
   EXPECT_EQ(test::run_cli({"verify", f.parts[1]}).exit_code, 0);
+}
+
+// serve's list says which files are parts and which were merged from them.
+TEST(Shards, TheExperimentListNamesPartsAndMergedFiles) {
+  HD_REQUIRE_SHARED();
+  const Fixture& f = fixture();
+  const std::string dir = test::temp_dir("shards-list");
+  std::filesystem::copy_file(f.parts[1], dir + "/part.hdy");
+  ASSERT_EQ(merge(f.parts, dir + "/merged.hdy").exit_code, 0);
+  std::filesystem::copy_file(f.whole, dir + "/whole.hdy");
+  const serve::PublicPaths paths(dir, dir);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& e : serve::list_experiments(serve::Sandbox(dir), paths)) by_name[e["name"]] = e;
+  ASSERT_EQ(by_name.size(), 3u);
+  EXPECT_EQ(by_name["part"]["shard"], "1/3");
+  EXPECT_EQ(by_name["merged"]["merged_parts"], 3);
+  EXPECT_FALSE(by_name["whole"].contains("shard") || by_name["whole"].contains("merged_parts"));
+  EXPECT_EQ(by_name["merged"]["kl_mean"], by_name["whole"]["kl_mean"]);
 }
 
 TEST(Shards, MoreShardsThanChunksLeavesEmptyPartsThatStillMerge) {

@@ -111,7 +111,7 @@ nlohmann::json diff_entry(const std::string& path) {
   const auto b_facts = arms.is_object() && arms.contains("b") ? arms["b"] : nlohmann::json();
   const double b_size = b_facts.is_object() ? b_facts.value("model_size", 0.0) : 0.0;
   const double b_params = b_facts.is_object() ? b_facts.value("n_params", 0.0) : 0.0;
-  return {
+  nlohmann::json entry = {
       {"kind", "diff"},
       {"status", l.status},
       {"b_size", b_size > 0 ? b_size : NAN},
@@ -125,6 +125,16 @@ nlohmann::json diff_entry(const std::string& path) {
       {"n_chunks", s.n_chunks},
       {"a", model("a")},
       {"b", l.config.value("b_quant", "").empty() ? model("b") : l.config.value("b_quant", "")}};
+  // A part of a sharded run, or a file merged from parts (run/merge.h): listed as such.
+  const auto& p = l.provenance;
+  if (p.contains("shard") && p["shard"].is_object()) {
+    entry["shard"] = std::to_string(p["shard"].value("index", 0)) + "/" +
+                     std::to_string(p["shard"].value("count", 0));
+  }
+  if (p.contains("merged") && p["merged"].is_object()) {
+    entry["merged_parts"] = p["merged"].value("parts", 0);
+  }
+  return entry;
 }
 
 // A sweep's or floor's line: what ran, listed while it runs too (its summary comes at the end).

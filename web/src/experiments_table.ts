@@ -17,6 +17,13 @@ export function compareHash(names: string[]): string {
   return `#/compare/${names.map(encodeURIComponent).join(",")}`;
 }
 
+/** What the list says beside a name: the kind when not a diff, a part of a sharded run, or a merged file. */
+export function kindNote(e: ExperimentInfo): string {
+  if (e.shard) return `part ${e.shard}`;
+  if (isNum(e.merged_parts)) return `merged from ${e.merged_parts} parts`;
+  return e.kind && e.kind !== "diff" ? e.kind : "";
+}
+
 export function experimentsTable(list: ExperimentInfo[]): HTMLElement {
   if (list.length === 0) return h("p", { class: "muted" }, "No experiments yet: start a run above.");
   const selected = new Set<string>();
@@ -43,7 +50,7 @@ export function experimentsTable(list: ExperimentInfo[]): HTMLElement {
   const table = sortableTable<ExperimentInfo>(
     [
       { label: "", cell: pick },
-      { label: "experiment", key: (e) => e.name, cell: (e) => h("span", null, h("a", { href: experimentHash(e.name), class: "experiment-link" }, e.name), e.kind && e.kind !== "diff" ? h("span", { class: "muted kind" }, ` (${e.kind})`) : null) },
+      { label: "experiment", key: (e) => e.name, cell: (e) => h("span", null, h("a", { href: experimentHash(e.name), class: "experiment-link" }, e.name), kindNote(e) ? h("span", { class: "muted kind" }, ` (${kindNote(e)})`) : null) },
       { label: "status", key: (e) => e.status, cell: (e) => e.status ?? DASH },
       { label: "mean KL ± CI95", numeric: true, key: (e) => e.kl_mean, cell: (e) => fmtPm(e.kl_mean, e.kl_ci95) },
       { label: "floor KL", numeric: true, key: (e) => e.floor_kl_mean, cell: (e) => (e.floor_kl_mean === 0 ? "0 (bitwise)" : fmt(e.floor_kl_mean)) },

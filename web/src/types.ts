@@ -280,6 +280,9 @@ export interface ExperimentInfo {
   /** B's file size in bits over its parameter count. */
   b_bpw?: Num;
   b_size?: Num;
+  /** A part of a sharded run ("K/N"), or how many parts a merged file joined. */
+  shard?: string;
+  merged_parts?: number;
   a?: string;
   b?: string;
   modified?: string | number;
