@@ -96,8 +96,11 @@ TEST(Shards, MergedPartsAreTheSingleProcessRunBitwise) {
   const auto v = test::run_cli({"verify", merged});
   EXPECT_EQ(v.exit_code, 0) << v.err;
   EXPECT_NE(v.err.find("rows sha256 " + e.rows_sha256()), std::string::npos) << v.err;
-  // A part is a diff of its chunks: show and verify read it as any other.
+  // A part is a diff of its chunks: show and verify read it as any other, and say what it is.
   EXPECT_EQ(test::run_cli({"verify", f.parts[1]}).exit_code, 0);
+  EXPECT_NE(test::run_cli({"show", f.parts[1]}).out.find("part 1/3 of a sharded run"),
+            std::string::npos);
+  EXPECT_NE(test::run_cli({"show", merged}).out.find("merged from 3 parts"), std::string::npos);
 }
 
 // serve's list says which files are parts and which were merged from them.
@@ -164,7 +167,7 @@ TEST(Shards, MergeRefusesPartsThatDoNotFit) {
                        "llama_cpp.flags", "build");
   EXPECT_FALSE(std::filesystem::exists(out));
   // Nothing is written over what exists, nor over a part.
-  test::expect_refusal(merge(p, p[0]), 2, "", "onto a part");
+  test::expect_refusal(merge(p, p[0]), 2, "is the same file as the input", "onto a part");
   test::write_file(out, "x");
   test::expect_refusal(merge(p, out), 2, "already exists", "existing");
   EXPECT_EQ(test::read_file(out), "x");

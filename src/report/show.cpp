@@ -109,6 +109,15 @@ void print_summary(std::ostream& os, const Loaded& l) {
   os << fmt::format("{}  ({}, {} chunks of {} tokens, {} scored positions, score-from {})\n",
                     l.path, l.status, s.n_chunks, l.config.value("chunk", 0), s.diff.n_scored,
                     l.config.value("score_from", "?"));
+  if (const auto& shard = l.provenance.value("shard", nlohmann::json()); shard.is_object()) {
+    os << fmt::format("  part {}/{} of a sharded run: chunk c where c mod {} = {} (heterodyne "
+                      "merge joins the parts)\n",
+                      shard.value("index", 0), shard.value("count", 0), shard.value("count", 0),
+                      shard.value("index", 0));
+  } else if (const auto& m = l.provenance.value("merged", nlohmann::json()); m.is_object()) {
+    os << fmt::format("  merged from {} parts (provenance \"parts\": where each ran)\n",
+                      m.value("parts", 0));
+  }
   if (l.integrity == "MISMATCH") {
     os << "  WARNING: integrity check failed: this file was changed after the run sealed it\n";
   }
