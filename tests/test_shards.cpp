@@ -121,6 +121,39 @@ TEST(Shards, TheExperimentListNamesPartsAndMergedFiles) {
   EXPECT_EQ(by_name["merged"]["kl_mean"], by_name["whole"]["kl_mean"]);
 }
 
+// A sweep's chunks shard as a diff's do: the merged sweep holds the single run's rows and the
+// same summary, computed from all of them (each part's is of its own chunks).
+TEST(Shards, SweepPartsMergeToTheSingleSweep) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = test::temp_dir("shards-sweep");
+  auto sweep = [&](const std::string& out, const std::vector<std::string>& extra) {
+    std::vector<std::string> a = {"sweep", "--a", test::shared_path("models/stories260K.gguf"),
+                                  "--b-quant", "Q8_0", "--b-ub", "16", "-f",
+                                  test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "64",
+                                  "--max-chunks", "5", "-o", out};
+    a.insert(a.end(), extra.begin(), extra.end());
+    run_ok(a);
+  };
+  sweep(dir + "/whole.hdy", {});
+  sweep(dir + "/p0.hdy", {"--shard", "0/2"});
+  sweep(dir + "/p1.hdy", {"--shard", "1/2"});
+  const auto r = merge({dir + "/p0.hdy", dir + "/p1.hdy"}, dir + "/merged.hdy");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto whole = store::Experiment::open(dir + "/whole.hdy", false);
+  const auto merged = store::Experiment::open(dir + "/merged.hdy", false);
+  EXPECT_EQ(merged.rows_sha256(), whole.rows_sha256());
+  EXPECT_EQ(merged.meta("sweep"), whole.meta("sweep"));
+  EXPECT_NE(store::Experiment::open(dir + "/p0.hdy", false).meta("sweep"), whole.meta("sweep"));
+  for (const auto* f : {"/merged.hdy", "/p1.hdy"}) {
+    const auto v = test::run_cli({"verify", dir + f});
+    EXPECT_EQ(v.exit_code, 0) << f << ": " << v.err;
+  }
+  // A sweep's part with a diff's is refused.
+  run_ok(run_args(dir + "/diff-1.hdy", {"--shard", "1/2"}));
+  test::expect_refusal(merge({dir + "/p0.hdy", dir + "/diff-1.hdy"}, dir + "/mixed.hdy"), 2,
+                       "is not of the run", "kinds");
+}
+
 TEST(Shards, MoreShardsThanChunksLeavesEmptyPartsThatStillMerge) {
   HD_REQUIRE_SHARED();
   const Fixture& f = fixture();

@@ -120,6 +120,8 @@ void expect_slurm_run_is_the_single_run(const std::vector<std::string>& diff_arg
   ASSERT_TRUE(wait_for(ids, 600)) << "the jobs did not finish in 10 minutes";
   ASSERT_TRUE(fs::exists(merged)) << test::read_file(merged + ".parts/logs/merge.log");
   test::expect_same_rows(whole, merged);
+  EXPECT_EQ(store::Experiment::open(merged, false).meta("sweep"),
+            store::Experiment::open(whole, false).meta("sweep"));  // a sweep's summary
   const auto v = test::run_cli({"verify", merged});
   EXPECT_EQ(v.exit_code, 0) << v.err;
   // Every part's Slurm job and array task is recorded.
@@ -157,6 +159,16 @@ TEST(Slurm, ShardsOfTheDemoModelMergeToTheSingleProcessRunBitwise) {
                                       d.held_out_path, "--chunk", "128", "--max-chunks", "6",
                                       "--transplants"},
                                      3, dir + "/whole.hdy", dir + "/run.hdy");
+}
+
+TEST(Slurm, ShardsOfASweepMergeToTheSingleSweep) {
+  REQUIRE_CLUSTER();
+  const std::string dir = test::temp_dir("slurm-sweep");
+  expect_slurm_run_is_the_single_run(
+      {"sweep", "--a", test::shared_path("models/stories260K.gguf"), "--b-quant", "Q8_0", "--b-ub",
+       "16", "-f", test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "64", "--max-chunks",
+       "6"},
+      3, dir + "/whole.hdy", dir + "/sweep.hdy");
 }
 
 // scancel of a shard mid-run: it stops after the chunk in flight, the merge never runs, and the
@@ -239,8 +251,8 @@ TEST(Slurm, BadRequestsAreRefusedBeforeAnythingIsSubmitted) {
   test::expect_refused(with(args, {"--shards", "2", "--shard", "0/2", "-o", out}),
                        "heterodyne slurm sets it");
   test::expect_refused(with(args, {"--shards", "2", "--bogus", "-o", out}), "diff: ");
-  test::expect_refused({"slurm", "sweep", "--a", "m.gguf", "--shards", "2", "-o", out},
-                       "heterodyne slurm runs a diff");
+  test::expect_refused({"slurm", "floor", "-m", "m.gguf", "--shards", "2", "-o", out},
+                       "heterodyne slurm runs a diff or a sweep");
   test::expect_refused({"slurm", "diff", "--a", test::shared_path("models/stories260K.gguf"),
                         "--b-quant", "Q8_0", "-f", "-", "--shards", "2", "-o", out},
                        "no standard input");

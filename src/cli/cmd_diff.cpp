@@ -37,20 +37,9 @@ void add_diff(CLI::App& app, Context& ctx) {
     add_analysis_flags(*cmd, o->analyses);
   });
   add_output_and_resume(*cmd, o->out, o->force, o->resume);
-  in_group(*cmd, "Cluster", [&] {
-    cmd->add_option("--shard", o->shard,
-                    "K/N: only the chunks c with c mod N = K, a part for heterodyne merge "
-                    "(docs/cluster.md)");
-  });
+  add_shard_flag(*cmd, o->shard);
   cmd->callback([o, cmd, &ctx] {
-    if (ctx.plan_only) {  // heterodyne slurm: the flags checked before any job is submitted
-      if (!o->resume.empty()) throw InputError("diff --resume: heterodyne slurm runs new diffs");
-      const run::InputPath input = o->pair.input.required("diff");
-      if (input.path == "-") throw InputError("a Slurm job has no standard input: give -f FILE");
-      if (o->pair.a.empty()) throw InputError("diff needs --a MODEL.gguf");
-      run::validate(pair_config("diff", o->pair, o->cfg));
-      return;
-    }
+    if (ctx.plan_only) return check_plan("diff", o->pair, o->cfg, o->resume);
     ResumableRun r =
         ResumableRun::of_arms(o->resume, o->out, o->pair.a, o->pair.input.given("diff"));
     r.resume_run = [&] {
@@ -62,9 +51,8 @@ void add_diff(CLI::App& app, Context& ctx) {
       cfg.transplants = cfg.transplants || cfg.components;
       cfg.prefix_reuse = !o->no_prefix_reuse;
       cfg.analyses = o->analyses.analyses();
-      std::optional<run::Shard> shard;
-      if (!o->shard.empty()) shard = run::parse_shard(o->shard);
-      return run::diff_run(cfg, o->out, o->force, ctx.command_line, progress_line, shard);
+      return run::diff_run(cfg, o->out, o->force, ctx.command_line, progress_line,
+                           shard_of(o->shard));
     };
     ctx.exit_code = run_or_resume(*cmd, r);
   });

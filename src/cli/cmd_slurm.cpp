@@ -1,4 +1,4 @@
-// heterodyne slurm diff <diff's flags> --shards N [--partition P] [--gres G] [--time T] …
+// heterodyne slurm diff|sweep <its flags> --shards N [--partition P] [--gres G] [--time T] …
 //                  [--dry-run] [--force] -o run.hdy
 // Writes the job-array script of N shards and the merge job's (run/slurm_jobs.h) next to the
 // output, submits both with sbatch (the merge afterok on the array) and says how to follow
@@ -125,6 +125,7 @@ void check_command(const std::string& command, std::vector<std::string> args,
   Context ctx;
   ctx.plan_only = true;
   add_diff(app, ctx);
+  add_sweep(app, ctx);
   args.insert(args.begin(), {"heterodyne", command});
   for (const char* a : {"-o", part.c_str(), "--shard"}) args.push_back(a);
   args.push_back("0/" + std::to_string(shards));
@@ -236,7 +237,7 @@ void add_slurm(CLI::App& app, Context& /*ctx*/) {
   auto shards = std::make_shared<std::string>();
   auto owned = std::make_shared<std::vector<Owned>>(owned_options(*o, *shards));
   CLI::App* cmd = app.add_subcommand(
-      "slurm", "run a diff as shards of a Slurm job array, merged by a job after them");
+      "slurm", "run a diff or sweep as shards of a Slurm job array, merged by a job after them");
   for (const Owned& w : *owned) {
     if (w.flag) cmd->add_flag(w.names, *w.flag, w.help);
     else if (w.many) cmd->add_option(w.names, *w.many, w.help);
@@ -247,9 +248,9 @@ void add_slurm(CLI::App& app, Context& /*ctx*/) {
               "--shards 16 --gres gpu:1 -o run.hdy (docs/cluster.md)");
   cmd->callback([o, shards, owned, cmd] {
     std::vector<std::string> words = cmd->remaining();
-    if (words.empty() || words.front() != "diff") {
-      throw InputError("heterodyne slurm runs a diff: heterodyne slurm diff <diff's flags> "
-                       "--shards N -o run.hdy");
+    if (words.empty() || (words.front() != "diff" && words.front() != "sweep")) {
+      throw InputError("heterodyne slurm runs a diff or a sweep: heterodyne slurm diff <diff's "
+                       "flags> --shards N -o run.hdy");
     }
     const std::string command = words.front();
     const auto args = take_owned({words.begin() + 1, words.end()}, *owned);

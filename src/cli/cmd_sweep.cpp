@@ -13,7 +13,7 @@ namespace hd::cli {
 void add_sweep(CLI::App& app, Context& ctx) {
   struct Opts {
     PairFlags pair;
-    std::string out, resume;
+    std::string out, resume, shard;
     run::DiffConfig cfg;
     int max_arms = 64;
     bool force = false;
@@ -28,7 +28,9 @@ void add_sweep(CLI::App& app, Context& ctx) {
         ->capture_default_str();
   });
   add_output_and_resume(*cmd, o->out, o->force, o->resume);
+  add_shard_flag(*cmd, o->shard);
   cmd->callback([o, cmd, &ctx] {
+    if (ctx.plan_only) return check_plan("sweep", o->pair, o->cfg, o->resume);
     ResumableRun r =
         ResumableRun::of_arms(o->resume, o->out, o->pair.a, o->pair.input.given("sweep"));
     r.resume_run = [&] {
@@ -37,7 +39,8 @@ void add_sweep(CLI::App& app, Context& ctx) {
     };
     r.new_run = [&] {
       const run::DiffConfig cfg = pair_config("sweep", o->pair, o->cfg);
-      return run::sweep_run(cfg, o->max_arms, o->out, o->force, ctx.command_line, progress_line);
+      return run::sweep_run(cfg, o->max_arms, o->out, o->force, ctx.command_line, progress_line,
+                            shard_of(o->shard));
     };
     ctx.exit_code = run_or_resume(*cmd, r);
   });

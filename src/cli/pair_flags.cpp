@@ -58,4 +58,26 @@ run::DiffConfig pair_config(const std::string& command, const PairFlags& f, run:
   return cfg;
 }
 
+void add_shard_flag(CLI::App& cmd, std::string& spec) {
+  in_group(cmd, "Cluster", [&] {
+    cmd.add_option("--shard", spec,
+                   "K/N: only the chunks c with c mod N = K, a part for heterodyne merge "
+                   "(docs/cluster.md)");
+  });
+}
+
+std::optional<run::Shard> shard_of(const std::string& spec) {
+  if (spec.empty()) return std::nullopt;
+  return run::parse_shard(spec);
+}
+
+void check_plan(const std::string& command, const PairFlags& f, const run::DiffConfig& cfg,
+                const std::string& resume) {
+  if (!resume.empty()) throw InputError(command + " --resume: heterodyne slurm runs new ones");
+  const run::InputPath input = f.input.required(command);
+  if (input.path == "-") throw InputError("a Slurm job has no standard input: give -f FILE");
+  if (f.a.empty()) throw InputError(command + " needs --a MODEL.gguf");
+  run::validate(pair_config(command, f, cfg));
+}
+
 }  // namespace hd::cli

@@ -2,11 +2,13 @@
 // models, B made from A, the text and its chunks, the arm settings, the floor arm.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 
 #include "cli/arm_flags.h"
 #include "cli/commands.h"
 #include "run/config.h"
+#include "run/shard.h"
 
 namespace hd::cli {
 
@@ -26,5 +28,15 @@ void add_pair_flags(CLI::App& cmd, PairFlags& f, run::DiffConfig& cfg);
 
 // `cfg` with the arms, B's quantization, the input and the floor the flags give.
 run::DiffConfig pair_config(const std::string& command, const PairFlags& f, run::DiffConfig cfg);
+
+// --shard K/N under "Cluster" (diff, sweep: docs/cluster.md), and the shard it gives (none
+// when not given; InputError for a spec that is not one).
+void add_shard_flag(CLI::App& cmd, std::string& spec);
+std::optional<run::Shard> shard_of(const std::string& spec);
+
+// heterodyne slurm's check of a command's flags before it submits (Context::plan_only): what a
+// new run of `command` needs, the configuration validated; nothing runs.
+void check_plan(const std::string& command, const PairFlags& f, const run::DiffConfig& cfg,
+                const std::string& resume);
 
 }  // namespace hd::cli

@@ -11,6 +11,7 @@
 #include "errors.h"
 #include "run/chunk_loop.h"
 #include "run/shard.h"
+#include "run/sweep.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
 
@@ -25,13 +26,37 @@ struct Part {
   store::Experiment e;
   Shard shard;
   json provenance;
+  store::Kind kind;
 };
 
-// The meta a part has of its own (the rest is the run's, the same in every part).
+// The meta key of a stored chunk's hash: a diff's, a sweep's.
+constexpr const char* kChunkHash[] = {"chunk_sha256/", "sweep_rows_sha256/"};
+
+bool chunk_hash_key(const std::string& key) {
+  for (const char* prefix : kChunkHash) {
+    if (key.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+// The meta a part has of its own (the rest is the run's, the same in every part): a sweep's
+// summary ("sweep") is of the part's chunks, and the merge computes the run's.
 bool own_meta(const std::string& key) {
-  static const std::set<std::string> own = {"shard",  "provenance",       "status",
-                                            "format", "schema_version",   "integrity_sha256"};
-  return own.count(key) || key.rfind("chunk_sha256/", 0) == 0;
+  static const std::set<std::string> own = {"shard",  "provenance",     "status",          "sweep",
+                                            "format", "schema_version", "integrity_sha256"};
+  return own.count(key) || chunk_hash_key(key);
+}
+
+// The chunks a part holds: a diff's rows, a sweep's hashed chunks (one per stored chunk).
+std::vector<int> stored_chunks(const Part& p) {
+  if (p.kind == store::Kind::kDiff) return p.e.finished_chunks();
+  std::vector<int> out;
+  const std::string prefix = kChunkHash[1];
+  for (const auto& [key, value] : p.e.all_meta()) {
+    if (key.rfind(prefix, 0) == 0) out.push_back(std::stoi(key.substr(prefix.size())));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::map<std::string, std::string> run_meta(const store::Experiment& e) {
@@ -63,6 +88,29 @@ std::string first_difference(const json& a, const json& b, const std::string& at
   return at + ": " + shown(a) + " vs " + shown(b);
 }
 
+// What of an arm's facts differs with the host it ran on (devices, threads), wherever it
+// stands under "arms" (a sweep's combinations too).
+bool host_key(const std::string& key) { return key == "runs_on" || key == "n_threads_used"; }
+
+// `v` without the host's keys (`keep_host` false), or with only them (true), recursively.
+json split_host(const json& v, bool keep_host) {
+  if (v.is_array()) {
+    json out = json::array();
+    for (const auto& x : v) out.push_back(split_host(x, keep_host));
+    return out;
+  }
+  if (!v.is_object()) return keep_host ? json() : v;
+  json out = json::object();
+  for (const auto& [key, x] : v.items()) {
+    if (host_key(key)) {
+      if (keep_host) out[key] = x;
+    } else if (auto y = split_host(x, keep_host); !keep_host || !y.is_null()) {
+      out[key] = y;
+    }
+  }
+  return out;
+}
+
 // What of a part's provenance its numbers depend on beyond the configuration, split into what
 // must be one (builds, input, models) and what differs with the host (CPU, threads, devices).
 std::pair<json, json> run_and_host(const json& p) {
@@ -75,20 +123,18 @@ std::pair<json, json> run_and_host(const json& p) {
   host["machine"] = p.value("machine", json::object());
   host["machine"].erase("os");
   const json arms = p.value("arms", json::object());
-  for (const auto& [name, arm] : arms.items()) {
-    json a = arm;
-    host["arms"][name]["runs_on"] = a["runs_on"];
-    host["arms"][name]["n_threads_used"] = a["n_threads_used"];
-    a.erase("runs_on");
-    a.erase("n_threads_used");
-    run["arms"][name] = a;
-  }
+  run["arms"] = split_host(arms, false);
+  host["arms"] = split_host(arms, true);
   return {run, host};
 }
 
 Part open_part(const std::string& path) {
   store::Experiment e = store::Experiment::open(path, false);
-  store::require_kind(e, store::Kind::kDiff);  // sweeps: docs/cluster.md
+  const store::Kind kind = store::kind_of(e);
+  if (kind != store::Kind::kDiff && kind != store::Kind::kSweep) {
+    throw InputError("'" + path + "' is a " + std::string(store::kind_info(kind).name) +
+                     ": only diffs and sweeps are sharded");
+  }
   const auto shard = stored_shard(e);
   if (!shard) {
     throw InputError("'" + path + "' is not a part of a sharded run (heterodyne diff --shard K/N "
@@ -96,17 +142,15 @@ Part open_part(const std::string& path) {
   }
   json prov = json::parse(e.required_meta("provenance"));
   if (!e.sealed()) {
-    throw InputError(fmt::format("'{}' (shard {}) is not complete: {} of its {} chunks; finish it "
-                                 "with heterodyne diff --resume {}",
-                                 path, shard->name(), e.finished_chunks().size(),
-                                 shard->chunks_of(prov.at("tokens").at("n_chunks").get<int>()),
-                                 path));
+    throw InputError(fmt::format("'{}' (shard {}) is not complete: finish it with heterodyne {} "
+                                 "--resume {}",
+                                 path, shard->name(), store::kind_info(kind).command, path));
   }
   if (e.meta("integrity_sha256") != e.compute_integrity()) {
     throw InputError("'" + path + "' was changed after it was sealed (its rows no longer hash as "
                      "recorded)");
   }
-  return {path, std::move(e), *shard, std::move(prov)};
+  return {path, std::move(e), *shard, std::move(prov), kind};
 }
 
 // Every shard of one N, once each.
@@ -171,7 +215,7 @@ void require_own_chunks(const Part& p, int n_chunks) {
   for (int c = 0; c < n_chunks; ++c) {
     if (p.shard.owns(c)) want.insert(c);
   }
-  const auto have = p.e.finished_chunks();
+  const auto have = stored_chunks(p);
   for (int c : have) {
     if (!want.count(c)) {
       throw InputError(fmt::format("'{}' holds chunk {}, which is not shard {}'s", p.path, c,
@@ -187,7 +231,7 @@ void require_own_chunks(const Part& p, int n_chunks) {
 json part_record(const Part& p) {
   json r = {{"path", p.path},
             {"shard", {{"index", p.shard.index}, {"count", p.shard.count}}},
-            {"chunks", p.e.finished_chunks().size()},
+            {"chunks", stored_chunks(p).size()},
             {"integrity_sha256", p.e.meta("integrity_sha256").value_or("")}};
   for (const char* key : {"placement", "machine", "started_at", "finished_at", "resumed",
                           "command_line", "prefix_reuse"}) {
@@ -238,17 +282,23 @@ MergeResult merge_parts(const MergeRequest& rq, const ProgressFn& progress) {
   for (const auto& [key, value] : run_meta(parts.front().e)) out.set_meta(key, value);
   out.set_meta("provenance", merged_provenance(parts, rq, result.mixed).dump());
   for (const Part& p : parts) {
-    for (int c : p.e.finished_chunks()) {
-      const std::string key = "chunk_sha256/" + std::to_string(c);
-      if (auto h = p.e.meta(key)) out.set_meta(key, *h);
+    for (const auto& [key, value] : p.e.all_meta()) {
+      if (chunk_hash_key(key)) out.set_meta(key, value);
     }
     out.append_rows(p.e);
     progress(fmt::format("part {} ({}): {} chunks", p.shard.name(), p.path,
-                         p.e.finished_chunks().size()));
+                         stored_chunks(p).size()));
   }
   // Every chunk's rows hash in the merged file as they did in their part: nothing was lost or
   // changed on the way.
-  if (auto altered = out.altered_chunks()) {
+  std::optional<std::string> altered;
+  if (parts.front().kind == store::Kind::kDiff) {
+    altered = out.altered_chunks();
+  } else {
+    for (int c = 0; c < n_chunks && !altered; ++c) altered = out.sweep_chunk_altered(c);
+    store_sweep_summary(out);  // of every chunk, as one process computes it
+  }
+  if (altered) {
     throw RuntimeError("merging changed the rows: " + *altered + "; '" + rq.out + "' not written");
   }
   out.seal();

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -19,6 +20,7 @@
 #include "run/input.h"
 #include "run/provenance.h"
 #include "run/session.h"
+#include "run/shard.h"
 #include "run/sweep_summary.h"
 #include "run/sweeper.h"
 #include "store/experiment.h"
@@ -97,11 +99,19 @@ std::set<int> stored_chunks(const store::Experiment& e, const store::SweepShape&
   return done;
 }
 
-// Every chunk's stored rows, in order (each read and checked).
+// Which of the text's chunks the file holds: all, or its shard's (run/shard.h).
+std::function<bool(int)> owned_chunks(const store::Experiment& e) {
+  if (const auto shard = stored_shard(e)) return [s = *shard](int c) { return s.owns(c); };
+  return [](int) { return true; };
+}
+
+// Every chunk's stored rows, in order (each read and checked): the file's own chunks.
 std::vector<store::SweepChunkRows> all_rows(const store::Experiment& e,
                                             const store::SweepShape& shape, int total) {
+  const auto owns = owned_chunks(e);
   std::vector<store::SweepChunkRows> rows;
   for (int c = 0; c < total; ++c) {
+    if (!owns(c)) continue;
     auto r = e.sweep_chunk(c, shape);
     if (!r)
       throw InputError("'" + e.path() + "' has no stored rows of sweep chunk " + std::to_string(c));
@@ -118,6 +128,7 @@ RunEnd run_sweep_chunks(store::Experiment& e, Sweeper& s, const std::set<int>& d
   loop.command = "sweep";
   loop.total = static_cast<int>(chunks.size());
   loop.done = done;
+  if (stored_shard(e)) loop.owns = owned_chunks(e);
   const store::SweepShape shape = sweep_shape(
       s.config(), combos, nlohmann::json::parse(e.required_meta("provenance")), e.path());
   loop.run_chunk = [&](int c, int) {
@@ -125,7 +136,7 @@ RunEnd run_sweep_chunks(store::Experiment& e, Sweeper& s, const std::set<int>& d
     e.put_sweep_chunk(s.compute(c, chunks[static_cast<size_t>(c)]));
     return ChunkDone{std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
   };
-  loop.before_seal = [&] {  // the summary of the rows as stored
+  loop.before_seal = [&] {  // the summary of the rows as stored (a part's: of its chunks)
     e.set_meta("sweep", sweep_summary(cfg, all_rows(e, shape, loop.total), combos).dump());
   };
   return run_chunk_loop(e, loop, progress);
@@ -152,7 +163,8 @@ void report_plan(const Sweeper& s, const nlohmann::json& combos, size_t n_chunks
 }  // namespace
 
 RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out, bool replace,
-                 const std::string& command_line, const ProgressFn& progress) {
+                 const std::string& command_line, const ProgressFn& progress,
+                 const std::optional<Shard>& shard) {
   validate(config);
   if (max_arms < 1) throw InputError("--max-arms must be at least 1");
   const std::vector<std::string> inputs = {config.a.model, config.b.model, config.text_file};
@@ -173,6 +185,13 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
   prov["arms"] = s.arms_provenance();
   prov["floor_ubatch"] = s.floor_ubatch();
   if (s.floor_ubatch_b() > 0) prov["floor_ubatch_b"] = s.floor_ubatch_b();
+  if (shard) {
+    store_shard(e, *shard);
+    prov["shard"] = {{"index", shard->index}, {"count", shard->count}};
+    prov["placement"] = placement_facts();
+    progress(fmt::format("shard {}: its {} chunks", shard->name(),
+                         shard->chunks_of(static_cast<int>(chunks.size()))));
+  }
   e.set_meta("provenance", prov.dump());
   e.set_meta("sweep_combinations", combos.dump());
   return run_sweep_chunks(e, s, {}, chunks, cfg, combos, progress);
@@ -203,9 +222,15 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
   }
   const auto chunks = input_chunks(s.model_a(), input, config.skip_unencodable, config.chunk,
                                    config.max_chunks, progress);
-  prov["resumed"].push_back({{"command_line", command_line}, {"at", now_utc()}});
+  nlohmann::json resumed = {{"command_line", command_line}, {"at", now_utc()}};
+  const auto shard = stored_shard(e);
+  if (shard) resumed["placement"] = placement_facts();
+  prov["resumed"].push_back(resumed);
   e.set_meta("provenance", prov.dump());
-  progress(fmt::format("resuming: {} of {} chunks already stored", done.size(), chunks.size()));
+  const int total = static_cast<int>(chunks.size());
+  progress(fmt::format("resuming{}: {} of {} chunks already stored",
+                       shard ? " shard " + shard->name() : "", done.size(),
+                       shard ? shard->chunks_of(total) : total));
   return run_sweep_chunks(e, s, done, chunks, cfg, combos, progress);
 }
 
@@ -227,8 +252,8 @@ static std::vector<store::SweepChunkRows> checked_rows(const store::Experiment& 
                                                        const store::SweepShape& shape, int total) {
   e.require_sweep_rows_within(total);
   const auto rows = all_rows(e, shape, total);
-  for (int c = 0; c < total; ++c) {
-    if (auto why = e.sweep_chunk_altered(c)) throw RuntimeError("verify failed: " + *why);
+  for (const auto& r : rows) {
+    if (auto why = e.sweep_chunk_altered(r.chunk)) throw RuntimeError("verify failed: " + *why);
   }
   return rows;
 }
@@ -253,22 +278,33 @@ void sweep_verify(const std::string& path, bool force, const ProgressFn& progres
                                         "heterodyne verify " + path);
   const auto chunks = input_chunks(s.model_a(), input, config.skip_unencodable, config.chunk,
                                    config.max_chunks, progress);
-  if (chunks.size() != stored.size()) {
+  const int n_stored = prov.at("tokens").at("n_chunks").get<int>();
+  if (static_cast<int>(chunks.size()) != n_stored) {
     throw RuntimeError(fmt::format("verify failed: {} gives {} chunks, the sweep stored {}",
-                                   input.name(), chunks.size(), stored.size()));
+                                   input.name(), chunks.size(), n_stored));
   }
   std::vector<store::SweepChunkRows> rows;
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    rows.push_back(s.compute(static_cast<int>(c), chunks[c]));
-    if (auto d = store::sweep_rows_difference(stored[c], rows.back())) {
+  for (size_t i = 0; i < stored.size(); ++i) {  // the file's own chunks: all, or a part's
+    const int c = stored[i].chunk;
+    rows.push_back(s.compute(c, chunks[static_cast<size_t>(c)]));
+    if (auto d = store::sweep_rows_difference(stored[i], rows.back())) {
       throw RuntimeError(fmt::format("verify failed: sweep chunk {} differs: {}", c, *d));
     }
-    progress(fmt::format("chunk {}/{}: identical", c + 1, chunks.size()));
+    progress(fmt::format("chunk {}/{}: identical", i + 1, stored.size()));
   }
   if (!follows(nlohmann::json::parse(e.required_meta("sweep")), sweep_summary(cfg, rows, combos))) {
     throw RuntimeError("verify failed: the stored summary does not follow from the chunks");
   }
-  progress(fmt::format("verify: all {} sweep chunks reproduce bitwise", chunks.size()));
+  progress(fmt::format("verify: all {} sweep chunks reproduce bitwise", stored.size()));
+}
+
+void store_sweep_summary(store::Experiment& e) {
+  const nlohmann::json cfg = nlohmann::json::parse(e.required_meta("config"));
+  const nlohmann::json prov = nlohmann::json::parse(e.required_meta("provenance"));
+  const nlohmann::json combos = nlohmann::json::parse(e.required_meta("sweep_combinations"));
+  const int total = prov.at("tokens").at("n_chunks").get<int>();
+  const auto shape = sweep_shape(diff_config_from_json(cfg), combos, prov, e.path());
+  e.set_meta("sweep", sweep_summary(cfg, all_rows(e, shape, total), combos).dump());
 }
 
 }  // namespace hd::run

@@ -19,6 +19,10 @@
 #include "run/config.h"
 #include "run/diff.h"
 
+namespace hd::store {
+class Experiment;
+}
+
 namespace hd::run {
 
 // The settings a sweep can attribute to, in this order: every kArmFields key, in table order
@@ -36,13 +40,19 @@ engine::ArmSettings combination(const engine::ArmSettings& a, const engine::ArmS
 // Runs the sweep into `out`: with config.b_quant, B's model is A's quantized to that type (as
 // diff makes it); transplants and residuals are not used.
 // max_arms bounds 2^k (InputError above it).
+// With `shard`, only that shard's chunks (a part for heterodyne merge, run/merge.h).
 RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out, bool replace,
-                 const std::string& command_line, const ProgressFn& progress);
+                 const std::string& command_line, const ProgressFn& progress,
+                 const std::optional<Shard>& shard = std::nullopt);
 
 // Finishes an interrupted sweep from its own stored configuration (the rows already stored
 // must hash as recorded, and the models as the combinations record them).
 RunEnd sweep_resume(const std::string& path, const std::string& command_line,
                     const ProgressFn& progress, const InputPath& again = {});
+
+// Meta "sweep", the summary, computed again from every chunk's rows the file holds: what a
+// merged sweep stores (its parts' summaries are of their own chunks).
+void store_sweep_summary(store::Experiment& e);
 
 // Re-runs a stored sweep chunk by chunk; RuntimeError at the first row that differs.
 void sweep_verify(const std::string& path, bool force, const ProgressFn& progress,

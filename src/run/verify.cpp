@@ -31,9 +31,9 @@ void check_integrity(const store::Experiment& e, store::Kind kind, const Progres
                        "…, the contents hash to " + now.substr(0, 16) +
                        "… (the file was modified)");
   }
-  progress("integrity: ok (sha256 " + now + ")");
-  // The rows alone: what a merged file and the single-process run share (run/merge.h).
-  progress("rows sha256 " + e.rows_sha256());
+  // With the rows' hash alone: what a merged file and the single-process run share
+  // (run/merge.h).
+  progress("integrity: ok (sha256 " + now + "; rows sha256 " + e.rows_sha256() + ")");
 }
 
 void diff_verify(const std::string& path, const VerifyOptions& options,
