@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes a built llama.cpp available and prints its build directory on the last line.
 #
-#   scripts/llama.sh            the pinned tree from node-llama-cpp@3.21.1 (npm), commit verified
+#   scripts/llama.sh            the pinned tree from node-llama-cpp@3.21.1 (npm), commit verified,
+#                               with scripts/llama-graph-start.patch applied
 #   scripts/llama.sh DIR        a user's own llama.cpp checkout
 #   scripts/llama.sh npm:node-llama-cpp@X.Y.Z
 #                               the llama.cpp another node-llama-cpp release carries (for a
@@ -50,10 +51,33 @@ npm_source() {
   echo "$src"
 }
 
+# with_graph_start SRC: heterodyne's one addition to llama.cpp, llama_set_graph_start (patched
+# passes start at the patched point without a copy of the weights, docs/transplants.md), applied
+# to the trees this script fetched itself. A user's own checkout is never edited: without it,
+# patched passes run from the embeddings, which gives the same numbers. The applied patch is part
+# of the tree's local changes, hence of the build key and of every run's provenance.
+with_graph_start() {
+  local src="$1" patch="$HERE/llama-graph-start.patch"
+  local want; want=$(sha256sum "$patch" | cut -c1-16)
+  exec 8>"$src.patch.lock"
+  flock 8
+  if [ "$(cat "$src/.heterodyne-patched" 2>/dev/null)" != "$want" ]; then
+    git -C "$src" checkout -q -- . 2>/dev/null || true
+    if git -C "$src" apply --check "$patch" 2>/dev/null; then
+      git -C "$src" apply "$patch"
+    else
+      say "llama-graph-start.patch does not apply to $src: patched passes run from the embeddings"
+    fi
+    echo "$want" > "$src/.heterodyne-patched"
+  fi
+  exec 8>&-
+}
+
+HERE=$(cd "$(dirname "$0")" && pwd)
 src="${1:-}"
 case "$src" in
-  "") src=$(npm_source "$PIN_PACKAGE" "$PIN_COMMIT") ;;
-  npm:node-llama-cpp@*) src=$(npm_source "${src#npm:}") ;;
+  "") src=$(npm_source "$PIN_PACKAGE" "$PIN_COMMIT"); with_graph_start "$src" ;;
+  npm:node-llama-cpp@*) src=$(npm_source "${src#npm:}"); with_graph_start "$src" ;;
   npm:*) say "only node-llama-cpp releases carry llama.cpp: $src"; exit 2 ;;
 esac
 [ -d "$src" ] || { say "$src: no such directory"; exit 2; }

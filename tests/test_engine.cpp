@@ -179,14 +179,15 @@ TEST(Engine, Qwen3RunsWithAQuantizedKCache) {
 }
 
 TEST(Engine, ArmsOfDifferentShapesAreRefused) {
-  // Same vocabulary, fewer layers: a tail of tiny-llama. Residuals pair layers and rows, so
+  // Same vocabulary, fewer layers: tiny-llama without its first layer. Residuals pair layers and rows, so
   // such arms cannot be compared and must be refused, naming both shapes.
   const std::string dir = test::temp_dir("shapes");
   const std::string model = dir + "/tiny-llama.gguf";
   engine::make_model({"tiny-llama", 1, "f16"}, model);
   run::DiffConfig c;
   c.a = settings_for(model);
-  c.b = settings_for(engine::ensure_tail_model(model, 1));
+  engine::write_without_first_layers(model, dir + "/tail.gguf", 1);
+  c.b = settings_for(dir + "/tail.gguf");
   c.chunk = 32;
   try {
     run::Session s(c);

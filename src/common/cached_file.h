@@ -1,4 +1,4 @@
-// A file of heterodyne's cache (quantized models, model tails, architecture fixtures), made
+// A file of heterodyne's cache (quantized models, architecture fixtures), made
 // once and trusted afterwards only while its bytes hash to what was recorded as it was made.
 #pragma once
 #include <filesystem>

@@ -107,12 +107,12 @@ nlohmann::json Arm::facts() const { return backend_->facts(); }
 
 void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<float>& logits,
                     int first_output) {
-  decode({tokens, {}, static_cast<int32_t>(tokens.size()), first_output, 0}, hook, logits);
+  decode({tokens, {}, static_cast<int32_t>(tokens.size()), first_output, 0, {}}, hook, logits);
 }
 
 void Arm::run_step(int32_t token, int32_t pos, Hook* hook, std::vector<float>& logits) {
   if (pos < 1) throw RuntimeError("a decode step needs a prompt before it");
-  decode({std::span<const int32_t>(&token, 1), {}, 1, 0, pos}, hook, logits);
+  decode({std::span<const int32_t>(&token, 1), {}, 1, 0, pos, {}}, hook, logits);
 }
 
 void Arm::run_residual(std::span<const float> rows, int n_tokens, Hook* hook,
@@ -120,7 +120,15 @@ void Arm::run_residual(std::span<const float> rows, int n_tokens, Hook* hook,
   if (rows.size() != static_cast<size_t>(n_tokens) * static_cast<size_t>(model_->info().n_embd)) {
     throw RuntimeError("residual rows do not match the model's width");
   }
-  decode({{}, rows, n_tokens, first_output, 0}, hook, logits);
+  decode({{}, rows, n_tokens, first_output, 0, {}}, hook, logits);
+}
+
+void Arm::run_from(const std::string& start, std::span<const float> rows, int n_tokens,
+                   Hook* hook, std::vector<float>& logits, int first_output) {
+  if (rows.size() != static_cast<size_t>(n_tokens) * static_cast<size_t>(model_->info().n_embd)) {
+    throw RuntimeError("rows for '" + start + "' do not match the model's width");
+  }
+  decode({{}, rows, n_tokens, first_output, 0, start}, hook, logits);
 }
 
 // The ranges are checked by LocalArm, in this process or in the worker, where the context is.

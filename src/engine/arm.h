@@ -35,6 +35,9 @@ struct DecodeInput {
   int32_t n = 0;
   int first_output = 0;
   int32_t pos0 = 0;  // > 0: continue the sequence in the KV cache (a decode step)
+  // Non-empty: the graph node the rows are the value of; the pass computes only what follows
+  // it (llama_set_graph_start, scripts/llama-graph-start.patch). Empty: rows enter layer 0.
+  std::string start;
 };
 
 class Arm {
@@ -71,10 +74,16 @@ class Arm {
   void run_step(int32_t token, int32_t pos, Hook* hook, std::vector<float>& logits);
 
   // The same, starting from residual rows ([n_tokens][n_embd]) instead of tokens: they enter
-  // as layer 0's input through llama_batch.embd. On a model cut by ensure_tail_model this runs
-  // the original's later layers on a given residual.
+  // as layer 0's input through llama_batch.embd.
   void run_residual(std::span<const float> rows, int n_tokens, Hook* hook,
                     std::vector<float>& logits, int first_output = 0);
+
+  // The pass from graph node `start` on: `rows` ([n_tokens][n_embd]) are that node's value and
+  // nothing before it is computed. Throws RuntimeError where the graph cannot start there, or
+  // this llama.cpp lacks llama_set_graph_start. A hook that stops (Hook::stop_after) leaves
+  // `logits` empty.
+  void run_from(const std::string& start, std::span<const float> rows, int n_tokens, Hook* hook,
+                std::vector<float>& logits, int first_output = 0);
 
  private:
   void decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits);

@@ -171,6 +171,11 @@ void Hook::list(const ggml_tensor* t) {
   nodes_->push_back(std::move(n));
 }
 
+void Hook::stop_after(const std::string& point) {
+  capture(point);
+  stop_ = point;
+}
+
 bool Hook::on_eval(ggml_tensor* t, bool ask) {
   auto it = points_.find(point_of_node(t->name));
   if (ask && nodes_ != nullptr) list(t);
@@ -178,7 +183,7 @@ bool Hook::on_eval(ggml_tensor* t, bool ask) {
   if (it == points_.end()) return true;
   try {
     handle(it->second, it->first, t);
-    return true;
+    return it->first != stop_;  // false ends this ubatch's graph here
   } catch (const std::exception& e) {
     error_ = e.what();
     return false;  // aborts the graph: llama_decode reports failure, end_decode() the reason

@@ -54,6 +54,11 @@ class Hook {
 
   bool empty() const { return points_.empty() && nodes_ == nullptr; }
 
+  // Capture `point` and stop computing the graph once it is (each ubatch): a cheap check of
+  // what a pass computes up to there. The decode then has no logits.
+  void stop_after(const std::string& point);
+  const std::string& stop_point() const { return stop_; }
+
   // `point` keeps the rows point_has_output_rows_only does not predict for it: every row where
   // it predicts output rows only, or the reverse (the survey measures which, per model).
   void except_from_row_rule(const std::string& point) { row_rule_exceptions_.insert(point); }
@@ -100,6 +105,7 @@ class Hook {
   std::map<std::string, int64_t, std::less<>> widths_;  // expect_width's
   int64_t n_rows_ = 0;
   std::string error_;
+  std::string stop_;
 };
 
 }  // namespace hd::engine

@@ -97,11 +97,24 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
     batch.logits[i] = i >= first_output ? 1 : 0;
   }
   batch.n_tokens = n;
+  if (!in.start.empty() && !from_rows) throw RuntimeError("a pass from a graph node needs its rows");
+#ifdef LLAMA_HAS_GRAPH_START
+  llama_set_graph_start(ctx_, in.start.empty() ? nullptr : in.start.c_str());
+#else
+  if (!in.start.empty()) {
+    llama_batch_free(batch);
+    throw RuntimeError("this llama.cpp has no llama_set_graph_start (scripts/llama-graph-start.patch "
+                       "is not applied to it): a pass cannot start at '" + in.start + "'");
+  }
+#endif
   hook_ = hook != nullptr && !hook->empty() ? hook : nullptr;
   if (hook_ != nullptr) hook_->begin_decode(n, first_output, model_->info().n_layer);
   fatal::set_activity("running '" + settings_.model + "'");
   const int32_t rc = llama_decode(ctx_, batch);
   fatal::set_activity("");
+#ifdef LLAMA_HAS_GRAPH_START
+  llama_set_graph_start(ctx_, nullptr);
+#endif
   llama_batch_free(batch);
   Hook* used = hook_;
   hook_ = nullptr;
@@ -110,6 +123,10 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
     const std::string why = last_llama_error();
     throw RuntimeError("llama_decode failed (" + std::to_string(rc) + ")" +
                        (why.empty() ? "" : ": " + why));
+  }
+  if (used != nullptr && !used->stop_point().empty()) {  // the graph stopped: no logits
+    logits.clear();
+    return;
   }
   const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
   logits.resize(static_cast<size_t>(n - first_output) * n_vocab);

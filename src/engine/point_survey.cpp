@@ -42,7 +42,7 @@ class Survey {
     return s;
   }
   void decode(const std::vector<int32_t>& tokens, Hook* hook, std::vector<float>& logits) {
-    arm_.decode({tokens, {}, n_, first_output_, 0}, hook, logits);
+    arm_.decode({tokens, {}, n_, first_output_, 0, {}}, hook, logits);
   }
   // Why `name` cannot be a point ("" when it can): absent, unreadable, or rows other than
   // the hook will expect.

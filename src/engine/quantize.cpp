@@ -204,25 +204,20 @@ std::string ensure_quantized(const std::string& src, const std::string& type, in
   });
 }
 
-std::string ensure_tail_model(const std::string& src, int first_layer) {
+void write_without_first_layers(const std::string& src, const std::string& dst, int n_layers) {
   gguf_check(src);
-  const std::filesystem::path path =
-      cache_dir() / "tails" /
-      (sha256_file(src).substr(0, 16) + "-from-" + std::to_string(first_layer) + ".gguf");
-  return ensure_cached(path, [&](const std::string& tmp) {
-    system_init();
-    std::vector<int32_t> prune;
-    for (int32_t l = 0; l < first_layer; ++l) prune.push_back(l);
-    prune.push_back(-1);
-    llama_model_quantize_params params = llama_model_quantize_default_params();
-    params.only_copy = true;
-    params.prune_layers = prune.data();
-    if (llama_model_quantize(src.c_str(), tmp.c_str(), &params) != 0) {
-      const std::string why = last_llama_error();
-      throw RuntimeError("llama.cpp could not cut the first " + std::to_string(first_layer) +
-                         " layers of " + src + (why.empty() ? "" : ": " + why));
-    }
-  });
+  system_init();
+  std::vector<int32_t> prune;
+  for (int32_t l = 0; l < n_layers; ++l) prune.push_back(l);
+  prune.push_back(-1);
+  llama_model_quantize_params params = llama_model_quantize_default_params();
+  params.only_copy = true;
+  params.prune_layers = prune.data();
+  if (llama_model_quantize(src.c_str(), dst.c_str(), &params) != 0) {
+    const std::string why = last_llama_error();
+    throw RuntimeError("llama.cpp could not cut the first " + std::to_string(n_layers) +
+                       " layers of " + src + (why.empty() ? "" : ": " + why));
+  }
 }
 
 }  // namespace hd::engine

@@ -63,10 +63,8 @@ std::string quantized_cache_path(const std::string& src, const std::string& type
 // bytes do not hash to what was recorded when it was made. Returns its path.
 std::string ensure_quantized(const std::string& src, const std::string& type, int n_threads);
 
-// A copy of `src` without its first `first_layer` layers (llama_model_quantize's prune_layers,
-// tensors copied unchanged, the rest renumbered from 0): fed a residual through
-// llama_batch.embd it runs the original's layers first_layer..L-1. Cached under
-// <cache>/tails/<sha16>-from-<first_layer>.gguf. Returns its path.
-std::string ensure_tail_model(const std::string& src, int first_layer);
+// Writes `src` without its first `n_layers` layers to `dst` (llama_model_quantize's
+// prune_layers, tensors copied unchanged): a model of another shape, for tests of refusals.
+void write_without_first_layers(const std::string& src, const std::string& dst, int n_layers);
 
 }  // namespace hd::engine

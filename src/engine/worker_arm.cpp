@@ -153,7 +153,9 @@ void WorkerArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& lo
   d.pos0 = in.pos0;
   d.tokens.assign(in.tokens.begin(), in.tokens.end());
   d.rows.assign(in.rows.begin(), in.rows.end());
+  d.start = in.start;
   if (hook != nullptr) {
+    d.stop_after = hook->stop_point();
     d.captures = hook->captures();
     for (const auto& [point, patch] : hook->patches()) {
       d.patches.push_back({point, patch->row_begin, patch->rows});
@@ -165,7 +167,9 @@ void WorkerArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& lo
                                  ? "a decode step at position " + std::to_string(in.pos0)
                                  : "a decode of " + std::to_string(in.n) + " tokens";
   wire::Decoded r = wire::decode_decoded(conn_->exchange(wire::encode(d), during, who_));
-  const size_t want = static_cast<size_t>(in.n - in.first_output) * static_cast<size_t>(n_vocab_);
+  const size_t want = !d.stop_after.empty()
+                         ? 0
+                         : static_cast<size_t>(in.n - in.first_output) * static_cast<size_t>(n_vocab_);
   if (r.logits.size() != want || (hook != nullptr && r.captured.size() != d.captures.size())) {
     throw RuntimeError(who_ + " answered " + during + " with " + std::to_string(r.logits.size()) +
                        " logits and " + std::to_string(r.captured.size()) +

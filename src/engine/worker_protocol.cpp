@@ -292,6 +292,8 @@ Message encode(const Decode& d) {
     w.floats(p.rows);
   }
   w.strs(d.row_rule_exceptions);
+  w.str(d.start);
+  w.str(d.stop_after);
   return w.done(Type::kDecode);
 }
 
@@ -314,6 +316,8 @@ Decode decode_decode(const Message& m) {
     d.patches.push_back(std::move(p));
   }
   d.row_rule_exceptions = r.strs();
+  d.start = r.str();
+  d.stop_after = r.str();
   r.end();
   if (d.tokens.empty() == d.rows.empty()) {
     throw RuntimeError("worker protocol: a decode needs tokens or rows, not both or neither");

@@ -22,7 +22,7 @@ namespace hd::engine::wire {
 
 inline constexpr uint32_t kMagic = 0x31574448;  // "HDW1" read as little-endian bytes
 // Bump on any change to a body's layout; both sides refuse a peer with another version.
-inline constexpr uint32_t kVersion = 2;  // 2: Decode's row_rule_exceptions
+inline constexpr uint32_t kVersion = 3;  // 2: Decode's row_rule_exceptions; 3: start, stop_after
 
 enum class Type : uint32_t {
   kHello = 1,    // both ways: protocol version and, from the worker, its build facts
@@ -86,6 +86,8 @@ struct Decode {
   std::vector<std::string> captures;
   std::vector<Patch> patches;
   std::vector<std::string> row_rule_exceptions;  // Hook::except_from_row_rule
+  std::string start;       // DecodeInput::start
+  std::string stop_after;  // Hook::stop_after
 };
 
 struct Captured {

@@ -33,7 +33,7 @@ static void set_provenance(store::Experiment& e, const std::string& key,
   e.set_meta("provenance", prov.dump());
 }
 
-// Which tails prefix reuse verified (or fell back from) is known after the first chunk.
+// Which starts prefix reuse proved (or fell back from) is known after the first chunk.
 static void note_prefix_reuse(store::Experiment& e, const Session& s, nlohmann::json& reported,
                               const ProgressFn& progress) {
   const auto reuse = s.prefix_reuse_report();
@@ -41,10 +41,11 @@ static void note_prefix_reuse(store::Experiment& e, const Session& s, nlohmann::
   reported = reuse;
   set_provenance(e, "prefix_reuse", reuse);
   for (const char* arm : {"a", "b"}) {
-    if (reuse.contains(arm) && !reuse[arm]["fell_back"].empty()) {
-      progress(fmt::format("prefix reuse: arm {}'s model cut at layers {} does not reproduce its "
-                           "own full pass bitwise; those patches run full passes",
-                           arm, reuse[arm]["fell_back"].dump()));
+    if (!reuse.contains(arm)) continue;
+    for (const auto& f : reuse[arm]["fell_back"]) {
+      progress(fmt::format("prefix reuse: arm {}'s passes cannot start at {} ({}); its patches "
+                           "start earlier",
+                           arm, f["point"].get<std::string>(), f["why"].get<std::string>()));
     }
   }
 }

@@ -1,9 +1,7 @@
 #include "run/prefix.h"
 
-#include <algorithm>
 #include <cstring>
 
-#include "engine/quantize.h"
 #include "errors.h"
 
 namespace hd::run {
@@ -12,66 +10,77 @@ bool prefix_reuse_applies(const std::string& architecture) {
   return architecture == "llama" || architecture == "qwen2" || architecture == "qwen3";
 }
 
-std::vector<int> tail_splits(int n_layer) {
-  const int stride = std::max(1, n_layer / 7);
-  std::vector<int> s;
-  for (int l = stride; l < n_layer; l += stride) s.push_back(l);
-  return s;
+PrefixReuse::PrefixReuse(engine::Arm& arm, const engine::PointMap& map,
+                         std::vector<std::string> points)
+    : arm_(arm), map_(map), points_(std::move(points)) {
+  state_.assign(points_.size(), 0);
+  why_.assign(points_.size(), "");
+  if (!state_.empty()) {
+    state_[0] = -1;  // the embedding: a pass patched there is a full pass
+    why_[0] = "the embedding";
+  }
 }
 
-Tails::Tails(const engine::ArmSettings& settings, int chunk, const std::vector<int>& splits) {
-  for (int s : splits) {
-    engine::ArmSettings t = settings;
-    // A model llama.cpp cannot cut or load cut (hyperparameters per layer it does not slice,
-    // a graph that reads the tokens again later) runs full passes: never a wrong number.
-    try {
-      t.model = engine::ensure_tail_model(settings.model, s);
-      arms_[s].arm = std::make_unique<engine::Arm>(engine::model_load(t.model), t, chunk);
-    } catch (const InputError&) {
-      arms_[s].state = -1;
-    } catch (const RuntimeError&) {
-      arms_[s].state = -1;
+// The last layer's points: not a start (the pass starts before them), and no failure.
+static const char* const kOutputRowsOnly = "it keeps only the output rows";
+
+static bool same_bits(std::span<const float> x, std::span<const float> y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+std::string PrefixReuse::prove(int k, const engine::Hook& own, std::span<const float> own_logits,
+                               int n_tokens, int first_output) {
+  const std::string& name = points_[static_cast<size_t>(k)];
+  const auto& rows = own.captured(name);
+  const size_t width = static_cast<size_t>(arm_.model_info().n_embd);
+  if (own.first_row(name) != 0 || rows.size() != static_cast<size_t>(n_tokens) * width) {
+    return kOutputRowsOnly;
+  }
+  // The last point has no next one to stop at: its check is the logits too.
+  const bool whole = !whole_proven_ || static_cast<size_t>(k) + 1 == points_.size();
+  engine::Hook check;
+  std::string next;
+  if (!whole) {
+    next = points_[static_cast<size_t>(k) + 1];
+    engine::tell_rows(map_, check);
+    check.stop_after(next);
+  }
+  try {
+    arm_.run_from(name, rows, n_tokens, whole ? nullptr : &check, logits_, first_output);
+  } catch (const RuntimeError& e) {
+    return e.what();
+  }
+  if (whole) {
+    if (!same_bits(logits_, own_logits)) return "the pass from it gives other logits";
+    whole_proven_ = true;
+    return "";
+  }
+  if (check.first_row(next) != own.first_row(next) ||
+      !same_bits(check.captured(next), own.captured(next))) {
+    return "the pass from it gives another " + next;
+  }
+  return "";
+}
+
+int PrefixReuse::start_for(int k, const engine::Hook& own, std::span<const float> own_logits,
+                           int n_tokens, int first_output) {
+  for (int s = k; s >= 0; --s) {
+    auto& state = state_[static_cast<size_t>(s)];
+    if (state == 0) {
+      why_[static_cast<size_t>(s)] = prove(s, own, own_logits, n_tokens, first_output);
+      state = why_[static_cast<size_t>(s)].empty() ? 1 : -1;
     }
+    if (state > 0) return s;
   }
+  return -1;
 }
 
-int Tails::split_for(const analysis::RestorePoint& p) const {
-  using K = analysis::RestorePoint::Kind;
-  if (p.kind == K::kEmbedding) return 0;
-  const int limit = p.kind == K::kAfterMlp ? p.layer + 1 : p.layer;
-  int best = 0;
-  for (const auto& [s, e] : arms_) {
-    if (s <= limit && e.state >= 0) best = s;
-  }
-  return best;
-}
-
-bool Tails::usable(int s, std::span<const float> own_residual, int n_tokens,
-                   std::span<const float> own_logits, int first_output) {
-  Entry& e = arms_.at(s);
-  if (e.state == 0) {
-    try {  // a residual of another width than the model's input (3-D residuals) cannot enter
-      e.arm->run_residual(own_residual, n_tokens, nullptr, logits_, first_output);
-      e.state = logits_.size() == own_logits.size() &&
-                        std::memcmp(logits_.data(), own_logits.data(),
-                                    logits_.size() * sizeof(float)) == 0
-                    ? 1
-                    : -1;
-    } catch (const RuntimeError&) {
-      e.state = -1;
-    }
-  }
-  return e.state > 0;
-}
-
-nlohmann::json Tails::report() const {
-  nlohmann::json j = {{"splits", nlohmann::json::array()},
-                      {"verified", nlohmann::json::array()},
+nlohmann::json PrefixReuse::report() const {
+  nlohmann::json j = {{"verified", nlohmann::json::array()},
                       {"fell_back", nlohmann::json::array()}};
-  for (const auto& [s, e] : arms_) {
-    j["splits"].push_back(s);
-    if (e.state > 0) j["verified"].push_back(s);
-    if (e.state < 0) j["fell_back"].push_back(s);
+  for (size_t k = 1; k < points_.size(); ++k) {
+    if (state_[k] > 0) j["verified"].push_back(points_[k]);
+    if (state_[k] < 0 && why_[k] != kOutputRowsOnly) j["fell_back"].push_back({{"point", points_[k]}, {"why", why_[k]}});
   }
   return j;
 }

@@ -61,14 +61,15 @@ Session::Session(DiffConfig config, bool floor_b) : config_(std::move(config)) {
     }
     analyses_.push_back(a);
   }
-  if (!points_.empty() && config_.prefix_reuse &&
-      prefix_reuse_applies(model_a->info().architecture)) {
-    const auto splits = tail_splits(model_a->info().n_layer);
-    tails_a_ = std::make_unique<Tails>(config_.a, config_.chunk, splits);
-    tails_b_ = std::make_unique<Tails>(config_.b, config_.chunk, splits);
-  }
   a_ = make_run(model_a, config_.a);
   b_ = make_run(model_b, config_.b);
+  if (!points_.empty() && config_.prefix_reuse &&
+      prefix_reuse_applies(model_a->info().architecture)) {
+    std::vector<std::string> names;
+    for (const auto& p : points_) names.push_back(graph_name(p));
+    reuse_a_ = std::make_unique<PrefixReuse>(*a_.arm, map_, names);
+    reuse_b_ = std::make_unique<PrefixReuse>(*b_.arm, map_, names);
+  }
   if (config_.floor && map_.floor()) {  // otherwise the run says why (capability_lines)
     // Each arm re-split by the same rule from its own ubatch: B's kernels (a quantized matmul,
     // flash attention) can be split-sensitive where A's are bitwise stable.
@@ -125,11 +126,6 @@ std::string Session::graph_name(const analysis::RestorePoint& p) const {
   return map_.name(role, p.layer);
 }
 
-// The same point in a tail model whose layer 0 is the original's layer `first`.
-static std::string renumbered(const std::string& name, int layer, int first) {
-  return name.substr(0, name.rfind('-') + 1) + std::to_string(layer - first);
-}
-
 // For every restore point, both directions: write one arm's tensor into the other's pass and
 // score KL(A || patched) at the scored positions.
 analysis::Transplants Session::transplant(std::span<const int32_t> tokens, int first_output) {
@@ -142,7 +138,7 @@ analysis::Transplants Session::transplant(std::span<const int32_t> tokens, int f
     t.points.push_back(points_[k].label);
     const std::string name = graph_name(points_[k]);
     for (const bool denoise : {true, false}) {
-      patched_pass(denoise, points_[k], tokens, first_output);
+      patched_pass(denoise, k, tokens, first_output);
       auto& rows = denoise ? t.denoise : t.noise;
       const size_t base = rows.size();
       rows.resize(base + static_cast<size_t>(n - 1 - first_output));
@@ -163,48 +159,40 @@ analysis::Transplants Session::transplant(std::span<const int32_t> tokens, int f
   return t;
 }
 
-// denoise: B's pass with A's tensor at the point; noise: A's pass with B's. Through a tail
-// when one is usable (the same numbers, bit for bit, without recomputing the prefix).
-void Session::patched_pass(bool denoise, const analysis::RestorePoint& point,
-                           std::span<const int32_t> tokens, int first_output) {
+// denoise: B's pass with A's tensor at the point; noise: A's pass with B's. It starts at the
+// latest proven start at or before the point (the same numbers, bit for bit, without computing
+// the prefix again): at the point itself the source's rows are the start's value; at an earlier
+// start the target's own rows are, and the source's tensor is written at the point.
+void Session::patched_pass(bool denoise, size_t k, std::span<const int32_t> tokens,
+                           int first_output) {
   ArmRun& target = denoise ? b_ : a_;
   const ArmRun& source = denoise ? a_ : b_;
-  Tails* tails = denoise ? tails_b_.get() : tails_a_.get();
-  const std::string name = graph_name(point);
+  PrefixReuse* reuse = denoise ? reuse_b_.get() : reuse_a_.get();
+  const std::string name = graph_name(points_[k]);
   const int n = static_cast<int>(tokens.size());
-  using K = analysis::RestorePoint::Kind;
-  int s = tails ? tails->split_for(point) : 0;
-  const std::string feed_name = s > 0 ? residual_name(s - 1) : "";
-  if (s > 0 && !tails->usable(s, target.hook.captured(feed_name), n, target.logits, first_output)) {
-    return patched_pass(denoise, point, tokens,
-                        first_output);  // that split is out: a smaller one, or none
+  const int s = reuse ? reuse->start_for(static_cast<int>(k), target.hook, target.logits, n,
+                                         first_output)
+                      : -1;
+  if (s == static_cast<int>(k)) {
+    target.arm->run_from(name, source.hook.captured(name), n, nullptr, patched_logits_,
+                         first_output);
+    return;
   }
   engine::Hook patch;
-  if (s == 0) {
-    engine::tell_rows(map_, patch);  // the full model's names; a tail's are renumbered below
-    patch.overwrite(name, source.hook.first_row(name), source.hook.captured(name));
+  engine::tell_rows(map_, patch);
+  patch.overwrite(name, source.hook.first_row(name), source.hook.captured(name));
+  if (s < 0) {
     target.arm->run_chunk(tokens, &patch, patched_logits_, first_output);
     return;
   }
-  if (point.kind == K::kAfterMlp && s == point.layer + 1) {
-    // The tail starts right after the point: the source's residual is its input.
-    tails->tail(s).run_residual(source.hook.captured(name), n, nullptr, patched_logits_,
-                                first_output);
-    return;
-  }
-  // Otherwise the tail starts before the point: feed the target's own residual and write the
-  // source's tensor at the point, renumbered in the tail's layers.
-  const std::string tail_name = renumbered(name, point.layer, s);
-  patch.overwrite(tail_name, source.hook.first_row(name), source.hook.captured(name));
-  const auto& e = map_.row_rule_exceptions;
-  if (std::find(e.begin(), e.end(), name) != e.end()) patch.except_from_row_rule(tail_name);
-  tails->tail(s).run_residual(target.hook.captured(feed_name), n, &patch, patched_logits_,
-                              first_output);
+  const std::string& start = reuse->point(s);
+  target.arm->run_from(start, target.hook.captured(start), n, &patch, patched_logits_,
+                       first_output);
 }
 
 nlohmann::json Session::prefix_reuse_report() const {
-  if (!tails_a_) return {{"enabled", false}};
-  return {{"enabled", true}, {"a", tails_a_->report()}, {"b", tails_b_->report()}};
+  if (!reuse_a_) return {{"enabled", false}};
+  return {{"enabled", true}, {"a", reuse_a_->report()}, {"b", reuse_b_->report()}};
 }
 
 void Session::run(ArmRun& r, std::span<const int32_t> tokens, int first_output) {

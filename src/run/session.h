@@ -50,7 +50,7 @@ class Session {
   // Text of every token id that `c` mentions (inputs, targets, top-k).
   std::map<int32_t, std::string> pieces_of(const analysis::ChunkResult& c) const;
 
-  // Which split points prefix reuse used per arm, and where it fell back to full passes.
+  // Which starts prefix reuse proved per arm, and where it fell back (and why).
   nlohmann::json prefix_reuse_report() const;
 
   // Settings and model facts of the three arms, with each model file's sha256.
@@ -75,8 +75,8 @@ class Session {
                                int first_output) const;
   ArmRun make_run(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings) const;
   analysis::Transplants transplant(std::span<const int32_t> tokens, int first_output);
-  void patched_pass(bool denoise, const analysis::RestorePoint& point,
-                    std::span<const int32_t> tokens, int first_output);
+  // The patched pass at points_[k]; its logits in patched_logits_.
+  void patched_pass(bool denoise, size_t k, std::span<const int32_t> tokens, int first_output);
   std::string graph_name(const analysis::RestorePoint& p) const;
   const std::string& residual_name(int layer) const;
   void run_analyses(analysis::ChunkResult& r, std::span<const int32_t> tokens, int first_output);
@@ -98,7 +98,7 @@ class Session {
   engine::PointMap map_;
   analysis::ModelPoints model_points_;  // map_'s points as analyses see them
   std::vector<float> patched_logits_;
-  std::unique_ptr<Tails> tails_a_, tails_b_;  // prefix reuse, with --transplants
+  std::unique_ptr<PrefixReuse> reuse_a_, reuse_b_;  // with --transplants, --components
   std::function<void(int, int)> on_pass_;
   std::map<std::string, std::string> sha256_;  // model path -> file hash
 };

@@ -122,7 +122,8 @@ void answer_decode(int fd, const wire::Message& m, Worker& w) {
   for (const auto& c : d.captures) hook.capture(c);
   for (const auto& p : d.patches) hook.overwrite(p.point, p.row_begin, p.rows);
   for (const auto& e : d.row_rule_exceptions) hook.except_from_row_rule(e);
-  hd::engine::DecodeInput in{d.tokens, d.rows, d.n, d.first_output, d.pos0};
+  if (!d.stop_after.empty()) hook.stop_after(d.stop_after);
+  hd::engine::DecodeInput in{d.tokens, d.rows, d.n, d.first_output, d.pos0, d.start};
   arm->decode(in, &hook, w.logits);
   wire::Decoded reply;
   reply.logits = w.logits;
