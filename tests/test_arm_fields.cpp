@@ -169,9 +169,10 @@ TEST(ArmConfig, AConfigFromBeforeTheLaterKeysReadsAsThisBinarysCpu) {
 TEST(WorkerProtocol, OpenCarriesEveryOnWireFieldInVersion1sBytes) {
   const engine::ArmSettings s = every_field_changed(1);
   const wire::Message m = wire::encode(wire::Open{s, 96});
-  // Open's bytes did not change since version 1 (version 2 added a list to Decode).
+  // Open's bytes did not change since version 1 (version 2 added a list to Decode, version 3
+  // its start and stop point).
   EXPECT_EQ(m.body, version_1_open(s, 96));
-  EXPECT_EQ(wire::kVersion, 2u);
+  EXPECT_EQ(wire::kVersion, 3u);
   const wire::Open back = wire::decode_open(m);
   EXPECT_EQ(back.n_ctx, 96);
   std::vector<std::string> off_wire;

@@ -149,8 +149,12 @@ TEST(WorkerProtocol, EveryMessageTypeRoundTrips) {
   d.captures = {"l_out-0", "kqv_out-1"};
   d.patches = {{"l_out-0", 1, {1.5f, -0.0f, std::numeric_limits<float>::denorm_min()}}};
   d.row_rule_exceptions = {"l_out-1"};
+  d.start = "ffn_inp-1";
+  d.stop_after = "l_out-1";
   const wire::Decode d2 = wire::decode_decode(through_a_socket(wire::encode(d)));
   EXPECT_EQ(d2.arm, 4u);
+  EXPECT_EQ(d2.start, d.start);
+  EXPECT_EQ(d2.stop_after, d.stop_after);
   EXPECT_EQ(d2.row_rule_exceptions, d.row_rule_exceptions);
   EXPECT_EQ(d2.tokens, d.tokens);
   EXPECT_EQ(d2.captures, d.captures);
@@ -255,6 +259,23 @@ TEST(WorkerArm, BitwiseEqualToTheInProcessArmIncludingCapturesAndPatches) {
   local.run_residual(lh.captured("l_out-1"), 48, nullptr, ls);
   remote.run_residual(lh.captured("l_out-1"), 48, nullptr, rs);
   EXPECT_TRUE(same_bits(ls, rs));
+  // A pass from a graph node (prefix reuse) reproduces the whole pass in both, and a hook that
+  // stops there leaves no logits but the point.
+  engine::Hook full;
+  full.capture("l_out-1");
+  full.capture("l_out-2");
+  local.run_chunk(tokens, &full, la, 5);
+  local.run_from("l_out-1", full.captured("l_out-1"), 48, nullptr, ls, 5);
+  remote.run_from("l_out-1", full.captured("l_out-1"), 48, nullptr, rs, 5);
+  EXPECT_TRUE(same_bits(ls, la));
+  EXPECT_TRUE(same_bits(rs, la));
+  engine::Hook stop;
+  stop.stop_after("l_out-2");
+  remote.run_from("l_out-1", full.captured("l_out-1"), 48, &stop, rs, 5);
+  EXPECT_TRUE(rs.empty());
+  EXPECT_TRUE(same_bits(stop.captured("l_out-2"), full.captured("l_out-2")));
+  EXPECT_THROW(remote.run_from("no-such-node", full.captured("l_out-1"), 48, nullptr, rs),
+               RuntimeError);
   // An error inside the worker comes back as the same kind of error.
   EXPECT_THROW(remote.run_chunk(std::vector<int32_t>(65, 1), nullptr, ra), RuntimeError);
   engine::Hook missing;
