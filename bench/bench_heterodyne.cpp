@@ -7,7 +7,9 @@
 //   3. peak RSS of a diff over 16 chunks vs over 4 chunks. Target: flat (~1.0).
 //   4. diff --components (both directions) with prefix reuse vs one full pass per patch, on the
 //      big model, 2 chunks of 128 tokens; the two stored results must be bitwise identical.
-//      Target >= 1.5x. (Several minutes: filter it out with --benchmark_filter if in a hurry.)
+//      Target >= 1.5x, and >= 1.7x with --score-from half; the bytes the reuse run writes to
+//      storage besides its experiment file: 0. (Several minutes: filter them out with
+//      --benchmark_filter if in a hurry.)
 //   5. diff --routing vs the same diff, tiny-qwen3moe (8 experts, 2 used) vs its Q4_K_M, 4 chunks
 //      of 128 tokens. Target <= 1.05. And diff --routing-transplant vs the same diff: about
 //      2 × (1 + MoE layers) passes more a chunk (no target: it is the work asked for).
@@ -167,9 +169,22 @@ void chunk_pass(benchmark::State& state, bool capture) {
 void BM_ChunkNoHook(benchmark::State& state) { chunk_pass(state, false); }
 void BM_ChunkCaptureEveryLayer(benchmark::State& state) { chunk_pass(state, true); }
 
-void components(benchmark::State& state, bool reuse) {
+// Bytes the prefix-reuse run of components caused to be written to storage, and the size of
+// its experiment file: prefix reuse writes nothing else.
+long g_reuse_written = -1, g_reuse_file = -1;
+
+static long children_written_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_CHILDREN, &u);
+  return u.ru_oublock * 512L;
+}
+
+void components(benchmark::State& state, bool reuse, bool half) {
   const Setup& s = setup();
+  const std::string out = s.dir + (reuse ? "/components-reuse" : "/components-full") +
+                          (half ? "-half.hdy" : ".hdy");
   for (auto _ : state) {
+    const long before = children_written_bytes();
     std::vector<std::string> args = {
         s.bin,          "diff",
         "--a",          s.big_a,
@@ -179,14 +194,21 @@ void components(benchmark::State& state, bool reuse) {
         "--max-chunks", "2",
         "-t",           std::to_string(kThreads),
         "--no-floor",   "--components",
-        "-o",           s.dir + (reuse ? "/components-reuse.hdy" : "/components-full.hdy"),
+        "-o",           out,
         "--force"};
     if (!reuse) args.push_back("--no-prefix-reuse");
+    if (half) args.insert(args.end(), {"--score-from", "half"});
     run(args);
+    if (reuse && !half) {
+      g_reuse_written = children_written_bytes() - before;
+      g_reuse_file = static_cast<long>(std::filesystem::file_size(out));
+    }
   }
 }
-void BM_ComponentsFullPasses(benchmark::State& state) { components(state, false); }
-void BM_ComponentsPrefixReuse(benchmark::State& state) { components(state, true); }
+void BM_ComponentsFullPasses(benchmark::State& state) { components(state, false, false); }
+void BM_ComponentsPrefixReuse(benchmark::State& state) { components(state, true, false); }
+void BM_ComponentsFullPassesHalf(benchmark::State& state) { components(state, false, true); }
+void BM_ComponentsPrefixReuseHalf(benchmark::State& state) { components(state, true, true); }
 
 // The MoE diff, with extra analysis flags.
 void moe_diff(benchmark::State& state, std::vector<std::string> extra) {
@@ -232,6 +254,8 @@ BENCHMARK(BM_MoeDiffRouting)->Unit(benchmark::kSecond)->Iterations(1)->Repetitio
 BENCHMARK(BM_MoeDiffRoutingTransplant)->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(3);
 BENCHMARK(BM_ComponentsFullPasses)->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_ComponentsPrefixReuse)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_ComponentsFullPassesHalf)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_ComponentsPrefixReuseHalf)->Unit(benchmark::kSecond)->Iterations(1);
 
 // Keeps the median real time of every benchmark to print the ratios at the end.
 class RatioReporter : public benchmark::ConsoleReporter {
@@ -248,6 +272,16 @@ class RatioReporter : public benchmark::ConsoleReporter {
 };
 
 }  // namespace
+
+// "yes" when two stored experiments hold bitwise the same rows, else the first difference.
+static std::string same_results(const std::string& a, const std::string& b) {
+  const auto x = store::Experiment::open(setup().dir + "/" + a, false);
+  const auto y = store::Experiment::open(setup().dir + "/" + b, false);
+  for (int c : x.finished_chunks()) {
+    if (auto m = analysis::first_mismatch(x.read_chunk(c), y.read_chunk(c))) return "NO: " + *m;
+  }
+  return "yes";
+}
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
@@ -278,15 +312,19 @@ int main(int argc, char** argv) {
   }
   if (reporter.median.count("BM_ComponentsPrefixReuse") &&
       reporter.median.count("BM_ComponentsFullPasses")) {
-    std::string same = "yes";
-    const auto x = store::Experiment::open(setup().dir + "/components-full.hdy", false);
-    const auto y = store::Experiment::open(setup().dir + "/components-reuse.hdy", false);
-    for (int c : x.finished_chunks()) {
-      if (auto m = analysis::first_mismatch(x.read_chunk(c), y.read_chunk(c))) same = "NO: " + *m;
-    }
     std::printf(
         "  components: full passes / prefix reuse  %.3f   target >= 1.5; bitwise identical: %s\n",
-        ratio("BM_ComponentsFullPasses", "BM_ComponentsPrefixReuse"), same.c_str());
+        ratio("BM_ComponentsFullPasses", "BM_ComponentsPrefixReuse"),
+        same_results("components-full.hdy", "components-reuse.hdy").c_str());
+    std::printf("  components prefix reuse wrote %ld bytes to storage; its experiment file is %ld\n",
+                g_reuse_written, g_reuse_file);
+  }
+  if (reporter.median.count("BM_ComponentsPrefixReuseHalf") &&
+      reporter.median.count("BM_ComponentsFullPassesHalf")) {
+    std::printf(
+        "  the same, --score-from half             %.3f   target >= 1.7; bitwise identical: %s\n",
+        ratio("BM_ComponentsFullPassesHalf", "BM_ComponentsPrefixReuseHalf"),
+        same_results("components-full-half.hdy", "components-reuse-half.hdy").c_str());
   }
   return 0;
 }
