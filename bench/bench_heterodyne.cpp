@@ -32,67 +32,15 @@
 #include "engine/quantize.h"
 #include "run/session.h"
 #include "store/experiment.h"
+#include "support.h"
 
 namespace fs = std::filesystem;
 using namespace hd;
+using namespace hd::bench;
 
 namespace {
 
-const int kThreads = 2;
 const int kChunks = 4;
-
-struct Setup {
-  std::string dir, big_a, big_b, small, moe_a, moe_b, text, bin;
-};
-
-const Setup& setup() {
-  static Setup s = [] {
-    Setup x;
-    const char* cache = std::getenv("HETERODYNE_CACHE");
-    x.dir = (cache ? fs::path(cache) : fs::path(std::getenv("HOME")) / ".cache" / "heterodyne") /
-            "bench";
-    fs::create_directories(x.dir);
-    x.big_a = x.dir + "/qwen3-0.6b-f16.gguf";
-    if (!fs::exists(x.big_a)) engine::make_model({"qwen3-0.6b", 1, "f16"}, x.big_a);
-    x.big_b = engine::ensure_quantized(x.big_a, "Q4_K_M", kThreads);
-    x.moe_a = x.dir + "/tiny-qwen3moe-f16.gguf";
-    if (!fs::exists(x.moe_a)) engine::make_model({"tiny-qwen3moe", 1, "f16"}, x.moe_a);
-    x.moe_b = engine::ensure_quantized(x.moe_a, "Q4_K_M", kThreads);
-    x.small = x.dir + "/tiny-llama-f16.gguf";
-    if (!fs::exists(x.small)) engine::make_model({"tiny-llama", 1, "f16"}, x.small);
-    x.text = std::string(build::kLlamaSource) + "/README.md";
-    x.bin = fs::path(HD_BINARY_DIR) / "heterodyne";
-    return x;
-  }();
-  return s;
-}
-
-struct Child {
-  int status = 0;
-  long max_rss_kb = 0;
-};
-
-Child run(const std::vector<std::string>& args) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    std::vector<std::string> copy = args;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  Child c;
-  rusage ru{};
-  wait4(pid, &c.status, 0, &ru);
-  c.max_rss_kb = ru.ru_maxrss;
-  if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) {
-    std::fprintf(stderr, "benchmark command failed: %s ...\n", args[0].c_str());
-    std::exit(1);
-  }
-  return c;
-}
 
 void BM_PeerBasePlusKl(benchmark::State& state) {
   const Setup& s = setup();
@@ -116,8 +64,8 @@ void BM_PeerBasePlusKl(benchmark::State& state) {
     std::vector<std::string> kl = {peer, "-m", s.big_b};
     kl.insert(kl.end(), common.begin(), common.end());
     kl.push_back("--kl-divergence");
-    run(base);
-    run(kl);
+    bench::run(base);
+    bench::run(kl);
   }
 }
 
@@ -133,7 +81,7 @@ void heterodyne_diff(benchmark::State& state, std::vector<std::string> extra) {
                                      "half",       "-o",     s.dir + "/bench.hdy",
                                      "--force"};
     args.insert(args.end(), extra.begin(), extra.end());
-    run(args);
+    bench::run(args);
   }
 }
 void BM_HeterodyneDiff(benchmark::State& state) { heterodyne_diff(state, {"--no-floor"}); }
@@ -173,12 +121,6 @@ void BM_ChunkCaptureEveryLayer(benchmark::State& state) { chunk_pass(state, true
 // its experiment file: prefix reuse writes nothing else.
 long g_reuse_written = -1, g_reuse_file = -1;
 
-static long children_written_bytes() {
-  rusage u{};
-  getrusage(RUSAGE_CHILDREN, &u);
-  return u.ru_oublock * 512L;
-}
-
 void components(benchmark::State& state, bool reuse, bool half) {
   const Setup& s = setup();
   const std::string out = s.dir + (reuse ? "/components-reuse" : "/components-full") +
@@ -198,7 +140,7 @@ void components(benchmark::State& state, bool reuse, bool half) {
         "--force"};
     if (!reuse) args.push_back("--no-prefix-reuse");
     if (half) args.insert(args.end(), {"--score-from", "half"});
-    run(args);
+    bench::run(args);
     if (reuse && !half) {
       g_reuse_written = children_written_bytes() - before;
       g_reuse_file = static_cast<long>(std::filesystem::file_size(out));
@@ -219,7 +161,7 @@ void moe_diff(benchmark::State& state, std::vector<std::string> extra) {
                                      std::to_string(kChunks), "-t", std::to_string(kThreads),
                                      "-o", s.dir + "/moe.hdy", "--force"};
     args.insert(args.end(), extra.begin(), extra.end());
-    run(args);
+    bench::run(args);
   }
 }
 void BM_MoeDiff(benchmark::State& state) { moe_diff(state, {}); }
@@ -233,7 +175,7 @@ void BM_PeakRss(benchmark::State& state) {
   const Setup& s = setup();
   const int chunks = static_cast<int>(state.range(0));
   for (auto _ : state) {
-    const Child c = run({s.bin, "diff", "--a", s.small, "--b-quant", "Q4_0", "--text-file", s.text,
+    const Child c = bench::run({s.bin, "diff", "--a", s.small, "--b-quant", "Q4_0", "--text-file", s.text,
                          "--chunk", "128", "--max-chunks", std::to_string(chunks), "-t",
                          std::to_string(kThreads), "-o", s.dir + "/rss.hdy", "--force"});
     g_rss[chunks] = c.max_rss_kb;
@@ -326,5 +268,7 @@ int main(int argc, char** argv) {
         ratio("BM_ComponentsFullPassesHalf", "BM_ComponentsPrefixReuseHalf"),
         same_results("components-full-half.hdy", "components-reuse-half.hdy").c_str());
   }
+  print_kl_kernel_ratios(reporter.median);
+  print_mid_size_ratios(reporter.median);
   return 0;
 }

@@ -48,6 +48,7 @@ TEST_F(ModelMakerTest, ListsPresets) {
   EXPECT_NE(std::find(presets.begin(), presets.end(), "tiny-llama"), presets.end());
   EXPECT_NE(std::find(presets.begin(), presets.end(), "tiny-qwen3"), presets.end());
   EXPECT_NE(std::find(presets.begin(), presets.end(), "qwen3-0.6b"), presets.end());
+  EXPECT_NE(std::find(presets.begin(), presets.end(), "llama3.2-3b"), presets.end());
 }
 
 TEST_F(ModelMakerTest, SameSeedGivesIdenticalBytes) {

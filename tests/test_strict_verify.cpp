@@ -100,6 +100,24 @@ TEST(StrictVerify, EveryStoredColumnIsComparedEvenWhenTheHashIsResealed) {
   }
 }
 
+// A file scored by other KL loops (one from before the vector kernel has no kl_kernel in its
+// provenance) cannot reproduce bitwise: verify says why before it computes anything.
+TEST(StrictVerify, AFileScoredByOtherKlLoopsIsRefusedUnlessForced) {
+  HD_REQUIRE_SHARED();
+  ASSERT_FALSE(experiment().empty());
+  const std::string p = copy_of("old-kl.hdy");
+  sql(p, "UPDATE meta SET value = json_remove(value, '$.heterodyne.kl_kernel') "
+         "WHERE key = 'provenance'");
+  reseal(p);
+  const CliResult r = run_cli({"verify", p});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("KLs were computed by heterodyne's 'f64 std::exp, one running sum' loops"),
+            std::string::npos)
+      << r.err;
+  const CliResult forced = run_cli({"verify", p, "--force"});
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;  // these rows were in fact scored by this build
+}
+
 TEST(StrictResume, ChunksEditedSinceTheyWereStoredAreNotSealed) {
   HD_REQUIRE_SHARED();
   ASSERT_FALSE(two_chunks().empty());

@@ -1,16 +1,28 @@
 #include "analysis/kl.h"
 
-#include <algorithm>
 #include <cmath>
+
+#include "analysis/kl_kernel.h"
 
 namespace hd::analysis {
 
-static float max_of(std::span<const float> x) { return *std::max_element(x.begin(), x.end()); }
+// Every loop over the vocabulary below is the kernel's: the same bits on every CPU.
+static const kernel::Kernel& loops() {
+  static const kernel::Kernel& k = kernel::best();
+  return k;
+}
 
+// log p_i = x_i - lse(x); with m = max x:  lse = m + log sum_i exp(x_i - m).
 double log_sum_exp(std::span<const float> logits) {
-  const double m = max_of(logits);
-  double s = 0;
-  for (float v : logits) s += std::exp(static_cast<double>(v) - m);
+  const double m = loops().max_of(logits.data(), logits.size());
+  return m + std::log(loops().exp_sum(logits.data(), logits.size(), m));
+}
+
+// p = softmax(x) into p (x's size); returns lse(x), the same number as log_sum_exp(x).
+static double softmax_into(std::span<const float> x, double* p) {
+  const double m = loops().max_of(x.data(), x.size());
+  const double s = loops().exp_sum_into(x.data(), x.size(), m, p);
+  for (size_t i = 0; i < x.size(); ++i) p[i] /= s;
   return m + std::log(s);
 }
 
@@ -41,31 +53,13 @@ TopK top_k(std::span<const float> logits, double lse) {
   return t;
 }
 
-// KL(A||B), and both log-sum-exps on the way.
+// KL(A||B) = sum_i pA_i * (log pA_i - log pB_i), and both log-sum-exps on the way.
 static double kl_with_lse(std::span<const float> a, std::span<const float> b, ScoreScratch& scratch,
                           double& lse_a, double& lse_b) {
-  const size_t n = a.size();
-  // log p_i = x_i - lse(x); with m = max x:  lse = m + log sum_i exp(x_i - m).
-  const double ma = max_of(a);
-  const double mb = max_of(b);
-  scratch.p_a.resize(n);
-  double sa = 0, sb = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double ea = std::exp(static_cast<double>(a[i]) - ma);
-    scratch.p_a[i] = ea;
-    sa += ea;
-    sb += std::exp(static_cast<double>(b[i]) - mb);
-  }
-  lse_a = ma + std::log(sa);
-  lse_b = mb + std::log(sb);
-  // KL(A||B) = sum_i pA_i * (log pA_i - log pB_i), pA_i = exp(a_i - ma) / sa.
-  double kl = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double la = static_cast<double>(a[i]) - lse_a;
-    const double lb = static_cast<double>(b[i]) - lse_b;
-    kl += (scratch.p_a[i] / sa) * (la - lb);
-  }
-  return kl;
+  scratch.p_a.resize(a.size());
+  lse_a = softmax_into(a, scratch.p_a.data());
+  lse_b = log_sum_exp(b);
+  return loops().kl_terms(scratch.p_a.data(), a.data(), lse_a, b.data(), lse_b, a.size());
 }
 
 double kl_divergence(std::span<const float> a, std::span<const float> b, ScoreScratch& scratch) {
@@ -83,6 +77,23 @@ PositionScore score_position(std::span<const float> a, std::span<const float> b,
   s.top_a = top_k(a, lse_a);
   s.top_b = top_k(b, lse_b);
   return s;
+}
+
+void KlReference::set(std::span<const float> logits, size_t vocab) {
+  logits_ = logits;
+  vocab_ = vocab;
+  const size_t rows = logits.size() / vocab;
+  p_.resize(logits.size());  // the same size every chunk: no new memory after the first
+  lse_.resize(rows);
+  for (size_t r = 0; r < rows; ++r) {
+    lse_[r] = softmax_into(logits.subspan(r * vocab, vocab), p_.data() + r * vocab);
+  }
+}
+
+double KlReference::kl_to(size_t row, std::span<const float> b) const {
+  const size_t off = row * vocab_;
+  return loops().kl_terms(p_.data() + off, logits_.data() + off, lse_[row], b.data(),
+                          log_sum_exp(b), vocab_);
 }
 
 }  // namespace hd::analysis

@@ -27,6 +27,23 @@ struct ScoreScratch {
   std::vector<double> p_a;
 };
 
+// One arm's rows of logits with their probabilities and log-sum-exps, computed once: KL(row ||
+// b) then costs only b's max, b's exponentials and the KL sum, for the many patched passes
+// scored against the same arm. The numbers are kl_divergence's, bit for bit. Holds p in f64
+// (8 bytes per row and token); set() reuses that memory from one chunk to the next.
+class KlReference {
+ public:
+  // logits: rows × vocab, read again by kl_to (it must outlive the calls).
+  void set(std::span<const float> logits, size_t vocab);
+  double kl_to(size_t row, std::span<const float> b) const;
+
+ private:
+  std::span<const float> logits_;
+  size_t vocab_ = 0;
+  std::vector<double> p_;
+  std::vector<double> lse_;
+};
+
 // log-sum-exp of x, computed as max + log(sum exp(x - max)).
 double log_sum_exp(std::span<const float> logits);
 

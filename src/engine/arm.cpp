@@ -115,14 +115,6 @@ void Arm::run_step(int32_t token, int32_t pos, Hook* hook, std::vector<float>& l
   decode({std::span<const int32_t>(&token, 1), {}, 1, 0, pos, {}}, hook, logits);
 }
 
-void Arm::run_residual(std::span<const float> rows, int n_tokens, Hook* hook,
-                       std::vector<float>& logits, int first_output) {
-  if (rows.size() != static_cast<size_t>(n_tokens) * static_cast<size_t>(model_->info().n_embd)) {
-    throw RuntimeError("residual rows do not match the model's width");
-  }
-  decode({{}, rows, n_tokens, first_output, 0, {}}, hook, logits);
-}
-
 void Arm::run_from(const std::string& start, std::span<const float> rows, int n_tokens,
                    Hook* hook, std::vector<float>& logits, int first_output) {
   if (rows.size() != static_cast<size_t>(n_tokens) * static_cast<size_t>(model_->info().n_embd)) {

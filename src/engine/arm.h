@@ -73,11 +73,6 @@ class Arm {
   // token's [n_vocab] raw logits.
   void run_step(int32_t token, int32_t pos, Hook* hook, std::vector<float>& logits);
 
-  // The same, starting from residual rows ([n_tokens][n_embd]) instead of tokens: they enter
-  // as layer 0's input through llama_batch.embd.
-  void run_residual(std::span<const float> rows, int n_tokens, Hook* hook,
-                    std::vector<float>& logits, int first_output = 0);
-
   // The pass from graph node `start` on: `rows` ([n_tokens][n_embd]) are that node's value and
   // nothing before it is computed. Throws RuntimeError where the graph cannot start there, or
   // this llama.cpp lacks llama_set_graph_start. A hook that stops (Hook::stop_after) leaves

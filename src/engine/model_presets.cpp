@@ -61,6 +61,11 @@ constexpr Preset kPresets[] = {
     // Qwen3-0.6B's real shapes (config.json of Qwen/Qwen3-0.6B).
     {"qwen3-0.6b", "qwen3", "ggml-vocab-qwen2.gguf", 28, 1024, 16, 8, 128, 3072, 40960, 1000000.0f,
      1e-6f, true, true},
+    // Llama-3.2-3B's shapes (config.json of meta-llama/Llama-3.2-3B): 28 layers, n_embd 3072,
+    // 24 heads over 8 KV heads, MLP 8192, Llama 3's 128,256-token vocabulary, tied output. Not
+    // its llama3 rope scaling (a rope_freqs tensor): the shape is what the benchmark needs.
+    {"llama3.2-3b", "llama", "ggml-vocab-llama-bpe.gguf", 28, 3072, 24, 8, 128, 8192, 131072,
+     500000.0f, 1e-5f, false, true},
     tiny_gemma3(),
     tiny_qwen3moe(),
 };

@@ -11,7 +11,7 @@
 #include "run/chunk_loop.h"
 #include "run/config.h"
 #include "run/input.h"
-#include "run/provenance.h"  // run_provenance, require_same_llama_commit
+#include "run/provenance.h"  // run_provenance, require_same_numerics
 #include "run/shard.h"
 
 namespace hd::run {

@@ -243,7 +243,7 @@ void floor_verify(const std::string& path, bool force, const ProgressFn& progres
   const store::Experiment e = store::Experiment::open(path, false);
   const FloorConfig c = floor_config_from_json(nlohmann::json::parse(e.stored_config()));
   const auto prov = nlohmann::json::parse(e.required_meta("provenance"));
-  require_same_llama_commit(prov, force);
+  require_same_numerics(prov, force);
   if (!force && prov["model_sha256"] != sha256_file(c.arm.model)) {
     throw InputError("the model is not the one this run used (--force to compare anyway)");
   }

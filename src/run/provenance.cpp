@@ -11,8 +11,13 @@
 
 namespace hd::run {
 
+// Which loops computed the stored KLs (analysis/kl_kernel.h). A file without it was scored by
+// the scalar loop before them, whose last bits differ.
+static constexpr const char* kKlKernel = "f64 exp13 kahan8";
+static constexpr const char* kKlBefore = "f64 std::exp, one running sum";
+
 nlohmann::json heterodyne_facts() {
-  return {{"version", build::kVersion}, {"commit", build::kCommit}};
+  return {{"version", build::kVersion}, {"commit", build::kCommit}, {"kl_kernel", kKlKernel}};
 }
 
 nlohmann::json llama_cpp_facts() {
@@ -74,12 +79,21 @@ nlohmann::json arm_facts(const engine::Arm& arm, const std::string& model_sha256
   return j;
 }
 
-void require_same_llama_commit(const nlohmann::json& provenance, bool force) {
+void require_same_numerics(const nlohmann::json& provenance, bool force) {
+  if (force) return;
   const std::string commit = provenance.at("llama_cpp").at("commit");
-  if (commit == build::kLlamaCommit || force) return;
-  throw InputError("this run was made with llama.cpp " + commit.substr(0, 12) +
-                   ", this build uses " + std::string(build::kLlamaCommit).substr(0, 12) +
-                   " (--force to compare anyway)");
+  if (commit != build::kLlamaCommit) {
+    throw InputError("this run was made with llama.cpp " + commit.substr(0, 12) +
+                     ", this build uses " + std::string(build::kLlamaCommit).substr(0, 12) +
+                     " (--force to compare anyway)");
+  }
+  const auto& facts = provenance.value("heterodyne", nlohmann::json::object());
+  const std::string kernel = facts.is_object() ? facts.value("kl_kernel", kKlBefore) : kKlBefore;
+  if (kernel != kKlKernel) {
+    throw InputError("this run's KLs were computed by heterodyne's '" + kernel +
+                     "' loops, this build's are '" + kKlKernel +
+                     "': they differ in the last bits (--force to compare anyway)");
+  }
 }
 
 }  // namespace hd::run

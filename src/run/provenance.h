@@ -36,8 +36,8 @@ nlohmann::json tokens_record(const std::vector<std::vector<int32_t>>& chunks);
 // architecture and shape, and runs_on (the process and llama.cpp build, the devices).
 nlohmann::json arm_facts(const engine::Arm& arm, const std::string& model_sha256);
 
-// What verify re-runs must be computed by the llama.cpp the run used: InputError naming both
-// commits otherwise, unless `force`.
-void require_same_llama_commit(const nlohmann::json& provenance, bool force);
+// What verify re-runs, or resume adds to, must be computed by the llama.cpp and the KL loops
+// the run used: InputError naming both otherwise, unless `force`.
+void require_same_numerics(const nlohmann::json& provenance, bool force);
 
 }  // namespace hd::run

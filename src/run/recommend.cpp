@@ -247,7 +247,7 @@ RunEnd recommend_resume(const std::string& report, const std::string& command_li
     return {0, true, "group"};
   }
   Reopened r = reopen(e, false);
-  require_same_llama_commit(r.provenance, false);  // never rows of two builds in one file
+  require_same_numerics(r.provenance, false);  // never rows of two builds in one file
   const Loaded l = load_inputs(r.config, &r.provenance, progress);
   const RecipePlan plan = plan_recipe(r.config.model, r.config.base, r.config.types,
                                       r.config.layers_per_group, 0);
@@ -292,7 +292,7 @@ void recommend_verify(const std::string& report, bool force, const ProgressFn& p
   const ScratchDir scratch;
   const store::Experiment e = store::Experiment::open(report, false);
   const Reopened r = reopen(e, force);
-  require_same_llama_commit(r.provenance, force);
+  require_same_numerics(r.provenance, force);
   const nlohmann::json summary = nlohmann::json::parse(e.required_meta("recommend"));
   const Loaded l = load_inputs(r.config, &r.provenance, progress);
   const RecipePlan plan = plan_recipe(r.config.model, r.config.base, r.config.types,

@@ -134,6 +134,7 @@ analysis::Transplants Session::transplant(std::span<const int32_t> tokens, int f
   const size_t v = static_cast<size_t>(a_.arm->model_info().n_vocab);
   const int total = 2 * static_cast<int>(points_.size());
   int done = 0;
+  kl_from_a_.set(a_.logits, v);  // A's softmax once, for all of the chunk's passes
   for (size_t k = 0; k < points_.size(); ++k) {
     t.points.push_back(points_[k].label);
     const std::string name = graph_name(points_[k]);
@@ -143,14 +144,11 @@ analysis::Transplants Session::transplant(std::span<const int32_t> tokens, int f
       const size_t base = rows.size();
       rows.resize(base + static_cast<size_t>(n - 1 - first_output));
       parallel_for(n - 1 - first_output, a_.arm->n_threads(), [&](int lo, int hi) {
-        analysis::ScoreScratch scratch;
         for (int i = lo; i < hi; ++i) {
           const int p = first_output + i;  // every position from first_output on is scored
-          rows[base + static_cast<size_t>(i)] = {
-              static_cast<int>(k) + 1, p,
-              analysis::kl_divergence({a_.logits.data() + static_cast<size_t>(i) * v, v},
-                                      {patched_logits_.data() + static_cast<size_t>(i) * v, v},
-                                      scratch)};
+          const auto row = static_cast<size_t>(i);
+          rows[base + row] = {static_cast<int>(k) + 1, p,
+                              kl_from_a_.kl_to(row, {patched_logits_.data() + row * v, v})};
         }
       });
       if (on_pass_) on_pass_(++done, total);

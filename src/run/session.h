@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/kl.h"
 #include "analysis/plugin.h"
 #include "analysis/records.h"
 #include "analysis/restore_points.h"
@@ -98,6 +99,7 @@ class Session {
   engine::PointMap map_;
   analysis::ModelPoints model_points_;  // map_'s points as analyses see them
   std::vector<float> patched_logits_;
+  analysis::KlReference kl_from_a_;  // A's chunk, what every patched pass is scored against
   std::unique_ptr<PrefixReuse> reuse_a_, reuse_b_;  // with --transplants, --components
   std::function<void(int, int)> on_pass_;
   std::map<std::string, std::string> sha256_;  // model path -> file hash

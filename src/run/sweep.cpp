@@ -263,7 +263,7 @@ void sweep_verify(const std::string& path, bool force, const ProgressFn& progres
   const store::Experiment e = store::Experiment::open(path, false);
   const nlohmann::json cfg = nlohmann::json::parse(e.required_meta("config"));
   const nlohmann::json prov = nlohmann::json::parse(e.required_meta("provenance"));
-  require_same_llama_commit(prov, force);
+  require_same_numerics(prov, force);
   const DiffConfig config = diff_config_from_json(cfg);
   validate(config);
   const nlohmann::json combos = nlohmann::json::parse(e.required_meta("sweep_combinations"));

@@ -40,7 +40,7 @@ void diff_verify(const std::string& path, const VerifyOptions& options,
                  const ProgressFn& progress) {
   const store::Experiment e = store::Experiment::open(path, false);
   const auto prov = nlohmann::json::parse(e.required_meta("provenance"));
-  require_same_llama_commit(prov, options.force);
+  require_same_numerics(prov, options.force);
   const DiffConfig config = diff_config_from_json(nlohmann::json::parse(e.required_meta("config")));
   if (!options.input.empty()) {
     // A diff stores its tokens and needs no input; one given is still checked, not ignored.

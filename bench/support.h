@@ -1,0 +1,34 @@
+// What the benchmark files share: the models (made once into ~/.cache/heterodyne/bench), a
+// child process runner that measures peak RSS, and the bytes children wrote to storage.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hd::bench {
+
+inline constexpr int kThreads = 2;
+
+struct Setup {
+  std::string dir, big_a, big_b, small, moe_a, moe_b, text, bin;
+};
+
+// Makes the models on first use.
+const Setup& setup();
+
+struct Child {
+  int status = 0;
+  long max_rss_kb = 0;
+};
+
+// Runs args (args[0] a path) with stdout and stderr discarded; exits the benchmark if it fails.
+Child run(const std::vector<std::string>& args);
+
+// Bytes written to storage by the children waited for so far (getrusage's ru_oublock).
+long children_written_bytes();
+
+// The ratios of bench_kl_kernel.cpp and bench_mid_size.cpp, from the medians of the run.
+void print_kl_kernel_ratios(const std::map<std::string, double>& median);
+void print_mid_size_ratios(const std::map<std::string, double>& median);
+
+}  // namespace hd::bench

@@ -1,0 +1,28 @@
+// The loops under every exact KL: max, sum of exponentials, and the KL sum, over a full
+// vocabulary in f64. One source compiled for AVX-512, AVX2 and the x86-64 baseline, chosen at
+// run time; all copies give the same bits (see kl_kernel_body.inc), so a number does not depend
+// on the machine that computed it.
+#pragma once
+#include <cstddef>
+#include <span>
+
+namespace hd::analysis::kernel {
+
+struct Kernel {
+  const char* name;  // "avx512", "avx2", "baseline"
+  float (*max_of)(const float* x, size_t n);  // n >= 1
+  // sum_i exp(x_i - max), x_i <= max; exp_sum_into also writes each term to out[0..n).
+  double (*exp_sum)(const float* x, size_t n, double max);
+  double (*exp_sum_into)(const float* x, size_t n, double max, double* out);
+  // sum_i p_i * ((a_i - lse_a) - (b_i - lse_b))
+  double (*kl_terms)(const double* p, const float* a, double lse_a, const float* b, double lse_b,
+                     size_t n);
+};
+
+// The widest copy this CPU runs, chosen once.
+const Kernel& best();
+
+// Every copy this CPU runs, widest first (the tests compare them).
+std::span<const Kernel* const> supported();
+
+}  // namespace hd::analysis::kernel
