@@ -203,8 +203,10 @@ BENCHMARK(BM_ComponentsPrefixReuseHalf)->Unit(benchmark::kSecond)->Iterations(1)
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   std::map<std::string, double> median;
+  std::map<std::string, double> by_name;  // every run by its whole name, arguments included
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const auto& r : runs) {
+      if (r.run_type == Run::RT_Iteration) by_name[r.benchmark_name()] = r.GetAdjustedRealTime();
       if (r.aggregate_name == "median" ||
           (r.run_type == Run::RT_Iteration && !median.count(r.run_name.function_name)))
         median[r.run_name.function_name] = r.GetAdjustedRealTime();
@@ -268,6 +270,7 @@ int main(int argc, char** argv) {
         ratio("BM_ComponentsFullPassesHalf", "BM_ComponentsPrefixReuseHalf"),
         same_results("components-full-half.hdy", "components-reuse-half.hdy").c_str());
   }
+  print_pass_parts(reporter.by_name);
   print_kl_kernel_ratios(reporter.median);
   print_mid_size_ratios(reporter.median);
   return 0;

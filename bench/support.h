@@ -30,5 +30,6 @@ long children_written_bytes();
 // The ratios of bench_kl_kernel.cpp and bench_mid_size.cpp, from the medians of the run.
 void print_kl_kernel_ratios(const std::map<std::string, double>& median);
 void print_mid_size_ratios(const std::map<std::string, double>& median);
+void print_pass_parts(const std::map<std::string, double>& by_name);
 
 }  // namespace hd::bench

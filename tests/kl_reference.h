@@ -9,11 +9,13 @@
 
 namespace hd::testing {
 
-inline double kl_scalar_reference(std::span<const float> a, std::span<const float> b) {
+// p_a: scratch, reused from call to call as the loop before the kernel reused its ScoreScratch.
+inline double kl_scalar_reference(std::span<const float> a, std::span<const float> b,
+                                  std::vector<double>& p_a) {
   const size_t n = a.size();
   const double ma = *std::max_element(a.begin(), a.end());
   const double mb = *std::max_element(b.begin(), b.end());
-  std::vector<double> p_a(n);
+  p_a.resize(n);
   double sa = 0, sb = 0;
   for (size_t i = 0; i < n; ++i) {
     p_a[i] = std::exp(static_cast<double>(a[i]) - ma);
@@ -28,6 +30,11 @@ inline double kl_scalar_reference(std::span<const float> a, std::span<const floa
           ((static_cast<double>(a[i]) - lse_a) - (static_cast<double>(b[i]) - lse_b));
   }
   return kl;
+}
+
+inline double kl_scalar_reference(std::span<const float> a, std::span<const float> b) {
+  std::vector<double> p_a;
+  return kl_scalar_reference(a, b, p_a);
 }
 
 }  // namespace hd::testing

@@ -40,7 +40,6 @@ std::vector<float> perturbed(const std::vector<float>& a, float sigma, uint64_t 
 
 TEST(KlKernel, EveryCopyGivesTheSameBits) {
   ASSERT_FALSE(supported().empty());
-  EXPECT_STREQ(supported().back()->name, "baseline");
   for (size_t n : {size_t{1}, size_t{7}, size_t{8}, size_t{17}, size_t{1000}, kQwenVocab}) {
     const auto a = logits_like(n, 1);
     const auto b = perturbed(a, 0.5f, 2);
@@ -78,7 +77,6 @@ TEST(KlKernel, ExpIsWithinAnUlpOfTheLibrarysAndZeroBelowTheNormalRange) {
       const double want = std::exp(static_cast<double>(x[i]));
       if (x[i] < -708.0f) {
         EXPECT_EQ(out[i], 0.0) << x[i];
-        EXPECT_LT(want, 3.4e-308);
         continue;
       }
       const double ulp = std::nextafter(want, 2.0) - want;
@@ -153,13 +151,15 @@ TEST(KlKernel, AReferenceGivesKlDivergencesNumbersBitForBit) {
   }
   hd::analysis::KlReference ref;
   hd::analysis::ScoreScratch s;
-  for (int again = 0; again < 2; ++again) {  // set() again reuses its memory: the same numbers
-    ref.set(a, v);
+  // A as the reference, then B (set() again reuses its memory and must forget A), then A again.
+  for (const auto* x : {&a, &b, &a}) {
+    const auto* y = x == &a ? &b : &a;
+    ref.set(*x, v);
     for (size_t r = 0; r < rows; ++r) {
-      const std::span<const float> ar(a.data() + r * v, v), br(b.data() + r * v, v);
-      EXPECT_EQ(std::bit_cast<uint64_t>(ref.kl_to(r, br)),
-                std::bit_cast<uint64_t>(hd::analysis::kl_divergence(ar, br, s)));
-      EXPECT_EQ(ref.kl_to(r, ar), 0.0);  // exactly
+      const std::span<const float> xr(x->data() + r * v, v), yr(y->data() + r * v, v);
+      EXPECT_EQ(std::bit_cast<uint64_t>(ref.kl_to(r, yr)),
+                std::bit_cast<uint64_t>(hd::analysis::kl_divergence(xr, yr, s)));
+      EXPECT_EQ(ref.kl_to(r, xr), 0.0);  // exactly
     }
   }
 }

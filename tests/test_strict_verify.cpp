@@ -153,6 +153,24 @@ TEST(StrictResume, ChunksEditedSinceTheyWereStoredAreNotSealed) {
   }
 }
 
+// Nor does resume add this build's rows to a file another build's KL loops began.
+TEST(StrictResume, AFileBegunByOtherKlLoopsIsNotResumed) {
+  HD_REQUIRE_SHARED();
+  ASSERT_FALSE(two_chunks().empty());
+  const std::string p = copy_of("resume-old-kl.hdy", two_chunks());
+  sql(p, "DELETE FROM meta WHERE key IN ('integrity_sha256', 'chunk_sha256/1');"
+         "UPDATE meta SET value = 'running' WHERE key = 'status';"
+         "DELETE FROM chunks WHERE chunk = 1; DELETE FROM tokens WHERE chunk = 1;"
+         "DELETE FROM positions WHERE chunk = 1; DELETE FROM layers WHERE chunk = 1;"
+         "DELETE FROM transplants WHERE chunk = 1;"
+         "UPDATE meta SET value = json_remove(value, '$.heterodyne.kl_kernel') "
+         "WHERE key = 'provenance'");
+  const CliResult r = run_cli({"diff", "--resume", p});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("they differ in the last bits: cannot resume"), std::string::npos) << r.err;
+  EXPECT_EQ(hd::store::Experiment::open(p, false).finished_chunks().size(), 1u);
+}
+
 TEST(QuantCache, AWrongOrTruncatedFileInItsSlotIsMadeAgain) {
   HD_REQUIRE_SHARED();
   hd::test::ScopedCacheDir cache(dir() + "/cache");

@@ -6,7 +6,7 @@
 
 namespace hd::analysis {
 
-// Every loop over the vocabulary below is the kernel's: the same bits on every CPU.
+// Every loop over the vocabulary below is the kernel's: the same bits from each of its copies.
 static const kernel::Kernel& loops() {
   static const kernel::Kernel& k = kernel::best();
   return k;

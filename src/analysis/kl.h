@@ -33,7 +33,7 @@ struct ScoreScratch {
 // (8 bytes per row and token); set() reuses that memory from one chunk to the next.
 class KlReference {
  public:
-  // logits: rows × vocab, read again by kl_to (it must outlive the calls).
+  // logits: rows × vocab, read again by kl_to: it must stay as it is until the next set().
   void set(std::span<const float> logits, size_t vocab);
   double kl_to(size_t row, std::span<const float> b) const;
 

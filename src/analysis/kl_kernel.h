@@ -1,7 +1,7 @@
 // The loops under every exact KL: max, sum of exponentials, and the KL sum, over a full
 // vocabulary in f64. One source compiled for AVX-512, AVX2 and the x86-64 baseline, chosen at
-// run time; all copies give the same bits (see kl_kernel_body.inc), so a number does not depend
-// on the machine that computed it.
+// run time; all copies give the same bits (see kl_kernel_body.inc), so these sums do not depend
+// on the CPU's vector width. (The one log per row that kl.cpp takes of a sum is glibc's.)
 #pragma once
 #include <cstddef>
 #include <span>

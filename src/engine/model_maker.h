@@ -38,7 +38,7 @@ struct ModelSpec {
   double perturb_scale = 0.05;
 };
 
-// Names accepted in ModelSpec::preset: tiny-llama, tiny-qwen3, qwen3-0.6b, tiny-gemma3 (local
+// Names accepted in ModelSpec::preset: tiny-llama, tiny-qwen3, qwen3-0.6b, llama3.2-3b, tiny-gemma3 (local
 // and global attention, post-norms), tiny-qwen3moe (8 experts, 2 used), demo-llama (the shape
 // heterodyne trains for its demo: tiny-llama's, to be filled by training).
 std::vector<std::string> model_presets();

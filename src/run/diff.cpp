@@ -166,7 +166,7 @@ RunEnd diff_resume(const std::string& path, const std::string& command_line,
   }
   const auto config = diff_config_from_json(nlohmann::json::parse(e.required_meta("config")));
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
-  require_same_numerics(prov, false);  // never rows of two builds in one file
+  require_same_numerics(prov, false, true);  // never rows of two builds in one file
   // The text the run read (checked by its sha256), before minutes of loading the models.
   const Input input = read_stored_input({config.text_file, config.token_ids}, prov, again,
                                         "heterodyne diff --resume " + path);

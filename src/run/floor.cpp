@@ -195,6 +195,7 @@ RunEnd floor_resume(const std::string& path, const std::string& command_line,
   const FloorConfig c = floor_config_from_json(nlohmann::json::parse(e.stored_config()));
   check_config(c);
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
+  require_same_numerics(prov, false, true);  // never rows of two builds in one file
   // Before minutes of loading, and before anything is written: never add to edited rows.
   const int n_groups = static_cast<int>(c.flash_attn.size() * c.threads.size());
   const auto done = store::stored_floor_groups(e, n_groups);

@@ -79,20 +79,22 @@ nlohmann::json arm_facts(const engine::Arm& arm, const std::string& model_sha256
   return j;
 }
 
-void require_same_numerics(const nlohmann::json& provenance, bool force) {
+void require_same_numerics(const nlohmann::json& provenance, bool force, bool resuming) {
   if (force) return;
+  // Resume takes no --force: a file of two builds' rows is never made.
+  const std::string remedy =
+      resuming ? ": cannot resume (run it again, with --force)" : " (--force to compare anyway)";
   const std::string commit = provenance.at("llama_cpp").at("commit");
   if (commit != build::kLlamaCommit) {
     throw InputError("this run was made with llama.cpp " + commit.substr(0, 12) +
-                     ", this build uses " + std::string(build::kLlamaCommit).substr(0, 12) +
-                     " (--force to compare anyway)");
+                     ", this build uses " + std::string(build::kLlamaCommit).substr(0, 12) + remedy);
   }
   const auto& facts = provenance.value("heterodyne", nlohmann::json::object());
   const std::string kernel = facts.is_object() ? facts.value("kl_kernel", kKlBefore) : kKlBefore;
   if (kernel != kKlKernel) {
     throw InputError("this run's KLs were computed by heterodyne's '" + kernel +
                      "' loops, this build's are '" + kKlKernel +
-                     "': they differ in the last bits (--force to compare anyway)");
+                     "': they differ in the last bits" + remedy);
   }
 }
 

@@ -37,7 +37,8 @@ nlohmann::json tokens_record(const std::vector<std::vector<int32_t>>& chunks);
 nlohmann::json arm_facts(const engine::Arm& arm, const std::string& model_sha256);
 
 // What verify re-runs, or resume adds to, must be computed by the llama.cpp and the KL loops
-// the run used: InputError naming both otherwise, unless `force`.
-void require_same_numerics(const nlohmann::json& provenance, bool force);
+// the run used: InputError naming both otherwise, unless `force`. `resuming`: the message says
+// the file cannot be resumed (resume has no --force).
+void require_same_numerics(const nlohmann::json& provenance, bool force, bool resuming = false);
 
 }  // namespace hd::run

@@ -247,7 +247,7 @@ RunEnd recommend_resume(const std::string& report, const std::string& command_li
     return {0, true, "group"};
   }
   Reopened r = reopen(e, false);
-  require_same_numerics(r.provenance, false);  // never rows of two builds in one file
+  require_same_numerics(r.provenance, false, true);  // never rows of two builds in one file
   const Loaded l = load_inputs(r.config, &r.provenance, progress);
   const RecipePlan plan = plan_recipe(r.config.model, r.config.base, r.config.types,
                                       r.config.layers_per_group, 0);

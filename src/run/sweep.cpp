@@ -209,6 +209,7 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
   const DiffConfig config = diff_config_from_json(cfg);
   validate(config);  // an unsealed file's configuration is checked like a new one
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
+  require_same_numerics(prov, false, true);  // never rows of two builds in one file
   const nlohmann::json combos = nlohmann::json::parse(e.required_meta("sweep_combinations"));
   // Before minutes of loading, and before anything is written: never add to edited rows.
   const auto done = stored_chunks(e, sweep_shape(config, combos, prov, path),
