@@ -13,6 +13,11 @@
 //   5. diff --routing vs the same diff, tiny-qwen3moe (8 experts, 2 used) vs its Q4_K_M, 4 chunks
 //      of 128 tokens. Target <= 1.05. And diff --routing-transplant vs the same diff: about
 //      2 × (1 + MoE layers) passes more a chunk (no target: it is the work asked for).
+//   6. (bench_pass_parts.cpp) a whole pass vs a pass from the last layer, per arm of the
+//      components pair: what prefix reuse can reach on this machine.
+//   7. (bench_kl_kernel.cpp) the KL kernel per position vs the scalar loop before it (>= 4x) and
+//      vs reading both arms' logits once.
+//   8. (bench_mid_size.cpp) the llama3.2-3b pair: diff vs peer, components, peak RSS.
 // Models are made once into ~/.cache/heterodyne/bench (make-model, quantize).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>

@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "engine/arm.h"
+#include "engine/mapped_pages.h"
 #include "engine/model_maker.h"
 #include "engine/points.h"
 #include "engine/quantize.h"
@@ -206,4 +208,22 @@ TEST(Engine, AScoreFromThatLeavesNothingIsRefused) {
   EXPECT_THROW(run::validate(c), InputError);
   c.chunk = 4;
   EXPECT_NO_THROW(run::validate(c));
+}
+
+// llama.cpp copies the tensors it repacks for the CPU out of the file's mapping: those pages are
+// not kept resident beside the copy (peak RSS stays near the files' size), and a pass still
+// reads what it needs from the mapping.
+TEST(Engine, ALoadedModelKeepsNoResidentCopyOfItsMapping) {
+  HD_REQUIRE_SHARED();
+  const std::string q = engine::ensure_quantized(test::shared_path("models/stories260K.gguf"),
+                                                 "Q4_0", 2);
+  const auto model = engine::model_load(q);
+  engine::Arm arm(model, settings_for(q), 64);
+  EXPECT_LT(engine::mapped_resident_bytes(q), std::filesystem::file_size(q) / 4);
+  std::vector<float> logits, again;
+  const auto tokens = first_chunk(*model, 64);
+  arm.run_chunk(tokens, nullptr, logits);
+  engine::release_mapped_pages(q);  // what the pass read comes back from the page cache
+  arm.run_chunk(tokens, nullptr, again);
+  EXPECT_EQ(std::memcmp(logits.data(), again.data(), logits.size() * sizeof(float)), 0);
 }

@@ -8,6 +8,7 @@
 
 #include "common/fatal.h"
 #include "engine/gguf_file.h"
+#include "engine/mapped_pages.h"
 #include "engine/system.h"
 #include "errors.h"
 #include "ggml-backend.h"
@@ -55,6 +56,7 @@ std::shared_ptr<Weights> load_weights(const std::string& path, const Placement& 
     const std::string why = last_llama_error();
     throw InputError("llama.cpp could not load '" + path + "'" + (why.empty() ? "" : ": " + why));
   }
+  release_mapped_pages(path);  // what was copied out of the mapping need not stay resident
   loaded[key] = w;
   return w;
 }
