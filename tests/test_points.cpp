@@ -2,12 +2,15 @@
 // does with what it did not find: one line, recorded, or exit 2 when the flag asked for it.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "engine/fixtures.h"
 #include "engine/model.h"
 #include "engine/point_survey.h"
+#include "engine/point_cache.h"
 #include "errors.h"
 #include "test_support.h"
 
@@ -186,4 +189,32 @@ TEST(Points, GatePerHeadOnAModelWithoutAttentionIsOneLine) {
   r = test::run_cli({"check", "--reference", ref, "--model", mamba, "--threads", "2", "--per-head"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.err, "--per-head:") && contains(r.err, "no per-head attention tap")) << r.err;
+}
+
+// A survey is kept for the same file, build and CPU (engine/point_cache.h) and gives the same map
+// from the cache; a damaged cache file is surveyed again and replaced; asking for the nodes
+// always surveys.
+TEST(Points, ASurveyIsKeptForTheSameFileAndADamagedOneIsMadeAgain) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = test::temp_dir("point-cache");
+  test::ScopedCacheDir cache(dir);
+  const std::string model = test::shared_path("models/stories260K.gguf");
+  EXPECT_FALSE(engine::kept_survey(model).has_value());
+  const auto first = survey(model);
+  const auto kept = engine::kept_survey(model);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(engine::to_json(*kept), engine::to_json(first));
+  EXPECT_EQ(engine::to_json(survey(model)), engine::to_json(first));
+  const auto files = std::distance(std::filesystem::directory_iterator(dir + "/points"),
+                                   std::filesystem::directory_iterator());
+  EXPECT_EQ(files, 1);
+  for (const auto& f : std::filesystem::directory_iterator(dir + "/points")) {
+    std::ofstream(f.path()) << "{\"architecture\": ";  // cut short
+  }
+  EXPECT_FALSE(engine::kept_survey(model).has_value());
+  EXPECT_EQ(engine::to_json(survey(model)), engine::to_json(first));
+  EXPECT_TRUE(engine::kept_survey(model).has_value());
+  std::vector<engine::Hook::Node> nodes;
+  engine::survey_points(engine::model_load(model), &nodes);
+  EXPECT_FALSE(nodes.empty());
 }

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "engine/local_arm.h"
+#include "engine/point_cache.h"
 #include "engine/route_survey.h"
 #include "errors.h"
 
@@ -265,9 +266,13 @@ PointMap Survey::run() {
 }
 
 PointMap survey_points(const std::shared_ptr<Model>& model, std::vector<Hook::Node>* nodes) {
+  if (nodes == nullptr) {
+    if (auto kept = kept_survey(model->info().path)) return *kept;
+  }
   Survey survey(model);
   PointMap m = survey.run();
   if (nodes != nullptr) *nodes = std::move(survey.listed);
+  keep_survey(model->info().path, m);
   return m;
 }
 

@@ -26,7 +26,8 @@
 namespace hd::engine {
 
 // Throws RuntimeError when the model does not decode (llama.cpp's reason). `nodes`, when
-// given, gets every node of the graph in the order asked, with its shape.
+// given, gets every node of the graph in the order asked, with its shape (and the survey runs
+// again); without it a map this build kept for the same file is used (point_cache.h).
 PointMap survey_points(const std::shared_ptr<Model>& model,
                        std::vector<Hook::Node>* nodes = nullptr);
 
