@@ -53,42 +53,38 @@ void per_position(benchmark::State& state) {
       benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
-void BM_KlScalarReference(benchmark::State& state) {
-  const Logits& l = logits();
-  std::vector<double> scratch;
+// Times `kl(position)` over every position, per position.
+template <class Kl>
+void every_position(benchmark::State& state, Kl kl) {
   for (auto _ : state) {
     double sum = 0;
-    for (size_t i = 0; i < kPositions; ++i) {
-      sum += hd::testing::kl_scalar_reference(row(l.a, i), row(l.b, i), scratch);
-    }
+    for (size_t i = 0; i < kPositions; ++i) sum += kl(i);
     benchmark::DoNotOptimize(sum);
   }
   per_position(state);
+}
+
+void BM_KlScalarReference(benchmark::State& state) {
+  const Logits& l = logits();
+  std::vector<double> scratch;
+  every_position(state, [&](size_t i) {
+    return hd::testing::kl_scalar_reference(row(l.a, i), row(l.b, i), scratch);
+  });
 }
 
 void BM_KlPatchedPass(benchmark::State& state) {
   const Logits& l = logits();
   hd::analysis::KlReference ref;
   ref.set(l.a, kVocab);  // once per chunk in a run, for its ~2 x 57 passes: not timed
-  for (auto _ : state) {
-    double sum = 0;
-    for (size_t i = 0; i < kPositions; ++i) sum += ref.kl_to(i, row(l.b, i));
-    benchmark::DoNotOptimize(sum);
-  }
-  per_position(state);
+  every_position(state, [&](size_t i) { return ref.kl_to(i, row(l.b, i)); });
 }
 
 void BM_KlDivergence(benchmark::State& state) {
   const Logits& l = logits();
   hd::analysis::ScoreScratch scratch;
-  for (auto _ : state) {
-    double sum = 0;
-    for (size_t i = 0; i < kPositions; ++i) {
-      sum += hd::analysis::kl_divergence(row(l.a, i), row(l.b, i), scratch);
-    }
-    benchmark::DoNotOptimize(sum);
-  }
-  per_position(state);
+  every_position(state, [&](size_t i) {
+    return hd::analysis::kl_divergence(row(l.a, i), row(l.b, i), scratch);
+  });
 }
 
 void BM_ReadBothLogits(benchmark::State& state) {

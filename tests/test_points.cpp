@@ -199,9 +199,9 @@ TEST(Points, ASurveyIsKeptForTheSameFileAndADamagedOneIsMadeAgain) {
   const std::string dir = test::temp_dir("point-cache");
   test::ScopedCacheDir cache(dir);
   const std::string model = test::shared_path("models/stories260K.gguf");
-  EXPECT_FALSE(engine::kept_survey(model).has_value());
+  EXPECT_FALSE(engine::kept_survey(engine::survey_slot(model)).has_value());
   const auto first = survey(model);
-  const auto kept = engine::kept_survey(model);
+  const auto kept = engine::kept_survey(engine::survey_slot(model));
   ASSERT_TRUE(kept.has_value());
   EXPECT_EQ(engine::to_json(*kept), engine::to_json(first));
   EXPECT_EQ(engine::to_json(survey(model)), engine::to_json(first));
@@ -211,9 +211,9 @@ TEST(Points, ASurveyIsKeptForTheSameFileAndADamagedOneIsMadeAgain) {
   for (const auto& f : std::filesystem::directory_iterator(dir + "/points")) {
     std::ofstream(f.path()) << "{\"architecture\": ";  // cut short
   }
-  EXPECT_FALSE(engine::kept_survey(model).has_value());
+  EXPECT_FALSE(engine::kept_survey(engine::survey_slot(model)).has_value());
   EXPECT_EQ(engine::to_json(survey(model)), engine::to_json(first));
-  EXPECT_TRUE(engine::kept_survey(model).has_value());
+  EXPECT_TRUE(engine::kept_survey(engine::survey_slot(model)).has_value());
   std::vector<engine::Hook::Node> nodes;
   engine::survey_points(engine::model_load(model), &nodes);
   EXPECT_FALSE(nodes.empty());

@@ -17,17 +17,17 @@ namespace {
 // Raise it with any change to what the survey proves or how (point_survey.cpp, points.cpp).
 constexpr int kSurveyRevision = 1;
 
-std::filesystem::path slot(const std::string& model_path) {
+}  // namespace
+
+std::filesystem::path survey_slot(const std::string& model_path) {
   const std::string identity = sha256_file(model_path) + "\n" + build::kLlamaCommit + "\n" +
                                build::kLlamaFlags + "\n" + build::kVersion + "\n" +
                                std::to_string(kSurveyRevision) + "\n" + cpu_features();
   return cache_dir() / "points" / (sha256_bytes(identity) + ".json");
 }
 
-}  // namespace
-
-std::optional<PointMap> kept_survey(const std::string& model_path) {
-  std::ifstream in(slot(model_path));
+std::optional<PointMap> kept_survey(const std::filesystem::path& slot) {
+  std::ifstream in(slot);
   if (!in) return std::nullopt;
   try {
     return point_map_from_json(nlohmann::json::parse(in));
@@ -36,18 +36,19 @@ std::optional<PointMap> kept_survey(const std::string& model_path) {
   }
 }
 
-void keep_survey(const std::string& model_path, const PointMap& map) {
-  const std::filesystem::path path = slot(model_path);
+void keep_survey(const std::filesystem::path& slot, const PointMap& map) {
   std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  const std::filesystem::path tmp = path.string() + ".tmp-" + std::to_string(getpid());
+  std::filesystem::create_directories(slot.parent_path(), ec);
+  const std::filesystem::path tmp = slot.string() + ".tmp-" + std::to_string(getpid());
+  bool written = false;
   {
     std::ofstream out(tmp);
     out << to_json(map).dump();
-    if (!out) return;
+    written = static_cast<bool>(out.flush());
   }
-  std::filesystem::rename(tmp, path, ec);  // whole or not at all, for a run beside this one
-  if (ec) std::filesystem::remove(tmp, ec);
+  // Renamed whole or not at all, for a run beside this one; a temporary never stays behind.
+  if (written) std::filesystem::rename(tmp, slot, ec);
+  if (!written || ec) std::filesystem::remove(tmp, ec);
 }
 
 }  // namespace hd::engine

@@ -6,6 +6,7 @@
 // it ran on, so it is kept under <cache>/points/, named by the SHA-256 of all four: a map kept
 // is a proof made on this very file. A kept file that does not read as a map is surveyed again.
 #pragma once
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -13,9 +14,12 @@
 
 namespace hd::engine {
 
-std::optional<PointMap> kept_survey(const std::string& model_path);
+// Where the survey of `model_path` is kept (it hashes the file: compute it once per survey).
+std::filesystem::path survey_slot(const std::string& model_path);
+
+std::optional<PointMap> kept_survey(const std::filesystem::path& slot);
 
 // Best effort: a cache that cannot be written costs the next run a survey, nothing else.
-void keep_survey(const std::string& model_path, const PointMap& map);
+void keep_survey(const std::filesystem::path& slot, const PointMap& map);
 
 }  // namespace hd::engine

@@ -266,13 +266,14 @@ PointMap Survey::run() {
 }
 
 PointMap survey_points(const std::shared_ptr<Model>& model, std::vector<Hook::Node>* nodes) {
+  const std::filesystem::path slot = survey_slot(model->info().path);
   if (nodes == nullptr) {
-    if (auto kept = kept_survey(model->info().path)) return *kept;
+    if (auto kept = kept_survey(slot)) return *kept;
   }
   Survey survey(model);
   PointMap m = survey.run();
   if (nodes != nullptr) *nodes = std::move(survey.listed);
-  keep_survey(model->info().path, m);
+  keep_survey(slot, m);
   return m;
 }
 
