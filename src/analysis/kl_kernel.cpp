@@ -18,6 +18,7 @@ namespace hd::analysis::kernel {
 #pragma GCC target("avx512f,avx512dq,avx512vl,prefer-vector-width=512")
 #endif
 namespace avx512 {
+constexpr size_t kWidth = 8;
 #include "analysis/kl_kernel_body.inc"
 }
 #if defined(__clang__)
@@ -29,6 +30,7 @@ namespace avx512 {
 #pragma GCC target("avx2")
 #endif
 namespace avx2 {
+constexpr size_t kWidth = 4;
 #include "analysis/kl_kernel_body.inc"
 }
 #if defined(__clang__)
@@ -38,6 +40,7 @@ namespace avx2 {
 #endif
 
 namespace baseline {
+constexpr size_t kWidth = 2;
 #include "analysis/kl_kernel_body.inc"
 }
 
