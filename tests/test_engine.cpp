@@ -227,3 +227,13 @@ TEST(Engine, ALoadedModelKeepsNoResidentCopyOfItsMapping) {
   arm.run_chunk(tokens, nullptr, again);
   EXPECT_EQ(std::memcmp(logits.data(), again.data(), logits.size() * sizeof(float)), 0);
 }
+
+// Nothing of an f32 file is repacked: its pages are the weights a pass reads, so they stay
+// mapped rather than fault back in on the first pass.
+TEST(Engine, AModelWithNothingCopiedOutKeepsItsMappingResident) {
+  HD_REQUIRE_SHARED();
+  const std::string f = test::shared_path("models/stories260K.gguf");
+  const auto model = engine::model_load(f);
+  engine::Arm arm(model, settings_for(f), 64);
+  EXPECT_GT(engine::mapped_resident_bytes(f), std::filesystem::file_size(f) / 2);
+}

@@ -2,7 +2,9 @@
 
 #include <sys/utsname.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -15,10 +17,25 @@ namespace hd::engine {
 
 static std::mutex g_log_mutex;
 static std::string g_last_error;
+static std::atomic<size_t> g_copy_buffers{0};
+
+// llama.cpp names every buffer a load puts weights in ("load_tensors:   CPU_REPACK model buffer
+// size =   204.75 MiB"). Only CPU_Mapped is the file's own mapping; any other holds copies.
+static void count_copy_buffer(const char* text) {
+  const char* at = std::strstr(text, " model buffer size = ");
+  if (at == nullptr) return;
+  const char* name = at;
+  while (name > text && name[-1] != ' ') --name;
+  const std::string buffer(name, at);
+  if (buffer != "CPU_Mapped" && std::strtod(at + std::strlen(" model buffer size = "), nullptr) > 0) {
+    ++g_copy_buffers;
+  }
+}
 
 static void log_filter(ggml_log_level level, const char* text, void*) {
   static const bool verbose = std::getenv("HETERODYNE_LLAMA_LOG") != nullptr;
   if (verbose) fputs(text, stderr);
+  count_copy_buffer(text);
   if (level == GGML_LOG_LEVEL_ERROR) {
     std::lock_guard lock(g_log_mutex);
     g_last_error = text;
@@ -48,6 +65,8 @@ void install_abort_handler() {
   ::setenv("GGML_NO_BACKTRACE", "1", 1);  // no gdb attached to print on stdout
   ggml_set_abort_callback(on_ggml_abort);
 }
+
+size_t weight_copy_buffers_logged() { return g_copy_buffers.load(); }
 
 std::string last_llama_error() {
   std::lock_guard lock(g_log_mutex);

@@ -9,6 +9,9 @@ namespace hd::engine {
 // hidden (HETERODYNE_LLAMA_LOG=1 shows it), its last error line is kept for our messages.
 void system_init();
 std::string last_llama_error();  // "" when llama.cpp logged no error since the last call
+// How many weight buffers other than the file's mapping (CPU_REPACK, a GPU's) llama.cpp's loads
+// have reported so far: a load that raised it copied tensors out of the mapping.
+size_t weight_copy_buffers_logged();
 
 // A failed GGML_ASSERT (a malformed model can reach one) becomes a fatal exit (common/fatal.h):
 // one line naming the assertion and what was being done, no gdb backtrace, temporaries removed,
