@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "common/fatal.h"
@@ -70,6 +71,24 @@ bool LocalArm::eval_callback(ggml_tensor* t, bool ask, void* self) {
   return hook->on_eval(t, ask);
 }
 
+// Copies n floats and returns the index of the first that is NaN or infinite (all ones in the
+// exponent), or n. One pass with no early exit, which the compiler vectorizes: a patched pass
+// copies 19M logits at 128 positions of a 152k vocabulary, and a test per element with a branch
+// out cost about as much as the copy.
+static size_t copy_until_not_finite(const float* src, float* dst, size_t n) {
+  uint32_t any = 0;
+  for (size_t k = 0; k < n; ++k) {
+    uint32_t bits;
+    std::memcpy(&bits, src + k, sizeof bits);
+    dst[k] = src[k];
+    any |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  if (any == 0) return n;
+  size_t k = 0;
+  while (k < n && std::isfinite(src[k])) ++k;
+  return k;
+}
+
 void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) {
   const int32_t n = in.n, pos0 = in.pos0;
   const int first_output = in.first_output;
@@ -134,16 +153,14 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
     const float* row = llama_get_logits_ith(ctx_, i);
     if (row == nullptr)
       throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(i));
-    std::memcpy(logits.data() + static_cast<size_t>(i - first_output) * n_vocab, row,
-                n_vocab * sizeof(float));
     // A NaN or inf logit makes every number downstream meaningless (KL would print as nan):
     // refuse it here, where the position is still known.
-    for (size_t k = 0; k < n_vocab; ++k) {
-      if (!std::isfinite(row[k])) {
-        throw RuntimeError("'" + settings_.model + "' produced a non-finite logit (" +
-                           std::to_string(row[k]) + ") at position " + std::to_string(pos0 + i) +
-                           ": its weights may be corrupt, or a setting overflows");
-      }
+    const size_t k = copy_until_not_finite(
+        row, logits.data() + static_cast<size_t>(i - first_output) * n_vocab, n_vocab);
+    if (k < n_vocab) {
+      throw RuntimeError("'" + settings_.model + "' produced a non-finite logit (" +
+                         std::to_string(row[k]) + ") at position " + std::to_string(pos0 + i) +
+                         ": its weights may be corrupt, or a setting overflows");
     }
   }
 }
