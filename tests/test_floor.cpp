@@ -82,6 +82,21 @@ std::string sql(const std::string& path, const std::string& statements) {
   return last;
 }
 
+// The REAL in the first column of the first row, as stored: SQLite's printf('%.17g') is not
+// (3.40 converts to about 16 digits, and a KL that differs in its 17th read back as another).
+double sql_real(const std::string& path, const std::string& query) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, query.c_str(), -1, &st, nullptr), SQLITE_OK) << query;
+  EXPECT_EQ(sqlite3_step(st), SQLITE_ROW) << query;
+  EXPECT_EQ(sqlite3_column_type(st, 0), SQLITE_FLOAT) << query;
+  const double v = sqlite3_column_double(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
 void reseal(const std::string& path) { hd::store::Experiment::open(path, true).seal(); }
 
 }  // namespace
@@ -100,10 +115,8 @@ TEST_F(FloorTables, StoresItsRowsInTablesThatShowAndTheIntegrityHashRead) {
   EXPECT_EQ(s["rows"][4]["n_threads"].get<int>(), 1);  // group 1: fa on, ubatch 3
   EXPECT_EQ(s["rows"][4]["flash_attn"], "on");
   EXPECT_EQ(s["rows"][4]["n_ubatch"], 3);
-  // Read back as the double stored (printed with 17 digits by sqlite3_exec: exact).
-  EXPECT_EQ(std::stod(sql(f,
-                          "SELECT printf('%.17g', kl_max) FROM floor_runs WHERE "
-                          "group_index = 2 AND n_ubatch = 2")),
+  // Shown as the double stored, bit for bit.
+  EXPECT_EQ(sql_real(f, "SELECT kl_max FROM floor_runs WHERE group_index = 2 AND n_ubatch = 2"),
             s["rows"][6]["kl_max"].get<double>());
   EXPECT_EQ(s["patterns"][0]["same_as_reference"], true);
   // The reference run's arm facts, as a diff records each of its arms.
