@@ -20,14 +20,16 @@ static std::string g_last_error;
 static std::atomic<size_t> g_copy_buffers{0};
 
 // llama.cpp names every buffer a load puts weights in ("load_tensors:   CPU_REPACK model buffer
-// size =   204.75 MiB"). Only CPU_Mapped is the file's own mapping; any other holds copies.
+// size =   204.75 MiB"). Only a *_Mapped one (CPU_Mapped; Metal's MTL0_Mapped) is the file's
+// own mapping; any other holds copies.
 static void count_copy_buffer(const char* text) {
   const char* at = std::strstr(text, " model buffer size = ");
   if (at == nullptr) return;
   const char* name = at;
   while (name > text && name[-1] != ' ') --name;
   const std::string buffer(name, at);
-  if (buffer != "CPU_Mapped" && std::strtod(at + std::strlen(" model buffer size = "), nullptr) > 0) {
+  const bool mapped = buffer.size() >= 7 && buffer.compare(buffer.size() - 7, 7, "_Mapped") == 0;
+  if (!mapped && std::strtod(at + std::strlen(" model buffer size = "), nullptr) > 0) {
     ++g_copy_buffers;
   }
 }
