@@ -244,3 +244,18 @@ TEST(Engine, AModelWithNothingCopiedOutKeepsItsMappingResident) {
   engine::Arm arm(model, settings_for(f), 64);
   EXPECT_GT(engine::mapped_resident_bytes(f), std::filesystem::file_size(f) / 2);
 }
+
+// Its pages are out of memory while a file that copies tensors out loads (that load's peak), and
+// resident again after it.
+TEST(Engine, AKeptMappingIsResidentAgainAfterAnotherFileLoads) {
+  HD_REQUIRE_SHARED();
+  const std::string f = test::shared_path("models/stories260K.gguf");
+  const std::string q = engine::ensure_quantized(f, "Q8_0", 2);
+  const auto model = engine::model_load(f);
+  engine::Arm arm(model, settings_for(f), 64);
+  ASSERT_GT(engine::mapped_resident_bytes(f), std::filesystem::file_size(f) / 2);
+  engine::release_mapped_pages(f);
+  ASSERT_LT(engine::mapped_resident_bytes(f), std::filesystem::file_size(f) / 4);
+  engine::Arm other(engine::model_load(q), settings_for(q), 64);  // parks f, then populates it
+  EXPECT_GT(engine::mapped_resident_bytes(f), std::filesystem::file_size(f) / 2);
+}

@@ -75,4 +75,14 @@ void release_mapped_pages(const std::string& path) {
   });
 }
 
+void populate_mapped_pages(const std::string& path) {
+#ifndef MADV_POPULATE_READ
+  constexpr int MADV_POPULATE_READ = 22;  // linux/mman.h; older libc headers lack it
+#endif
+  for_each_mapping(path, "/proc/self/maps", [](Range r, std::istream&) {
+    if (r.writable) return;
+    madvise(reinterpret_cast<void*>(r.start), r.end - r.start, MADV_POPULATE_READ);
+  });
+}
+
 }  // namespace hd::engine

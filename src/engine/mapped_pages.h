@@ -15,4 +15,10 @@ size_t mapped_resident_bytes(const std::string& path);
 // page cache on first touch: the mapping is shared, read-only and clean, so nothing is lost.
 void release_mapped_pages(const std::string& path);
 
+// Makes every page of `path`'s read-only mappings resident again in one call (madvise
+// MADV_POPULATE_READ, Linux 5.14): from the page cache that is about what llama.cpp's
+// MAP_POPULATE cost at load, where faulting them in one by one on the first pass cost ≈ 1.5 s
+// per 1.2 GB here. On an older kernel it does nothing and the pages fault in on use.
+void populate_mapped_pages(const std::string& path);
+
 }  // namespace hd::engine

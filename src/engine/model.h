@@ -75,12 +75,16 @@ class Weights {
   Weights& operator=(const Weights&) = delete;
   llama_model* handle() const { return model_; }
   const Placement& placement() const { return placement_; }
+  const std::string& path() const { return path_; }
+  bool mapping_resident() const { return mapping_resident_; }
 
  private:
   friend std::shared_ptr<Weights> load_weights(const std::string& path, const Placement& where);
   Weights() = default;
   llama_model* model_ = nullptr;
   Placement placement_;
+  std::string path_;
+  bool mapping_resident_ = false;  // nothing was copied out of the file's mapping: it is the weights
 };
 
 // Loads the weights, or hands out the ones already loaded for the same file and placement

@@ -70,6 +70,11 @@ void install_abort_handler() {
 
 size_t weight_copy_buffers_logged() { return g_copy_buffers.load(); }
 
+std::mutex& model_load_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
 std::string last_llama_error() {
   std::lock_guard lock(g_log_mutex);
   std::string e;

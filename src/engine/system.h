@@ -1,6 +1,7 @@
 // Process-wide llama.cpp set-up and the facts about this machine and build that provenance
 // records.
 #pragma once
+#include <mutex>
 #include <string>
 
 namespace hd::engine {
@@ -12,6 +13,9 @@ std::string last_llama_error();  // "" when llama.cpp logged no error since the 
 // How many weight buffers other than the file's mapping (CPU_REPACK, a GPU's) llama.cpp's loads
 // have reported so far: a load that raised it copied tensors out of the mapping.
 size_t weight_copy_buffers_logged();
+// Held around every llama_model_load_from_file: the count above is process-wide, so a load that
+// reads it before and after must not overlap another (a training load copies every tensor).
+std::mutex& model_load_mutex();
 
 // A failed GGML_ASSERT (a malformed model can reach one) becomes a fatal exit (common/fatal.h):
 // one line naming the assertion and what was being done, no gdb backtrace, temporaries removed,

@@ -181,7 +181,11 @@ void train_model(const std::string& init_path, std::span<const int32_t> tokens,
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
   load_unmapped(mp);
-  std::unique_ptr<llama_model, ModelFree> model(llama_model_load_from_file(init_path.c_str(), mp));
+  std::unique_ptr<llama_model, ModelFree> model;
+  {
+    std::lock_guard lock(model_load_mutex());  // its buffers must not count as an arm's copies
+    model.reset(llama_model_load_from_file(init_path.c_str(), mp));
+  }
   if (!model)
     throw RuntimeError("llama.cpp could not load " + init_path + ": " + last_llama_error());
 
