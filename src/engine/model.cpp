@@ -76,7 +76,7 @@ std::shared_ptr<Weights> load_weights(const std::string& path, const Placement& 
   // While a file loads, the files loaded before whose mappings are their weights stay out of
   // memory: a load that copies tensors out holds its whole mapping and the copies at once, and
   // beside a resident f16 file that was a run's peak (llama3.2-3b f16 then Q4_K_M: 1.192 × the
-  // two files, 1.146 with these pages out). They are made resident again in one call after.
+  // two files, 1.149 with these pages out). They are made resident again in one call after.
   ParkedMappings parked(loaded, path);
   std::shared_ptr<Weights> w(new Weights());
   w->placement_ = where;
