@@ -232,9 +232,9 @@ TEST(Slurm, DryRunPrintsTheScriptsAndWritesNothing) {
   const size_t merge = r.out.find("merge.sbatch");
   ASSERT_NE(merge, std::string::npos) << r.out;
   EXPECT_NE(r.out.find("#SBATCH --array=0-2"), std::string::npos) << r.out;
-  EXPECT_LT(r.out.find("#SBATCH --gres=gpu:1"), merge) << "the merge needs no GPU";
-  EXPECT_EQ(r.out.find("#SBATCH --gres", merge), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("#SBATCH --partition=p", merge), std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("#SBATCH \"--gres=gpu:1\""), merge) << "the merge needs no GPU";
+  EXPECT_EQ(r.out.find("--gres", merge), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#SBATCH \"--partition=p\"", merge), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--shard \"$SLURM_ARRAY_TASK_ID/3\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(dir + "/run.hdy.parts/part-2-of-3.hdy"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(out + ".parts"));
@@ -256,8 +256,10 @@ TEST(Slurm, BadRequestsAreRefusedBeforeAnythingIsSubmitted) {
   test::expect_refused({"slurm", "diff", "--a", test::shared_path("models/stories260K.gguf"),
                         "--b-quant", "Q8_0", "-f", "-", "--shards", "2", "-o", out},
                        "no standard input");
-  test::expect_refused(with(args, {"--shards", "2", "--partition", "a b", "-o", out}),
-                       "white space");
+  test::expect_refused(with(args, {"--shards", "2", "--partition", "a\nb", "-o", out}),
+                       "holds a line break");
+  test::expect_refused(with(args, {"--shards", "2", "--sbatch-arg=--comment=HetJob", "-o", out}),
+                       "heterogeneous job");
   test::write_file(out, "x");
   test::expect_refused(with(args, {"--shards", "2", "--dry-run", "-o", out}), "already exists");
   EXPECT_FALSE(fs::exists(out + ".parts"));

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "common/output_file.h"
 #include "errors.h"
+#include "run/shard.h"
 #include "run/slurm_jobs.h"
 
 extern char** environ;
@@ -105,11 +106,51 @@ std::vector<std::string> take_owned(const std::vector<std::string>& args,
   return rest;
 }
 
-// An #SBATCH line holds one word: a value with white space would be cut there.
-void require_one_word(const std::string& what, const std::string& v) {
-  if (v.find_first_of(" \t\n\r") != std::string::npos) {
-    throw InputError(what + " '" + v + "' holds white space, which an #SBATCH line cannot carry");
+// The flags whose values are paths, made absolute in the scripts: a node reads them at the
+// path the submitting host gave, whatever folder the job starts in (docs/cluster.md).
+bool names_a_path(const std::string& flag) {
+  for (const char* f : {"--a", "--b", "-f", "--text-file", "--tokens"}) {
+    if (flag == f) return true;
   }
+  return false;
+}
+bool names_a_build(const std::string& flag) {
+  return flag == "--llama-build" || flag == "--a-llama-build" || flag == "--b-llama-build";
+}
+
+std::string absolute(const std::string& path) {
+  if (path.empty() || path == "-") return path;
+  return fs::absolute(path).lexically_normal().string();
+}
+
+// A build spec's source, when it is a folder or a worker executable (not pinned, not npm:).
+std::string absolute_build(const std::string& spec) {
+  const size_t comma = spec.find(',');
+  const std::string source = spec.substr(0, comma);
+  if (source == "pinned" || source.rfind("npm:", 0) == 0 || source.empty()) return spec;
+  return absolute(source) + (comma == std::string::npos ? "" : spec.substr(comma));
+}
+
+std::vector<std::string> with_absolute_paths(std::vector<std::string> args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string& a = args[i];
+    const size_t eq = a.find('=');
+    const std::string flag = a.substr(0, eq);
+    const auto fix = [&](const std::string& v) {
+      return names_a_build(flag) ? absolute_build(v) : absolute(v);
+    };
+    if (!names_a_path(flag) && !names_a_build(flag)) {
+      if (a.size() > 2 && a.rfind("-f", 0) == 0 && a[2] != '-') a = "-f" + absolute(a.substr(2));
+      continue;
+    }
+    if (eq != std::string::npos) {
+      a = flag + "=" + fix(a.substr(eq + 1));
+    } else if (i + 1 < args.size()) {
+      args[i + 1] = fix(args[i + 1]);
+      ++i;
+    }
+  }
+  return args;
 }
 
 // The command's flags, parsed and checked as the command would (nothing runs).
@@ -183,7 +224,7 @@ run::SlurmPlan plan_of(const SlurmOpts& o, const std::string& command,
   run::SlurmPlan p;
   p.heterodyne = fs::canonical("/proc/self/exe").string();
   p.command = command;
-  p.args = args;
+  p.args = with_absolute_paths(args);
   p.shards = o.shards;
   p.out = fs::absolute(o.out).lexically_normal().string();
   p.workdir = fs::current_path().string();
@@ -196,17 +237,12 @@ run::SlurmPlan plan_of(const SlurmOpts& o, const std::string& command,
   if (!o.cpus.empty()) p.shard_only.push_back("--cpus-per-task=" + o.cpus);
   p.force = o.force;
   p.allow_mixed_hosts = o.allow_mixed_hosts;
-  for (const auto& [what, v] : {std::pair{"the output path", p.out}, {"the working folder", p.workdir},
-                                {"heterodyne's path", p.heterodyne}}) {
-    require_one_word(what, v);
-  }
-  for (const auto& v : p.sbatch) require_one_word("the sbatch option", v);
-  for (const auto& v : p.shard_only) require_one_word("the sbatch option", v);
   return p;
 }
 
-// The parts folder, with this run's scripts. The same scripts there already: a resubmission
-// (the parts resume). Another run's: refused, or with --force replaced, its parts removed.
+// The parts folder, with this run's scripts. A run is its scripts without their #SBATCH lines:
+// the same run with other scheduling (a longer --time after a TIMEOUT, another partition) keeps
+// its parts. Another run's: refused, or with --force replaced, its parts removed.
 void write_scripts(const run::SlurmPlan& p, const std::string& shards, const std::string& merge,
                    bool force) {
   const std::string dir = run::parts_dir(p);
@@ -214,11 +250,12 @@ void write_scripts(const run::SlurmPlan& p, const std::string& shards, const std
   if (fs::exists(script)) {
     std::ifstream in(script);
     const std::string was((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (was != shards && !force) {
-      throw InputError("'" + dir + "' holds the jobs of another run (its shards.sbatch differs): "
-                       "--force replaces them and removes their parts");
+    const bool another_run = run::run_lines(was) != run::run_lines(shards);
+    if (another_run && !force) {
+      throw InputError("'" + dir + "' holds the jobs of another run (its shards.sbatch runs "
+                       "other commands): --force replaces them and removes their parts");
     }
-    if (was != shards) {
+    if (another_run) {
       for (const auto& e : fs::directory_iterator(dir)) {
         const std::string name = e.path().filename().string();
         if (name.rfind("part-", 0) == 0 && e.is_regular_file()) fs::remove(e.path());
@@ -228,6 +265,24 @@ void write_scripts(const run::SlurmPlan& p, const std::string& shards, const std
   fs::create_directories(dir + "/logs");
   write_output_file(script, shards, OutputPolicy(true));
   write_output_file(dir + "/merge.sbatch", merge, OutputPolicy(true));
+}
+
+// The shards whose parts still have work, as sbatch's --array takes them ("1,4-6"); "" when
+// every part is complete and verified.
+std::string shards_to_run(const run::SlurmPlan& p) {
+  std::vector<int> todo;
+  for (int k = 0; k < p.shards; ++k) {
+    if (run::part_needs_work(run::part_path(p, k), {k, p.shards})) todo.push_back(k);
+  }
+  std::string list;
+  for (size_t i = 0; i < todo.size();) {
+    size_t j = i;
+    while (j + 1 < todo.size() && todo[j + 1] == todo[j] + 1) ++j;
+    list += (list.empty() ? "" : ",") + std::to_string(todo[i]) +
+            (j > i ? "-" + std::to_string(todo[j]) : "");
+    i = j + 1;
+  }
+  return list;
 }
 
 }  // namespace
@@ -273,16 +328,29 @@ void add_slurm(CLI::App& app, Context& /*ctx*/) {
     }
     write_scripts(p, shard_text, merge_text, o->force);
     const std::string dir = run::parts_dir(p);
-    const std::string array = submit({dir + "/shards.sbatch"});
+    // Only the shards with work left: a complete, verified part is never run or touched again.
+    const std::string todo = shards_to_run(p);
+    if (todo.empty()) {
+      const std::string merge = submit({dir + "/merge.sbatch"});
+      std::cout << fmt::format("every part of the {} shards is complete and verified\n"
+                               "submitted job {}: merge into {}\nfollow: squeue -j {}   logs: {}/logs/\n",
+                               p.shards, merge, p.out, merge, dir);
+      return;
+    }
+    const std::string array = submit({"--array=" + todo, dir + "/shards.sbatch"});
     const std::string merge = submit({"--dependency=afterok:" + array, "--kill-on-invalid-dep=yes",
                                       dir + "/merge.sbatch"});
+    const std::string which =
+        todo == fmt::format("0-{}", p.shards - 1) || (p.shards == 1 && todo == "0")
+            ? fmt::format("{} shards", p.shards)
+            : fmt::format("shards {} of {} (the others are complete)", todo, p.shards);
     std::cout << fmt::format(
-        "submitted job {}: {} shards of heterodyne {} (array 0-{})\n"
+        "submitted job {}: {} of heterodyne {} (array {})\n"
         "submitted job {}: merge into {} once every shard has succeeded\n"
         "follow: squeue -j {},{}   logs: {}/logs/\n"
         "a shard that fails or is cancelled cancels the merge: run this command again to "
-        "resubmit (stored chunks are kept)\n",
-        array, p.shards, command, p.shards - 1, merge, p.out, array, merge, dir);
+        "resubmit the shards with work left (stored chunks are kept)\n",
+        array, which, command, todo, merge, p.out, array, merge, dir);
   });
 }
 

@@ -75,7 +75,10 @@ void check_plan(const std::string& command, const PairFlags& f, const run::DiffC
                 const std::string& resume) {
   if (!resume.empty()) throw InputError(command + " --resume: heterodyne slurm runs new ones");
   const run::InputPath input = f.input.required(command);
-  if (input.path == "-") throw InputError("a Slurm job has no standard input: give -f FILE");
+  if (input.path == "-") {
+    throw InputError(std::string("a Slurm job has no standard input: give ") +
+                     (input.token_ids ? "--tokens FILE" : "-f FILE"));
+  }
   if (f.a.empty()) throw InputError(command + " needs --a MODEL.gguf");
   run::validate(pair_config(command, f, cfg));
 }

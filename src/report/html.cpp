@@ -1,23 +1,53 @@
 #include "report/html.h"
 
+#include <stdexcept>
+
 #include "web_assets.h"
 
 namespace hd::report {
-namespace {
 
-// Inside <script>, "</" could end the element early: JSON allows "\/" for "/".
-std::string script_safe(const std::string& json) {
+std::string script_data_json(const nlohmann::json& value) {
+  const std::string json = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string out;
-  out.reserve(json.size());
+  out.reserve(json.size() + json.size() / 16);
   for (size_t i = 0; i < json.size(); ++i) {
-    if (json[i] == '<' && i + 1 < json.size() && json[i + 1] == '/') {
-      out += "<\\/";
-      ++i;
+    const char c = json[i];
+    // These bytes stand only inside JSON strings, where \uXXXX means the same character.
+    if (c == '<') {
+      out += "\\u003c";
+    } else if (c == '>') {
+      out += "\\u003e";
+    } else if (c == '&') {
+      out += "\\u0026";
+    } else if (c == '\xe2' && i + 2 < json.size() && json[i + 1] == '\x80' &&
+               (json[i + 2] == '\xa8' || json[i + 2] == '\xa9')) {
+      // U+2028, U+2029: line terminators to a JavaScript parser older than ES2019.
+      out += json[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
+      i += 2;
     } else {
-      out += json[i];
+      out += c;
     }
   }
   return out;
+}
+
+namespace {
+
+// The HTML parser ends a <script> at "</script" and, after "<!--", treats "<script" as the
+// start of a nested one whose "</script>" it swallows. The page's own script is ours: it is
+// checked once, not rewritten (rewriting "<" inside code would change what it means).
+std::string_view checked_app_js() {
+  static const std::string_view js = [] {
+    const std::string_view s = web::kAppJs;
+    for (const char* bad : {"</script", "</SCRIPT", "<!--", "<script", "<SCRIPT"}) {
+      if (s.find(bad) != std::string_view::npos) {
+        throw std::logic_error(std::string("the bundled web UI holds '") + bad +
+                               "', which would end or nest its <script>: write it escaped");
+      }
+    }
+    return s;
+  }();
+  return js;
 }
 
 std::string page(const std::string& title, const std::string& boot) {
@@ -28,7 +58,7 @@ std::string page(const std::string& title, const std::string& boot) {
   html += "</style></head>\n<body><div id=\"app\"></div>\n<script>";
   html += boot;
   html += "</script>\n<script>";
-  html += script_safe(std::string(app_js()));
+  html += checked_app_js();
   html += "</script></body></html>\n";
   return html;
 }
@@ -39,8 +69,7 @@ std::string_view app_js() { return web::kAppJs; }
 std::string_view app_css() { return web::kAppCss; }
 
 std::string standalone_html(const nlohmann::json& result) {
-  const std::string data = result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  return page("heterodyne report", "window.HD_DATA = " + script_safe(data) + ";");
+  return page("heterodyne report", "window.HD_DATA = " + script_data_json(result) + ";");
 }
 
 std::string serve_html() { return page("heterodyne", "window.HD_SERVE = true;"); }

@@ -10,6 +10,11 @@ namespace hd::report {
 std::string_view app_js();
 std::string_view app_css();
 
+// `value` as JSON text that can stand inside a <script> element whatever its strings hold:
+// '<', '>' and '&' (and U+2028/U+2029) written as \uXXXX escapes, so no "</script>", "<!--" or
+// "<script" can reach the HTML parser. JSON.parse and a JavaScript parser read the same value.
+std::string script_data_json(const nlohmann::json& value);
+
 // One HTML file: the page's script and style inline, the result JSON as data. No network.
 std::string standalone_html(const nlohmann::json& result);
 

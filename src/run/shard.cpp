@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "errors.h"
 #include "store/experiment.h"
@@ -51,6 +52,23 @@ std::optional<Shard> stored_shard(const store::Experiment& e) {
     throw InputError("'" + e.path() + "': its meta 'shard' is not a shard heterodyne writes");
   }
   return Shard{static_cast<int>(index), static_cast<int>(count)};
+}
+
+bool part_needs_work(const std::string& path, const Shard& shard) {
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return true;
+  const store::Experiment e = store::Experiment::open(path, false);
+  const auto stored = stored_shard(e);
+  if (!stored || stored->index != shard.index || stored->count != shard.count) {
+    throw InputError("'" + path + "' is not shard " + shard.name() +
+                     " of this run: remove it to run that shard again");
+  }
+  if (!e.sealed()) return true;
+  if (e.meta("integrity_sha256") != e.compute_integrity()) {
+    throw InputError("'" + path + "' was changed after it was sealed (its rows no longer hash as "
+                     "recorded): remove it to run shard " + shard.name() + " again");
+  }
+  return false;
 }
 
 nlohmann::json placement_facts() {

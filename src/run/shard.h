@@ -33,6 +33,12 @@ Shard parse_shard(const std::string& spec);
 void store_shard(store::Experiment& e, const Shard& s);
 std::optional<Shard> stored_shard(const store::Experiment& e);
 
+// Whether the part at `path` still has work: a missing file or a run not yet sealed does, a
+// sealed part whose rows hash as recorded and whose meta says it is `shard` does not.
+// InputError naming the file for one that is damaged, changed after it was sealed, or another
+// shard's: a resubmission would fail on it, so it is said before anything is submitted.
+bool part_needs_work(const std::string& path, const Shard& shard);
+
 // Where this process runs, as a part's provenance records it: {host} and, inside a Slurm job,
 // {slurm: {job_id, array_job_id, array_task_id, node, cluster}} from Slurm's variables.
 nlohmann::json placement_facts();

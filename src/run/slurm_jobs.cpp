@@ -2,11 +2,69 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <sstream>
 
 #include "common/shell_quote.h"
+#include "errors.h"
 
 namespace hd::run {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A value that will also stand in the script's comments and shell lines: one line.
+void require_one_line(const std::string& what, const std::string& value) {
+  if (value.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
+    throw InputError(what + " '" + value.substr(0, value.find_first_of("\n\r")) +
+                     "…' holds a line break or a NUL byte, which a batch script cannot carry");
+  }
+}
+
+}  // namespace
+
+std::string sbatch_word(const std::string& what, const std::string& value) {
+  require_one_line(what, value);
+  const std::string l = lower(value);
+  for (const char* word : {"hetjob", "packjob"}) {
+    if (l.find(word) != std::string::npos) {
+      throw InputError(what + " '" + value + "' holds '" + word +
+                       "', which sbatch takes in an #SBATCH line as the start of another "
+                       "component of a heterogeneous job");
+    }
+  }
+  std::string out = "\"";
+  for (char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string slurm_file_pattern(const std::string& what, const std::string& path) {
+  if (path.find('\\') != std::string::npos) {
+    throw InputError(what + " '" + path + "' holds a backslash: Slurm then expands no %a in a "
+                     "log file's name, and every shard would write one log");
+  }
+  std::string out;
+  for (char c : path) out += c == '%' ? std::string("%%") : std::string(1, c);
+  return out;
+}
+
+std::string run_lines(const std::string& script) {
+  std::istringstream in(script);
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("#SBATCH", 0) != 0) out += line + "\n";
+  }
+  return out;
+}
 
 std::string parts_dir(const SlurmPlan& p) { return p.out + ".parts"; }
 
@@ -17,15 +75,20 @@ std::string part_path(const SlurmPlan& p, int index) {
 // The header every job shares: a name, where it runs and logs, the user's sbatch options.
 static std::string header(const SlurmPlan& p, const std::string& name, const std::string& log,
                           bool shard) {
+  const auto line = [](const std::string& what, const std::string& option) {
+    return "#SBATCH " + sbatch_word(what, option) + "\n";
+  };
+  require_one_line("the output path", p.out);
   std::string s = "#!/bin/bash\n";
   s += "# Written by heterodyne slurm for " + p.out + " (docs/cluster.md).\n";
-  s += "#SBATCH --job-name=" + name + "\n";
-  s += "#SBATCH --chdir=" + p.workdir + "\n";
-  s += "#SBATCH --output=" + parts_dir(p) + "/logs/" + log + "\n";
+  s += line("the job's name", "--job-name=" + name);
+  s += line("the working folder", "--chdir=" + p.workdir);
+  s += line("the output path",
+            "--output=" + slurm_file_pattern("the output path", parts_dir(p)) + "/logs/" + log);
   s += "#SBATCH --open-mode=append\n";  // a resubmission's log follows the last one's
-  for (const auto& o : p.sbatch) s += "#SBATCH " + o + "\n";
+  for (const auto& o : p.sbatch) s += line("the sbatch option", o);
   if (shard) {
-    for (const auto& o : p.shard_only) s += "#SBATCH " + o + "\n";
+    for (const auto& o : p.shard_only) s += line("the sbatch option", o);
   }
   return s;
 }
@@ -43,6 +106,7 @@ std::string shards_script(const SlurmPlan& p) {
   s += "set -eu\n";
   s += fmt::format("part={}/part-$SLURM_ARRAY_TASK_ID-of-{}.hdy\n", shell_quote(parts_dir(p)),
                    p.shards);
+  require_one_line("heterodyne's path", p.heterodyne);
   const std::string hd = shell_quote(p.heterodyne);
   s += "if [ -e \"$part\" ]; then\n";
   s += fmt::format("  exec {} {} --resume \"$part\"\n", hd, p.command);

@@ -20,10 +20,26 @@ struct SlurmPlan {
   bool force = false, allow_mixed_hosts = false;
 };
 
+// One word of an #SBATCH line as sbatch 22.05 reads it back (src/sbatch/opt.c, _get_argument):
+// in double quotes, with '\\' and '"' escaped by a backslash, so that white space of any kind
+// (isspace: \v and \f too), '#' (a comment outside quotes) and quotes stay in the value.
+// InputError naming `what` for what no line can carry: a line feed or carriage return (the
+// line ends there), a NUL, or "hetjob"/"packjob" in any case (sbatch blanks those words and
+// starts a heterogeneous job's next component at them).
+std::string sbatch_word(const std::string& what, const std::string& value);
+// A file name for --output: '%' doubled (Slurm expands %j, %a, … in it). A backslash would turn
+// every replacement off (shard-%a.log would be one log for all), so it is refused.
+std::string slurm_file_pattern(const std::string& what, const std::string& path);
+
+// What makes the run: a script without its #SBATCH lines (scheduling: time, partition, gres,
+// the user's sbatch options, the array's range). Two scripts of one run have the same.
+std::string run_lines(const std::string& script);
+
 // "<out>.parts": the parts, the scripts and the logs.
 std::string parts_dir(const SlurmPlan& p);
 // "<parts>/part-K-of-N.hdy"
 std::string part_path(const SlurmPlan& p, int index);
+// InputError when a value of the plan cannot stand in a script (sbatch_word's rules).
 std::string shards_script(const SlurmPlan& p);
 std::string merge_script(const SlurmPlan& p);
 

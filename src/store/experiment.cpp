@@ -208,18 +208,58 @@ Experiment Experiment::open(const std::string& path, bool writable) {
     throw InputError("'" + path + "' is not a heterodyne experiment file (or it is damaged)");
   }
   Experiment e(path, std::move(db), fd);
+  e.check_meta_sizes();
   const auto version = e.meta("schema_version");
   if (!version)
     throw InputError("'" + path +
                      "' has no schema version: it is damaged or not a heterodyne experiment");
-  if (std::atoi(version->c_str()) > kSchemaVersion) {
-    throw InputError("'" + path + "' has schema version " + version.value_or("?") +
-                     ", newer than this heterodyne reads (" + std::to_string(kSchemaVersion) + ")");
+  // Strictly the digits one of the known versions is written with: "01", "1.0", " 1" or a
+  // number past any int are not a version this build wrote, and must not read as an old one.
+  if (*version != std::to_string(kSchemaVersion)) {
+    const bool digits = !version->empty() && version->size() <= 9 &&
+                        version->find_first_not_of("0123456789") == std::string::npos &&
+                        (*version)[0] != '0';
+    const std::string shown = version->size() > 24 ? version->substr(0, 24) + "…" : *version;
+    throw InputError("'" + path + "' has schema version '" + shown + "'" +
+                     (digits && std::stol(*version) > kSchemaVersion
+                          ? ", newer than this heterodyne reads"
+                          : ", which no heterodyne writes") +
+                     " (this build reads version " + std::to_string(kSchemaVersion) + ")");
   }
   return e;
 }
 
+void Experiment::check_meta_sizes() const {
+  try {
+    LengthLimit bound(db_->handle(), kMaxMetaBytes);
+    Statement q(db_->handle(), "SELECT key, value FROM meta");
+    while (q.step()) {
+    }
+  } catch (const ValueTooLarge&) {
+    // Which one: every key is read alone (a key is small; only the value is bounded).
+    std::string key = "?";
+    Statement keys(db_->handle(), "SELECT key FROM meta");
+    while (keys.step() && key == "?") {
+      try {
+        (void)meta(keys.text(0));
+      } catch (const ValueTooLarge&) {
+        key = keys.text(0);
+      }
+    }
+    throw InputError(fmt::format("'{}' is damaged or not heterodyne's: its stored meta '{}' is "
+                                 "larger than the {} MiB a reader takes from one field",
+                                 path_, key.size() > 60 ? key.substr(0, 60) + "…" : key,
+                                 kMaxMetaBytes >> 20));
+  }
+}
+
 void Experiment::set_meta(const std::string& key, const std::string& value) {
+  if (value.size() > static_cast<size_t>(kMaxMetaBytes)) {
+    throw RuntimeError(fmt::format("'{}': its {} would be {:.1f} MiB, more than the {} MiB a "
+                                   "reader takes from one stored field (merge fewer, larger "
+                                   "parts?)",
+                                   path_, key, static_cast<double>(value.size()) / 1048576.0, kMaxMetaBytes >> 20));
+  }
   Statement(db_->handle(), "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)")
       .bind(1, key)
       .bind(2, value)
@@ -227,6 +267,7 @@ void Experiment::set_meta(const std::string& key, const std::string& value) {
 }
 
 std::optional<std::string> Experiment::meta(const std::string& key) const {
+  LengthLimit bound(db_->handle(), kMaxMetaBytes);
   Statement q(db_->handle(), "SELECT value FROM meta WHERE key = ?");
   q.bind(1, key);
   if (!q.step()) return std::nullopt;
@@ -234,6 +275,7 @@ std::optional<std::string> Experiment::meta(const std::string& key) const {
 }
 
 std::map<std::string, std::string> Experiment::all_meta() const {
+  LengthLimit bound(db_->handle(), kMaxMetaBytes);
   std::map<std::string, std::string> out;
   Statement q(db_->handle(), "SELECT key, value FROM meta");
   while (q.step()) out[q.text(0)] = q.text(1);

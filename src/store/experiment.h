@@ -17,6 +17,14 @@ namespace hd::store {
 class Database;
 
 inline constexpr int kSchemaVersion = 1;
+// The most any reader loads from one stored meta value (provenance, config, a kind's result),
+// and what a writer may store there: a merge of thousands of parts stays far below it, and a
+// tampered file's 200 MB string is refused when the file is opened, the same way by every
+// reader (show, export, report, verify, merge, serve), before it is read into memory.
+inline constexpr int kMaxMetaBytes = 32 << 20;
+// The most a reader loads from one token's text (vocab): llama.cpp's longest pieces are tens of
+// bytes; a GGUF may hold longer ones, none near this.
+inline constexpr int kMaxPieceBytes = 1 << 20;
 
 class Experiment {
  public:
@@ -48,6 +56,9 @@ class Experiment {
   std::map<std::string, std::string> all_meta() const;
   // The value, or InputError naming the file when a run was stopped before storing it.
   std::string required_meta(const std::string& key) const;
+  // InputError naming the key when a stored meta value is larger than kMaxMetaBytes (open()
+  // calls it: every reader refuses such a file alike, before anything is loaded).
+  void check_meta_sizes() const;
   // The run's configuration (meta "config"), or InputError "'<f>' holds no run: ..." for a file
   // stopped before it was stored (only files of versions before .part publication look so).
   std::string stored_config() const;

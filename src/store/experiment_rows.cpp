@@ -323,8 +323,15 @@ std::vector<ChunkResult> Experiment::read_all() const {
 
 std::map<int32_t, std::string> Experiment::pieces() const {
   std::map<int32_t, std::string> out;
-  Statement q(db_->handle(), "SELECT token_id, text FROM vocab");
-  while (q.step()) out[static_cast<int32_t>(q.integer(0))] = q.text(1);
+  try {
+    LengthLimit bound(db_->handle(), kMaxPieceBytes);
+    Statement q(db_->handle(), "SELECT token_id, text FROM vocab");
+    while (q.step()) out[static_cast<int32_t>(q.integer(0))] = q.text(1);
+  } catch (const ValueTooLarge&) {
+    throw InputError("'" + path_ + "' is damaged or not heterodyne's: a token's stored text is "
+                     "larger than the " + std::to_string(kMaxPieceBytes >> 20) +
+                     " MiB a reader takes from one field");
+  }
   return out;
 }
 

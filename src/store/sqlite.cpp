@@ -1,7 +1,5 @@
 #include "store/sqlite.h"
 
-#include "errors.h"
-
 namespace hd::store {
 
 static void check(sqlite3* db, int rc, std::string_view what) {
@@ -11,6 +9,10 @@ static void check(sqlite3* db, int rc, std::string_view what) {
   if ((rc & 0xff) == SQLITE_IOERR) {  // EFBIG, ENOSPC on the journal, a failing disk
     msg = std::string(what) + ": cannot write to the disk (" +
           (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)) + "; is it full or over a size limit?)";
+  }
+  if ((rc & 0xff) == SQLITE_TOOBIG) {
+    throw ValueTooLarge(std::string(what) + ": a stored value is larger than this reader takes (" +
+                        (db ? std::to_string(sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)) : std::string("?")) + " bytes)");
   }
   if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
     msg = std::string(what) + ": the file is locked by another process";

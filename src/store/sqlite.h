@@ -8,7 +8,14 @@
 #include <string>
 #include <string_view>
 
+#include "errors.h"
+
 namespace hd::store {
+
+// A stored value longer than a reader's bound (LengthLimit): the file is damaged or hostile.
+struct ValueTooLarge : InputError {
+  using InputError::InputError;
+};
 
 class Statement {
  public:
@@ -51,6 +58,20 @@ class Database {
 
  private:
   sqlite3* db_ = nullptr;
+};
+
+// While alive, SQLite reads and writes no string or blob of more than `bytes` on `db`: a step
+// that meets one fails with ValueTooLarge before the value is loaded into memory.
+class LengthLimit {
+ public:
+  LengthLimit(sqlite3* db, int bytes) : db_(db), was_(sqlite3_limit(db, SQLITE_LIMIT_LENGTH, bytes)) {}
+  ~LengthLimit() { sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, was_); }
+  LengthLimit(const LengthLimit&) = delete;
+  LengthLimit& operator=(const LengthLimit&) = delete;
+
+ private:
+  sqlite3* db_;
+  int was_;
 };
 
 // Commits on commit(), rolls back otherwise: a chunk is either wholly in the file or not at all.
