@@ -8,6 +8,7 @@
 #include "common/output_file.h"
 #include "errors.h"
 #include "report/export.h"
+#include "store/experiment.h"
 
 namespace hd::cli {
 
@@ -48,6 +49,7 @@ void add_export(CLI::App& app, Context& ctx) {
     const OutputPolicy policy{o->force, {o->file}};
     if (!is_stdout(o->out)) check_output_path(o->out, policy);
     const report::Loaded l = report::load_experiment(o->file);
+    if (l.integrity == store::kIntegrityMismatch) progress_line(store::integrity_warning(o->file));
     if (is_stdout(o->out)) {
       report::export_table(std::cout, l, table, o->format);
     } else {

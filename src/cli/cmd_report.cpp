@@ -9,6 +9,7 @@
 #include "report/experiment_views.h"
 #include "report/html.h"
 #include "report/reference_view.h"
+#include "store/experiment.h"
 
 namespace hd::cli {
 
@@ -75,6 +76,8 @@ void add_report(CLI::App& app, Context& ctx) {
       write(o->out, report::standalone_html(result), html_policy);
       if (!is_stdout(o->out)) progress_line("wrote " + o->out);
     }
+    // The page leads with the same line (web/src/dom.ts integrityWarning).
+    for (const auto& f : report::altered_files(result)) progress_line(store::integrity_warning(f));
     ctx.exit_code = 0;
   });
 }

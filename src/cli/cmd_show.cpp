@@ -6,13 +6,12 @@
 #include "errors.h"
 #include "report/experiment_views.h"
 #include "report/show.h"
+#include "store/experiment.h"
 
 namespace hd::cli {
 namespace {
 
-void warn_modified(const std::string& file) {
-  progress_line("warning: '" + file + "' fails its integrity check (changed after it was sealed)");
-}
+void warn_modified(const std::string& file) { progress_line(store::integrity_warning(file)); }
 
 void show_several(const std::vector<std::string>& files, bool single_file_option) {
   if (single_file_option) {
@@ -24,7 +23,7 @@ void show_several(const std::vector<std::string>& files, bool single_file_option
   std::ostringstream out;
   report::print_ladder(out, runs);
   for (const auto& l : runs) {
-    if (l.integrity == "MISMATCH") warn_modified(l.path);
+    if (l.integrity == store::kIntegrityMismatch) warn_modified(l.path);
   }
   std::cout << out.str();
 }

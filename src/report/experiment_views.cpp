@@ -44,12 +44,12 @@ Shown show_diff(const std::string& path, const ShowRequest& r) {
     }
     if (r.routing) {  // the routing tables and map alone
       print_routing(out, l);
-      return {out.str(), l.integrity == "MISMATCH"};
+      return {out.str(), l.integrity == store::kIntegrityMismatch};
     }
     if (r.lens) {  // the logit lens table alone
       if (!print_tables_named(out, l.analyses, "lens"))
         throw InputError("'" + path + "' has no logit lens: run diff with --lens");
-      return {out.str(), l.integrity == "MISMATCH"};
+      return {out.str(), l.integrity == store::kIntegrityMismatch};
     }
     if (r.position) print_position(out, l, *r.position);  // the token asked about first
     if (flips) print_flips(out, l);
@@ -58,7 +58,7 @@ Shown show_diff(const std::string& path, const ShowRequest& r) {
     if (r.components) print_components(out, *l.transplants, kl_floor_hi(l.summary));
     if (r.worst > 0) print_worst(out, l, r.worst);
   }
-  return {out.str(), l.integrity == "MISMATCH"};
+  return {out.str(), l.integrity == store::kIntegrityMismatch};
 }
 
 // A floor keeps its rows in tables (store/floor_rows.h); files from before, in its summary.
@@ -86,7 +86,7 @@ Shown show_summary(const std::string& path, const ShowRequest& r) {
   } else {
     print(out, l);
   }
-  return {out.str(), l.integrity == "MISMATCH"};
+  return {out.str(), l.integrity == store::kIntegrityMismatch};
 }
 
 template <void (*print)(std::ostream&, const LoadedResult&), AddRows add_rows = nullptr>
@@ -217,6 +217,27 @@ nlohmann::json compare_document(const std::vector<std::string>& paths) {
     runs.push_back({{"name", name}, {"result", result_document(path)}});
   }
   return {{"kind", "compare"}, {"runs", runs}};
+}
+
+std::vector<std::string> altered_files(const nlohmann::json& doc) {
+  std::vector<std::string> out;
+  if (!doc.is_object()) return out;
+  if (doc.contains("runs") && doc["runs"].is_array()) {
+    for (const auto& run : doc["runs"]) {
+      if (!run.is_object() || !run.contains("result")) continue;
+      for (auto& f : altered_files(run["result"])) out.push_back(std::move(f));
+    }
+    return out;
+  }
+  // A diff's document keeps both under "summary"; every other kind's at the top.
+  const nlohmann::json& facts = doc.contains("summary") && doc["summary"].is_object() ? doc["summary"] : doc;
+  const auto text = [&](const char* key) {
+    return facts.contains(key) && facts[key].is_string() ? facts[key].get<std::string>() : "";
+  };
+  if (text("integrity") == store::kIntegrityMismatch) {
+    out.push_back(!text("file").empty() ? text("file") : text("path"));
+  }
+  return out;
 }
 
 nlohmann::json catalog_entry(const std::string& path) {

@@ -37,6 +37,10 @@ nlohmann::json result_document(const std::string& path);
 // is not a diff.
 nlohmann::json compare_document(const std::vector<std::string>& paths);
 
+// The files of a result or compare document whose integrity verdict is MISMATCH (changed after
+// they were sealed), as the document names them: what `report` warns of on stderr.
+std::vector<std::string> altered_files(const nlohmann::json& doc);
+
 // A line of serve's experiment list: {kind, status, a, b (model paths, absolute)} and, for a
 // diff, its headline numbers (kl_mean, kl_ci95, top1_change_rate, ppl_a, ppl_b, floor_kl_mean,
 // n_chunks). InputError for a file that is not an experiment.

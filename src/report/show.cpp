@@ -30,8 +30,7 @@ Loaded load_experiment(const std::string& path, bool position_rows) {
     throw InputError("'" + path + "' is a " + std::string(store::kind_info(kind).name) +
                      ", not a diff (show prints it alone)");
   }
-  const auto sealed = e.meta("integrity_sha256");
-  l.integrity = !sealed ? "not sealed" : *sealed == e.compute_integrity() ? "ok" : "MISMATCH";
+  l.integrity = e.integrity_verdict();
   const std::string config = e.stored_config();
   try {
     l.config = nlohmann::json::parse(config);
@@ -118,7 +117,7 @@ void print_summary(std::ostream& os, const Loaded& l) {
     os << fmt::format("  merged from {} parts (provenance \"parts\": where each ran)\n",
                       m.value("parts", 0));
   }
-  if (l.integrity == "MISMATCH") {
+  if (l.integrity == store::kIntegrityMismatch) {
     os << "  WARNING: integrity check failed: this file was changed after the run sealed it\n";
   }
   os << "  A  " << arm_line(arms["a"]) << "\n";

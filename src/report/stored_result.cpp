@@ -12,8 +12,7 @@ LoadedResult load_result(const std::string& path, const std::string& kind, AddRo
   l.path = path;
   l.kind = kind;
   l.status = e.meta("status").value_or("unknown");
-  const auto sealed = e.meta("integrity_sha256");
-  l.integrity = !sealed ? "not sealed" : *sealed == e.compute_integrity() ? "ok" : "MISMATCH";
+  l.integrity = e.integrity_verdict();
   const auto result = e.meta(kind);
   if (!result) {
     throw InputError("'" + path + "' is an unfinished " + kind + " (" +

@@ -146,7 +146,7 @@ Part open_part(const std::string& path) {
                                  "--resume {}",
                                  path, shard->name(), store::kind_info(kind).command, path));
   }
-  if (e.meta("integrity_sha256") != e.compute_integrity()) {
+  if (e.integrity_verdict() != "ok") {
     throw InputError("'" + path + "' was changed after it was sealed (its rows no longer hash as "
                      "recorded)");
   }

@@ -64,7 +64,7 @@ bool part_needs_work(const std::string& path, const Shard& shard) {
                      " of this run: remove it to run that shard again");
   }
   if (!e.sealed()) return true;
-  if (e.meta("integrity_sha256") != e.compute_integrity()) {
+  if (e.integrity_verdict() != "ok") {
     throw InputError("'" + path + "' was changed after it was sealed (its rows no longer hash as "
                      "recorded): remove it to run shard " + shard.name() + " again");
   }

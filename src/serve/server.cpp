@@ -230,8 +230,11 @@ class Api {
         res.set_content(dump(public_result(path->string())), kJson);
       } else if (format == "csv") {
         std::ostringstream ss;
-        report::export_table(ss, report::load_experiment(path->string()), "positions", "csv");
+        const report::Loaded l = report::load_experiment(path->string());
+        report::export_table(ss, l, "positions", "csv");
         res.set_content(ss.str(), "text/csv");
+        // A CSV has no place for it, and the page that links here leads with it.
+        res.set_header("X-Heterodyne-Integrity", l.integrity);
       } else {
         return error(res, 400, "format must be hdy, json or csv");
       }

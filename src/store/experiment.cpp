@@ -302,6 +302,17 @@ Experiment Experiment::in_memory() {
   return Experiment(":memory:", std::move(db), -1);
 }
 
+std::string Experiment::integrity_verdict() const {
+  const auto sealed_hash = meta("integrity_sha256");
+  if (!sealed_hash) return "not sealed";
+  return *sealed_hash == compute_integrity() ? "ok" : kIntegrityMismatch;
+}
+
+std::string integrity_warning(const std::string& path) {
+  return "warning: '" + path + "' fails its integrity check (changed after it was sealed): its "
+         "numbers may not be the run's";
+}
+
 bool Experiment::sealed() const {
   return meta("status").value_or("") == "complete" && meta("integrity_sha256").has_value();
 }

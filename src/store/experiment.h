@@ -17,6 +17,10 @@ namespace hd::store {
 class Database;
 
 inline constexpr int kSchemaVersion = 1;
+inline constexpr const char* kIntegrityMismatch = "MISMATCH";
+// The line show, export and report print on stderr for a file whose verdict is MISMATCH (the
+// pages lead with the same words).
+std::string integrity_warning(const std::string& path);
 // The most any reader loads from one stored meta value (provenance, config, a kind's result),
 // and what a writer may store there: a merge of thousands of parts stays far below it, and a
 // tampered file's 200 MB string is refused when the file is opened, the same way by every
@@ -90,6 +94,9 @@ class Experiment {
 
   // SHA-256 over the canonical serialization of every stored value but the hash itself.
   std::string compute_integrity() const;
+  // "ok" (sealed, and the rows hash as recorded), "not sealed" or "MISMATCH" (changed after it
+  // was sealed): what every reader reports, by these words.
+  std::string integrity_verdict() const;
   // The same over the rows alone: no meta, no run times. Two runs of one configuration on one
   // kind of machine store the same rows (a merged file and a single-process run do).
   std::string rows_sha256() const;

@@ -1,7 +1,7 @@
 // Several diffs side by side (serve's "Compare selected", `heterodyne report a.hdy b.hdy …`):
 // a sortable table of the runs, the ladder (mean KL against B's bits per weight or size), the
 // runs' residual and transplant curves overlaid, and a paired per-token scatter of two runs.
-import { h, clear } from "./dom";
+import { h, clear, integrityWarning } from "./dom";
 import { baseName, fmt, fmtBytes, fmtPct, fmtPm, isNum } from "./format";
 import { ladderChart, type LadderEntry } from "./ladder";
 import { makePlot, type PlotHandle } from "./plots";
@@ -131,6 +131,7 @@ export function renderCompare(root: HTMLElement, results: NamedResult[]): () => 
     h(
       "div",
       { class: "result compare" },
+      ...rows.map((r) => integrityWarning(r.name, r.s.integrity)),
       h("h2", null, `${rows.length} runs compared`),
       runsTable(rows),
       ladderChart(entries, "Ladder: mean KL(A‖B) against B's size", "B's file bits per weight (8 × file size / parameters)"),

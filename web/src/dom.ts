@@ -48,6 +48,13 @@ export function errorBox(message: string): HTMLElement {
   return h("div", { class: "error", role: "alert" }, message);
 }
 
+/** The line every page leads with when a file fails its integrity check ("MISMATCH"): the
+ * same words as `show`, `export` and `report` print on stderr. null when it passes. */
+export function integrityWarning(file: string | undefined, integrity: string | undefined): HTMLElement | null {
+  if (integrity !== "MISMATCH") return null;
+  return h("p", { class: "warn-line integrity-warning", role: "alert" }, `warning: '${file ?? "this file"}' fails its integrity check (changed after it was sealed): its numbers may not be the run's`);
+}
+
 export function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }

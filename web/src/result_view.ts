@@ -1,7 +1,7 @@
 // The result view shared by the report file and the serve UI: arms, headline cards with
 // their floor, plots, the shaded text and provenance.
 import { analysesSection } from "./analyses";
-import { h, type Child } from "./dom";
+import { h, integrityWarning, type Child } from "./dom";
 import { baseName, fmt, fmtBytes, fmtFixed, fmtParams, fmtPct, fmtPm, isNum, DASH } from "./format";
 import { makePlot, type PlotHandle } from "./plots";
 import { componentSpec, klFloorHi, residualSpec, transplantSpec, type PlotSpec } from "./plot_specs";
@@ -27,6 +27,7 @@ export function renderResult(root: HTMLElement, result: Result, downloads: HTMLE
     h(
       "div",
       { class: "result" },
+      integrityWarning(s.file, s.integrity),
       header(s),
       arms(s),
       cards(s),

@@ -3,7 +3,7 @@
 // kind's own page (kind_*.ts, looked up by kind, so a new kind adds one entry) above the text
 // `heterodyne show` prints for it, as is. Such a document is
 // {kind, text, path, status, integrity, <kind>: {...}} (report/experiment_views.h).
-import { errorBox, errorMessage, h } from "./dom";
+import { errorBox, errorMessage, h, integrityWarning } from "./dom";
 import { renderFloor, type FloorDoc } from "./kind_floor";
 import { renderRecommend, type RecommendDoc } from "./kind_recommend";
 import { renderReference, type ReferenceDoc } from "./kind_reference";
@@ -32,6 +32,7 @@ export function renderSummaryResult(root: HTMLElement, doc: SummaryResult, downl
     h(
       "div",
       { class: `result summary-result kind-${doc.kind}` },
+      integrityWarning(doc.path, doc.integrity),
       h("h2", null, `A ${doc.kind}`),
       h("p", { class: doc.integrity === "MISMATCH" ? "warn-line" : "muted" }, `status: ${doc.status ?? "unknown"} · integrity: ${integrity}`),
       page,
