@@ -1,6 +1,7 @@
 #include "common/output_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -168,6 +169,32 @@ void OutputFile::commit() {
   }
   move_into_place(temporary_, target_, policy_, input_ids_);
   committed_ = true;
+}
+
+Removed remove_stale_temporaries(const std::string& dir) {
+  Removed removed;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const size_t at = name.rfind(".part-");
+    if (at == std::string::npos || !entry.is_regular_file(ec) || entry.is_symlink(ec)) continue;
+    // "<pid>-<n>", both decimal: the name OutputFile gives.
+    const std::string tail = name.substr(at + 6);
+    const size_t dash = tail.find('-');
+    const auto digits = [](const std::string& t) {
+      return !t.empty() && t.size() <= 9 && t.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (dash == std::string::npos || !digits(tail.substr(0, dash)) || !digits(tail.substr(dash + 1)))
+      continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(tail.substr(0, dash)));
+    if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    const uintmax_t size = entry.file_size(ec);
+    if (::unlink(entry.path().c_str()) == 0) {
+      ++removed.files;
+      removed.bytes += ec ? 0 : size;
+    }
+  }
+  return removed;
 }
 
 void write_output_file(const std::string& path, std::string_view content,

@@ -7,6 +7,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -78,6 +79,15 @@ class OutputFile {
   size_t written_ = 0;
   bool committed_ = false;
 };
+
+// Removes the temporaries OutputFile left in `dir` when its process was killed (SIGKILL: no
+// destructor ran): regular files named "<name>.part-<pid>-<n>" whose pid is no live process on
+// this host. A live writer's are kept. Returns how many files and bytes were removed.
+struct Removed {
+  int files = 0;
+  uintmax_t bytes = 0;
+};
+Removed remove_stale_temporaries(const std::string& dir);
 
 // The whole of `content` as the file `path` (atomically, as OutputFile).
 void write_output_file(const std::string& path, std::string_view content,

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/stop.h"
 #include "errors.h"
 #include "run/chunk_loop.h"
 #include "run/shard.h"
@@ -21,12 +22,16 @@ using nlohmann::json;
 
 namespace {
 
+// What merge keeps of a part between checking it and copying its rows. The file is closed in
+// between: a merge of thousands of parts holds one part open at a time, never the descriptor
+// limit's worth.
 struct Part {
   std::string path;
-  store::Experiment e;
   Shard shard;
   json provenance;
   store::Kind kind;
+  std::map<std::string, std::string> meta;  // every meta value, chunk hashes included
+  std::vector<int> chunks;                  // the chunks it holds
 };
 
 // The meta key of a stored chunk's hash: a diff's, a sweep's.
@@ -48,23 +53,31 @@ bool own_meta(const std::string& key) {
 }
 
 // The chunks a part holds: a diff's rows, a sweep's hashed chunks (one per stored chunk).
-std::vector<int> stored_chunks(const Part& p) {
-  if (p.kind == store::Kind::kDiff) return p.e.finished_chunks();
+std::vector<int> stored_chunks(const store::Experiment& e, store::Kind kind,
+                               const std::map<std::string, std::string>& meta) {
+  if (kind == store::Kind::kDiff) return e.finished_chunks();
   std::vector<int> out;
   const std::string prefix = kChunkHash[1];
-  for (const auto& [key, value] : p.e.all_meta()) {
+  for (const auto& [key, value] : meta) {
     if (key.rfind(prefix, 0) == 0) out.push_back(std::stoi(key.substr(prefix.size())));
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-std::map<std::string, std::string> run_meta(const store::Experiment& e) {
+std::map<std::string, std::string> run_meta(const Part& p) {
   std::map<std::string, std::string> out;
-  for (const auto& [key, value] : e.all_meta()) {
+  for (const auto& [key, value] : p.meta) {
     if (!own_meta(key)) out[key] = value;
   }
   return out;
+}
+
+// A stop (SIGINT, SIGTERM: scancel) between parts: nothing is written, the output is as it was.
+void stop_if_asked(const std::string& out) {
+  if (stop_requested()) {
+    throw Stopped("stopped: merge wrote nothing ('" + out + "' is as it was)");
+  }
 }
 
 // The first place two JSON values differ, as "key.key: A vs B"; "" when they are equal.
@@ -128,7 +141,7 @@ std::pair<json, json> run_and_host(const json& p) {
   return {run, host};
 }
 
-Part open_part(const std::string& path) {
+Part read_part(const std::string& path) {
   store::Experiment e = store::Experiment::open(path, false);
   const store::Kind kind = store::kind_of(e);
   if (kind != store::Kind::kDiff && kind != store::Kind::kSweep) {
@@ -150,7 +163,21 @@ Part open_part(const std::string& path) {
     throw InputError("'" + path + "' was changed after it was sealed (its rows no longer hash as "
                      "recorded)");
   }
-  return {path, std::move(e), *shard, std::move(prov), kind};
+  auto meta = e.all_meta();
+  auto chunks = stored_chunks(e, kind, meta);
+  return {path, *shard, std::move(prov), kind, std::move(meta), std::move(chunks)};
+}
+
+// One kind of part: a sweep's rows cannot join a diff's.
+void require_one_kind(const std::list<Part>& parts) {
+  for (const Part& p : parts) {
+    if (p.kind != parts.front().kind) {
+      throw InputError("'" + parts.front().path + "' is a " +
+                       std::string(store::kind_info(parts.front().kind).name) + " part and '" +
+                       p.path + "' a " + std::string(store::kind_info(p.kind).name) +
+                       " part: parts of two kinds are not one run");
+    }
+  }
 }
 
 // Every shard of one N, once each.
@@ -182,7 +209,7 @@ void require_every_shard(const std::list<Part>& parts) {
 
 // `p` fits `ref`: one run, made alike. Returns how its host differs ("" when it does not).
 std::string require_fits(const Part& ref, const Part& p, bool allow_mixed_hosts) {
-  const auto a = run_meta(ref.e), b = run_meta(p.e);
+  const auto a = run_meta(ref), b = run_meta(p);
   for (const auto& [key, value] : a) {
     if (!b.count(key) || b.at(key) != value) {
       std::string d = key;
@@ -215,7 +242,7 @@ void require_own_chunks(const Part& p, int n_chunks) {
   for (int c = 0; c < n_chunks; ++c) {
     if (p.shard.owns(c)) want.insert(c);
   }
-  const auto have = stored_chunks(p);
+  const auto& have = p.chunks;
   for (int c : have) {
     if (!want.count(c)) {
       throw InputError(fmt::format("'{}' holds chunk {}, which is not shard {}'s", p.path, c,
@@ -231,8 +258,8 @@ void require_own_chunks(const Part& p, int n_chunks) {
 json part_record(const Part& p) {
   json r = {{"path", p.path},
             {"shard", {{"index", p.shard.index}, {"count", p.shard.count}}},
-            {"chunks", stored_chunks(p).size()},
-            {"integrity_sha256", p.e.meta("integrity_sha256").value_or("")}};
+            {"chunks", p.chunks.size()},
+            {"integrity_sha256", p.meta.count("integrity_sha256") ? p.meta.at("integrity_sha256") : ""}};
   for (const char* key : {"placement", "machine", "started_at", "finished_at", "resumed",
                           "command_line", "prefix_reuse"}) {
     if (p.provenance.contains(key)) r[key] = p.provenance[key];
@@ -265,9 +292,13 @@ json merged_provenance(const std::list<Part>& parts, const MergeRequest& rq,
 
 MergeResult merge_parts(const MergeRequest& rq, const ProgressFn& progress) {
   if (rq.parts.empty()) throw InputError("merge needs the parts to merge");
-  store::Experiment::check_creatable(rq.out, rq.replace, rq.parts);
+  store::Experiment::check_creatable(rq.out, rq.replace, rq.parts, false);
   std::list<Part> parts;
-  for (const auto& path : rq.parts) parts.push_back(open_part(path));
+  for (const auto& path : rq.parts) {
+    stop_if_asked(rq.out);
+    parts.push_back(read_part(path));
+  }
+  require_one_kind(parts);
   require_every_shard(parts);
   parts.sort([](const Part& x, const Part& y) { return x.shard.index < y.shard.index; });
   MergeResult result;
@@ -278,17 +309,25 @@ MergeResult merge_parts(const MergeRequest& rq, const ProgressFn& progress) {
     }
     require_own_chunks(p, n_chunks);
   }
-  store::Experiment out = store::Experiment::create(rq.out, rq.replace, rq.parts);
-  for (const auto& [key, value] : run_meta(parts.front().e)) out.set_meta(key, value);
+  stop_if_asked(rq.out);
+  // Destroyed unpublished (a stop, a failure), the output's part is removed.
+  store::Experiment out = store::Experiment::create(rq.out, rq.replace, rq.parts, false);
+  for (const auto& [key, value] : run_meta(parts.front())) out.set_meta(key, value);
   out.set_meta("provenance", merged_provenance(parts, rq, result.mixed).dump());
   for (const Part& p : parts) {
-    for (const auto& [key, value] : p.e.all_meta()) {
+    stop_if_asked(rq.out);
+    const store::Experiment e = store::Experiment::open(p.path, false);
+    if (e.meta("integrity_sha256") != p.meta.at("integrity_sha256")) {
+      throw RuntimeError("'" + p.path + "' was replaced while merge ran; '" + rq.out +
+                         "' not written");
+    }
+    for (const auto& [key, value] : p.meta) {
       if (chunk_hash_key(key)) out.set_meta(key, value);
     }
-    out.append_rows(p.e);
-    progress(fmt::format("part {} ({}): {} chunks", p.shard.name(), p.path,
-                         stored_chunks(p).size()));
+    out.append_rows(e);
+    progress(fmt::format("part {} ({}): {} chunks", p.shard.name(), p.path, p.chunks.size()));
   }
+  stop_if_asked(rq.out);
   // Every chunk's rows hash in the merged file as they did in their part: nothing was lost or
   // changed on the way.
   std::optional<std::string> altered;

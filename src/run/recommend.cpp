@@ -118,6 +118,13 @@ RunEnd run_groups(store::Experiment& e, const RecommendConfig& c, const RecipePl
                   const Measurer& m, const std::set<int>& done, const std::string& dir,
                   bool replace, const std::string& command_line, const ProgressFn& progress) {
   const std::string scratch = (fs::path(dir) / "variant.gguf").string();
+  // A run killed with SIGKILL left its variant (model-sized) and perhaps the recipe's model
+  // under their temporary names; this run holds the recipe's lock, so they are no one's.
+  if (const Removed stale = remove_stale_temporaries(dir); stale.files > 0) {
+    progress(fmt::format("removed {} temporary file{} ({:.1f} MB) a killed run left in {}",
+                         stale.files, stale.files == 1 ? "" : "s",
+                         static_cast<double>(stale.bytes) / 1e6, dir));
+  }
   const int per_round = static_cast<int>(plan.groups.size()) + 1;
   const int total = per_round * c.rounds;
   double spent = 0;

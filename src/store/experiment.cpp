@@ -42,8 +42,11 @@ static int take_lock(const std::string& path) {
   return fd;
 }
 
-static OutputPolicy experiment_policy(bool replace, const std::vector<std::string>& inputs) {
-  return OutputPolicy(replace, inputs, "use --resume to finish it, or --force to replace it");
+static OutputPolicy experiment_policy(bool replace, const std::vector<std::string>& inputs,
+                                      bool resumable = true) {
+  return OutputPolicy(replace, inputs,
+                      resumable ? "use --resume to finish it, or --force to replace it"
+                                : "--force replaces it");
 }
 
 Experiment::Experiment(std::string path, std::unique_ptr<Database> db, int lock_fd)
@@ -85,8 +88,9 @@ static bool locked_by_another(const std::string& path) {
 }
 
 void Experiment::check_creatable(const std::string& path, bool replace,
-                                 const std::vector<std::string>& inputs) {
-  const std::string target = check_output_path(path, experiment_policy(replace, inputs));
+                                 const std::vector<std::string>& inputs, bool resumable) {
+  const std::string target =
+      check_output_path(path, experiment_policy(replace, inputs, resumable));
   // Told now, not after minutes of loading: create() is where the locks are taken for good.
   if (locked_by_another(target + ".part") || locked_by_another(target)) throw InputError(busy(path));
 }
@@ -118,8 +122,9 @@ static void roll_back_a_crashed_transaction(const std::string& path) {
 }
 
 Experiment Experiment::create(const std::string& path, bool replace,
-                              const std::vector<std::string>& inputs) {
-  const std::string target = check_output_path(path, experiment_policy(replace, inputs));
+                              const std::vector<std::string>& inputs, bool resumable) {
+  const std::string target =
+      check_output_path(path, experiment_policy(replace, inputs, resumable));
   // The part's name is fixed, and its lock is what two writers of one output meet on: the
   // second is told another process writes it (a stale part of a killed run is reused).
   const std::string part = target + ".part";
@@ -203,6 +208,10 @@ Experiment Experiment::open(const std::string& path, bool writable) {
     db = std::make_unique<Database>(path, writable, false);
     Statement q(db->handle(), "SELECT value FROM meta WHERE key = 'format'");
     if (!q.step() || q.text(0) != "heterodyne-experiment") throw InputError("");
+  } catch (const RuntimeError&) {
+    if (fd >= 0) ::close(fd);
+    if (!db) throw;  // could not be opened at all, for a reason that is not the file's
+    throw InputError("'" + path + "' is not a heterodyne experiment file (or it is damaged)");
   } catch (const std::exception&) {
     if (fd >= 0) ::close(fd);
     throw InputError("'" + path + "' is not a heterodyne experiment file (or it is damaged)");

@@ -38,11 +38,12 @@ class Experiment {
   // replaced only with `replace`, never while another process writes it, and never when it is
   // one of `inputs` (the models and text the run reads). Destroyed unpublished, the part is
   // removed.
+  // `resumable`: an existing output's message suggests --resume (a run) or only --force (merge).
   static Experiment create(const std::string& path, bool replace,
-                           const std::vector<std::string>& inputs);
+                           const std::vector<std::string>& inputs, bool resumable = true);
   // What create() would refuse, checked before any work is done. Throws InputError.
   static void check_creatable(const std::string& path, bool replace,
-                              const std::vector<std::string>& inputs);
+                              const std::vector<std::string>& inputs, bool resumable = true);
   // An existing file; `writable` takes the writer's lock (refused while another holds it).
   static Experiment open(const std::string& path, bool writable);
 

@@ -1,5 +1,8 @@
 #include "store/sqlite.h"
 
+#include <cerrno>
+#include <cstring>
+
 namespace hd::store {
 
 static void check(sqlite3* db, int rc, std::string_view what) {
@@ -90,8 +93,15 @@ Database::Database(const std::string& path, bool writable, bool create) {
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    const int os_error = db_ ? sqlite3_system_errno(db_) : 0;
     sqlite3_close(db_);
     db_ = nullptr;
+    // Out of descriptors is this process's state, not the file's: said as what it is.
+    if (os_error == EMFILE || os_error == ENFILE) {
+      throw RuntimeError("cannot open experiment file '" + path + "': " + std::strerror(os_error) +
+                         " (the limit on open files, ulimit -n, is reached; the file is not the "
+                         "cause)");
+    }
     throw InputError("cannot open experiment file '" + path + "': " + why);
   }
   // Readers (show, serve's experiment list) hold a shared lock while they read; a writer's
