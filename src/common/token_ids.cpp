@@ -34,11 +34,12 @@ std::string shown(std::string_view entry) {
 // needs to fix the file, a float and a negative number named as such.
 std::string id_of(std::string_view entry, int32_t& id) {
   if (entry.empty()) return "empty (two commas, or a comma before ']')";
-  const bool negative = entry[0] == '-';
+  const bool negative = entry[0] == '-', plus = entry[0] == '+';
   size_t n_digits = 0;
   bool only_digits = true, number_chars = true;  // number_chars: what a float may hold
+  bool fraction_or_exponent = false;             // a float has one of them
   int64_t v = 0;
-  for (size_t i = negative ? 1 : 0; i < entry.size(); ++i) {
+  for (size_t i = negative || plus ? 1 : 0; i < entry.size(); ++i) {
     const char c = entry[i];
     if (c >= '0' && c <= '9') {
       ++n_digits;
@@ -46,12 +47,15 @@ std::string id_of(std::string_view entry, int32_t& id) {
       continue;
     }
     only_digits = false;
+    if (c == '.' || c == 'e' || c == 'E') fraction_or_exponent = true;
     if (c != '.' && c != 'e' && c != 'E' && c != '+' && c != '-') number_chars = false;
   }
   if (n_digits == 0 || !only_digits) {
-    return n_digits > 0 && number_chars ? "a float, not an integer token id"
-                                        : "not an integer token id";
+    return n_digits > 0 && number_chars && fraction_or_exponent
+               ? "a float, not an integer token id"
+               : "not an integer token id";
   }
+  if (plus) return "signed: write a token id as digits alone (5, not +5)";
   if (negative) return "negative: token ids are 0 or more";
   if (v > std::numeric_limits<int32_t>::max()) return "past any token id (they fit 32 bits)";
   id = static_cast<int32_t>(v);

@@ -53,4 +53,21 @@ std::string escape_invalid_utf8(std::string_view s) {
   return out;
 }
 
+std::string printable(std::string_view s, size_t max) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  const bool cut = s.size() > max;
+  std::string out;
+  for (const char c : escape_invalid_utf8(s.substr(0, max))) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 15];
+    } else {
+      out += c;
+    }
+  }
+  return cut ? out + "…" : out;
+}
+
 }  // namespace hd

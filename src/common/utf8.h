@@ -17,4 +17,9 @@ std::optional<size_t> first_invalid_utf8(std::string_view s);
 // hex): valid UTF-8 that keeps every byte (a byte token's piece, half a character).
 std::string escape_invalid_utf8(std::string_view s);
 
+// `s` as a one-line message may quote it: invalid UTF-8 as above, and control bytes (a NUL,
+// a line break, an escape sequence) as \xHH too, so that nothing after them is lost or drawn;
+// cut after `max` bytes of the input with "…".
+std::string printable(std::string_view s, size_t max = 200);
+
 }  // namespace hd

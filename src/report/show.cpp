@@ -12,6 +12,7 @@
 #include "report/figures.h"
 #include "report/noise_floor.h"
 #include "report/routing_map.h"
+#include "report/stored_result.h"
 #include "report/transplants.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
@@ -31,15 +32,8 @@ Loaded load_experiment(const std::string& path, bool position_rows) {
                      ", not a diff (show prints it alone)");
   }
   l.integrity = e.integrity_verdict();
-  const std::string config = e.stored_config();
-  try {
-    l.config = nlohmann::json::parse(config);
-    l.provenance = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
-  } catch (const nlohmann::json::exception&) {
-    throw InputError("'" + path + "' is damaged: its configuration is not valid JSON");
-  }
-  if (!l.config.is_object() || !l.provenance.is_object())
-    throw InputError("'" + path + "' is damaged: its configuration is not a JSON object");
+  l.config = stored_object(e, "config", e.stored_config());
+  l.provenance = stored_object(e, "provenance", e.meta("provenance").value_or("{}"));
   l.chunks = e.read_all();
   if (const auto problem = analysis::chunks_problem(l.chunks))
     throw InputError("'" + path + "' is damaged: " + *problem);

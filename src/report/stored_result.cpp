@@ -6,6 +6,18 @@
 
 namespace hd::report {
 
+nlohmann::json stored_object(const store::Experiment& e, const std::string& key,
+                             const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded())
+    throw InputError("'" + e.path() + "' is damaged: its stored " + key + " is not valid JSON");
+  if (!j.is_object()) {
+    throw InputError("'" + e.path() + "' is damaged: its stored " + key + " is " +
+                     std::string(j.type_name()) + ", not a JSON object");
+  }
+  return j;
+}
+
 LoadedResult load_result(const std::string& path, const std::string& kind, AddRows add_rows) {
   const store::Experiment e = store::Experiment::open(path, false);
   LoadedResult l;
@@ -18,14 +30,8 @@ LoadedResult load_result(const std::string& path, const std::string& kind, AddRo
     throw InputError("'" + path + "' is an unfinished " + kind + " (" +
                      store::finish_hint(store::kind_of(e), path) + ")");
   }
-  try {
-    l.result = nlohmann::json::parse(*result);
-    l.provenance = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
-  } catch (const nlohmann::json::exception&) {
-    throw InputError("'" + path + "' is damaged: its stored " + kind + " is not valid JSON");
-  }
-  if (!l.result.is_object())
-    throw InputError("'" + path + "' is damaged: its " + kind + " is not an object");
+  l.result = stored_object(e, kind, *result);
+  l.provenance = stored_object(e, "provenance", e.meta("provenance").value_or("{}"));
   if (add_rows) add_rows(e, l.result);
   return l;
 }

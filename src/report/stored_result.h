@@ -17,6 +17,11 @@ struct LoadedResult {
 };
 
 
+// A meta value of `e` (`key`: config, provenance, a kind's result) read as the JSON object every
+// writer stores; InputError naming the key and what it holds instead (not JSON, null, a list).
+nlohmann::json stored_object(const store::Experiment& e, const std::string& key,
+                             const std::string& text);
+
 // Adds to a stored summary the rows its kind keeps in tables (a floor's), or nothing.
 using AddRows = void (*)(const store::Experiment& e, nlohmann::json& result);
 

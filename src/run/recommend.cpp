@@ -15,6 +15,7 @@
 #include "engine/gguf_file.h"
 #include "engine/quantize.h"
 #include "errors.h"
+#include "run/overlap.h"
 #include "run/provenance.h"
 #include "run/recommend_measure.h"
 #include "run/recommend_proof.h"
@@ -162,6 +163,32 @@ RunEnd run_groups(store::Experiment& e, const RecommendConfig& c, const RecipePl
   return run_chunk_loop(e, loop, progress);
 }
 
+// A held-out chunk that is half the calibration's own tokens or more proves nothing: refused.
+// Less (a shared phrase, a licence header) is said and recorded with its share.
+constexpr double kRefusedOverlap = 0.5;
+
+nlohmann::json held_out_overlap_record(const Loaded& l, const ProgressFn& progress) {
+  const auto shared = held_out_overlap(l.calibration_chunks, l.held_out_chunks);
+  if (!shared.empty() && shared.front().share >= kRefusedOverlap) {
+    throw InputError(fmt::format(
+        "held-out chunk {} shares {:.0f} % of its tokens with the calibration chunks (in runs of "
+        "{} tokens or more; {} of {} held-out chunks share some): the proof must be measured on "
+        "text the choice never saw",
+        shared.front().chunk, 100 * shared.front().share, kOverlapRun, shared.size(),
+        l.held_out_chunks.size()));
+  }
+  nlohmann::json record = {{"run_tokens", kOverlapRun}, {"chunks_sharing", shared.size()},
+                           {"max_share", shared.empty() ? 0.0 : shared.front().share}};
+  if (!shared.empty()) {
+    record["chunk"] = shared.front().chunk;
+    progress(fmt::format("note: {} of {} held-out chunks share runs of {}+ tokens with the "
+                         "calibration (at most {:.1f} % of a chunk's tokens, chunk {}): recorded",
+                         shared.size(), l.held_out_chunks.size(), kOverlapRun,
+                         100 * shared.front().share, shared.front().chunk));
+  }
+  return record;
+}
+
 std::string report_in(const std::string& dir) { return (fs::path(dir) / "report.hdy").string(); }
 std::string dir_of(const std::string& report) {
   const fs::path p = fs::path(report).parent_path();
@@ -207,12 +234,10 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
                                    "these types: the smallest takes {} bytes",
                                    c.target_size, c.target_bytes, least));
   }
-  if (l.calibration.bytes == l.held_out.bytes)
-    throw InputError("the held-out text has the calibration text's bytes: the proof must be "
-                     "measured on text the choice never saw");
   nlohmann::json prov = run_provenance(l.calibration, l.calibration_chunks, command_line);
   nlohmann::json held = run_provenance(l.held_out, l.held_out_chunks, command_line)["text"];
   held["tokens"] = tokens_record(l.held_out_chunks);
+  held["overlap"] = held_out_overlap_record(l, progress);
   prov["held_out"] = held;
   prov["model_sha256"] = sha256_file(c.model);
   store::Experiment e = store::Experiment::create(report_in(out), replace, inputs);

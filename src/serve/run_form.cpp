@@ -2,13 +2,44 @@
 
 #include <algorithm>
 
+#include "common/utf8.h"
 #include "engine/arm.h"
+#include "engine/gguf_file.h"
 #include "errors.h"
 #include "serve/catalog.h"
 #include "serve/limits.h"
 
 namespace hd::serve {
 namespace {
+
+// A string from the request as a message quotes it: a NUL or a line break in it is shown, and
+// nothing after it is lost.
+std::string quoted(const std::string& s) { return "'" + printable(s) + "'"; }
+
+// Fields the page sends; anything else is a mistake (a misspelt field would be ignored).
+void require_known_fields(const nlohmann::json& j, const std::string& where,
+                          std::initializer_list<const char*> known) {
+  for (const auto& [key, value] : j.items()) {
+    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) {
+      throw InputError(where + "unknown field " + quoted(key));
+    }
+  }
+}
+
+// A file the run will read, as diff would take it: a regular file (not a FIFO, a device or a
+// folder such as "." itself) with something in it.
+std::filesystem::path regular_file(const std::optional<std::filesystem::path>& real,
+                                   const std::string& field, const std::string& rel,
+                                   const std::string& what) {
+  std::error_code ec;
+  if (!real || !std::filesystem::is_regular_file(*real, ec)) {
+    throw InputError(field + ": " + quoted(rel) + " is not " + what + " in the models folder");
+  }
+  if (std::filesystem::file_size(*real, ec) == 0 || ec) {
+    throw InputError(field + ": " + quoted(rel) + " is empty");
+  }
+  return *real;
+}
 
 std::string str(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || j[key].is_null()) return "";
@@ -42,16 +73,25 @@ long integer(const nlohmann::json& j, const char* key, long fallback, long lo, l
 }
 
 bool flag(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_boolean() && j[key].get<bool>();
+  if (!j.contains(key) || j[key].is_null()) return false;
+  if (!j[key].is_boolean()) throw InputError(std::string(key) + " must be true or false");
+  return j[key].get<bool>();
 }
 
 std::string model(const nlohmann::json& form, const char* key, const Sandbox& models) {
   const std::string rel = str(form, key);
   const auto real = models.resolve(rel);
   if (!real || real->extension() != ".gguf") {
-    throw InputError(std::string(key) + ": '" + rel + "' is not a GGUF file in the models folder");
+    throw InputError(std::string(key) + ": " + quoted(rel) +
+                     " is not a GGUF file in the models folder");
   }
-  return real->string();
+  const std::string path = regular_file(real, key, rel, "a GGUF file").string();
+  try {
+    (void)engine::gguf_check(path);  // what the run's first step would refuse, refused now
+  } catch (const InputError& e) {
+    throw InputError(std::string(key) + ": " + models.relative(path) + ": " + printable(e.what()));
+  }
+  return path;
 }
 
 void arm_settings(const nlohmann::json& form, const char* key, const std::string& prefix,
@@ -59,12 +99,13 @@ void arm_settings(const nlohmann::json& form, const char* key, const std::string
   if (!form.contains(key) || form[key].is_null()) return;
   const nlohmann::json& s = form[key];
   if (!s.is_object()) throw InputError(std::string(key) + " must be an object");
+  require_known_fields(s, std::string(key) + ": ", {"ctk", "ctv", "fa", "ub", "t"});
   const auto& types = engine::cache_types();
   for (const char* ct : {"ctk", "ctv"}) {
     const std::string v = str(s, ct);
     if (v.empty()) continue;
     if (std::find(types.begin(), types.end(), v) == types.end()) {
-      throw InputError(std::string(key) + "." + ct + ": unknown cache type '" + v + "'");
+      throw InputError(std::string(key) + "." + ct + ": unknown cache type " + quoted(v));
     }
     args.insert(args.end(), {"--" + prefix + ct, v});
   }
@@ -85,6 +126,9 @@ void arm_settings(const nlohmann::json& form, const char* key, const std::string
 
 RunPlan plan_run(const nlohmann::json& form, const Sandbox& models) {
   if (!form.is_object()) throw InputError("the request body must be a JSON object");
+  require_known_fields(form, "",
+                       {"a", "b", "b_quant", "a_settings", "b_settings", "text", "text_file",
+                        "chunk", "max_chunks", "transplants", "components"});
   RunPlan plan;
   plan.args = {"diff", "--a", model(form, "a", models)};
   const std::string b = str(form, "b"), quant = str(form, "b_quant");
@@ -97,7 +141,7 @@ RunPlan plan_run(const nlohmann::json& form, const Sandbox& models) {
   } else {
     const auto& ok = form_quant_types();
     if (std::find(ok.begin(), ok.end(), quant) == ok.end()) {
-      throw InputError("b_quant: unknown quant type '" + quant + "'");
+      throw InputError("b_quant: unknown quant type " + quoted(quant));
     }
     plan.args.insert(plan.args.end(), {"--b-quant", quant});
     b_label = quant;
@@ -113,10 +157,8 @@ RunPlan plan_run(const nlohmann::json& form, const Sandbox& models) {
   const std::string text = str(form, "text"), text_file = str(form, "text_file");
   if (text.empty() == text_file.empty()) throw InputError("give either a text or a text file");
   if (!text_file.empty()) {
-    const auto real = models.resolve(text_file);
-    if (!real)
-      throw InputError("text_file: '" + text_file + "' is not a file in the models folder");
-    plan.text_file = real->string();
+    plan.text_file =
+        regular_file(models.resolve(text_file), "text_file", text_file, "a file").string();
   } else {
     plan.pasted_text = text;
   }
