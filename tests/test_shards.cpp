@@ -151,7 +151,8 @@ TEST(Shards, SweepPartsMergeToTheSingleSweep) {
   // A sweep's part with a diff's is refused.
   run_ok(run_args(dir + "/diff-1.hdy", {"--shard", "1/2"}));
   test::expect_refusal(merge({dir + "/p0.hdy", dir + "/diff-1.hdy"}, dir + "/mixed.hdy"), 2,
-                       "is not of the run", "kinds");
+                       "is a sweep part and '" + dir + "/diff-1.hdy' a diff part: parts of two "
+                       "kinds", "kinds");
 }
 
 TEST(Shards, MoreShardsThanChunksLeavesEmptyPartsThatStillMerge) {
@@ -202,7 +203,11 @@ TEST(Shards, MergeRefusesPartsThatDoNotFit) {
   // Nothing is written over what exists, nor over a part.
   test::expect_refusal(merge(p, p[0]), 2, "is the same file as the input", "onto a part");
   test::write_file(out, "x");
-  test::expect_refusal(merge(p, out), 2, "already exists", "existing");
+  const auto existing = merge(p, out);
+  test::expect_refusal(existing, 2, "already exists", "existing");
+  EXPECT_EQ(existing.err.find("--resume"), std::string::npos) << "merge has no --resume: "
+                                                              << existing.err;
+  EXPECT_NE(existing.err.find("--force"), std::string::npos) << existing.err;
   EXPECT_EQ(test::read_file(out), "x");
 }
 

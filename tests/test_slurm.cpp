@@ -7,7 +7,9 @@
 
 #include <signal.h>
 
+#include <cctype>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +18,9 @@
 #include <thread>
 
 #include "demo/demo_model.h"
+#include "common/shell_quote.h"
+#include "errors.h"
+#include "run/slurm_jobs.h"
 #include "store/experiment.h"
 #include "test_support.h"
 
@@ -263,4 +268,186 @@ TEST(Slurm, BadRequestsAreRefusedBeforeAnythingIsSubmitted) {
   test::write_file(out, "x");
   test::expect_refused(with(args, {"--shards", "2", "--dry-run", "-o", out}), "already exists");
   EXPECT_FALSE(fs::exists(out + ".parts"));
+}
+
+namespace {
+
+// sbatch 22.05's reading of one #SBATCH line (src/sbatch/opt.c: _get_argument, as Debian 12
+// ships it), written again here from its source: words split at isspace() outside quotes,
+// '"' or '\'' group, a backslash takes the next character as it is, an unquoted '#' ends the
+// line. nullopt where sbatch exits ("Unmatched `\"`").
+std::optional<std::vector<std::string>> sbatch_words(const std::string& line) {
+  std::vector<std::string> words;
+  size_t i = line.rfind("#SBATCH", 0) == 0 ? 7 : 0;
+  while (true) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i >= line.size()) return words;
+    std::string w;
+    char quote = 0;
+    bool escape = false, any = false;
+    for (; i < line.size() && (quote || !std::isspace(static_cast<unsigned char>(line[i]))); ++i) {
+      const char c = line[i];
+      if (escape) {
+        escape = false;
+      } else if (c == '\\') {
+        escape = true;
+        continue;
+      } else if (quote) {
+        if (c == quote) {
+          quote = 0;
+          continue;
+        }
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+        any = true;
+        continue;
+      } else if (c == '#') {
+        if (!w.empty() || any) words.push_back(w);
+        return words;
+      }
+      w += c;
+    }
+    if (quote) return std::nullopt;
+    words.push_back(w);
+  }
+}
+
+}  // namespace
+
+// Every character class sbatch treats specially comes back as it was given: isspace() of every
+// kind (\v and \f made a second option that won), '#' (cut the value: -o a#b.hdy logged to
+// 'a'), quotes (an unmatched one made sbatch exit), backslashes; what no line can carry is
+// refused with the value named.
+TEST(SlurmScript, EveryValueIsOneWordAsSbatchReadsIt) {
+  for (const std::string v :
+       {"plain", "a b", "a\tb", "a\vb", "a\fb", "p#x", "a#b.hdy", "it's", "say \"hi\"",
+        "back\\slash\\", "100%", "\"", "'", "#", "  lead and trail  ", "--comment=x # y",
+        "ünïcödé"}) {
+    const std::string line = "#SBATCH " + run::sbatch_word("the value", v);
+    const auto words = sbatch_words(line);
+    ASSERT_TRUE(words.has_value()) << line;
+    ASSERT_EQ(words->size(), 1u) << line;
+    EXPECT_EQ(words->front(), v) << line;
+    // The old writer's line: the value as it was, checked only for space, tab, CR and LF.
+    if (v.find_first_of(" \t\r\n") == std::string::npos && v != "plain" && v != "100%" &&
+        v != "ünïcödé") {
+      const auto old = sbatch_words("#SBATCH " + v);
+      EXPECT_TRUE(!old || old->size() != 1 || old->front() != v) << "needs no quoting: " << v;
+    }
+  }
+  for (const std::string& v : std::vector<std::string>{"a\nb", "a\rb", std::string("a\0b", 3), "--comment=HETJOB", "packjob"}) {
+    EXPECT_THROW(run::sbatch_word("the value", v), InputError) << v;
+  }
+  EXPECT_EQ(run::slurm_file_pattern("p", "/a%b/%%c"), "/a%%b/%%%%c");
+  EXPECT_THROW(run::slurm_file_pattern("p", "/a\\b"), InputError);
+}
+
+// A run is its command lines: the same run with other scheduling keeps its parts.
+TEST(SlurmScript, SchedulingIsNotPartOfTheRun) {
+  run::SlurmPlan p;
+  p.heterodyne = "/bin/heterodyne";
+  p.command = "diff";
+  p.args = {"--a", "/m.gguf", "--b-quant", "Q8_0", "-f", "/t.txt"};
+  p.shards = 4;
+  p.out = "/o/run.hdy";
+  p.workdir = "/o";
+  run::SlurmPlan later = p;
+  later.sbatch = {"--time=4:00:00", "--partition=long", "--exclusive"};
+  later.shard_only = {"--gres=gpu:2"};
+  EXPECT_NE(run::shards_script(p), run::shards_script(later));
+  EXPECT_EQ(run::run_lines(run::shards_script(p)), run::run_lines(run::shards_script(later)));
+  run::SlurmPlan other = p;
+  other.args.push_back("--components");
+  EXPECT_NE(run::run_lines(run::shards_script(p)), run::run_lines(run::shards_script(other)));
+}
+
+// On the real sbatch and slurmd: a working folder and an output whose names hold space, '#',
+// '%' and quotes, an sbatch option holding \v, \f, '#', quotes and '\', and relative model and
+// text paths. The job's WorkDir and Comment are the values given, the logs land in the parts
+// folder, the shards read the files by absolute paths, and the merged file appears.
+TEST(Slurm, ValuesWithEveryCharacterClassReachSlurmWhole) {
+  REQUIRE_CLUSTER();
+  const std::string dir = test::temp_dir("slurm-chars") + "/w d#1%a'q\"x";
+  fs::create_directories(dir);
+  fs::copy_file(test::shared_path("models/stories260K.gguf"), dir + "/m.gguf");
+  fs::copy_file(test::shared_path("corpora/tom-sawyer.txt"), dir + "/t.txt");
+  const std::string comment = "a\vb\fc#d'e\"f\\g%h i";
+  const fs::path was = fs::current_path();
+  fs::current_path(dir);  // relative paths start here, as a user's would
+  const auto r = test::run_cli({"slurm", "diff", "--a", "m.gguf", "--b-quant", "Q8_0", "-f",
+                                "t.txt", "--chunk", "64", "--max-chunks", "2", "--shards", "2",
+                                "--sbatch-arg=--hold", "--sbatch-arg=--comment=" + comment, "-o",
+                                "run.hdy"});
+  fs::current_path(was);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto ids = job_ids(r.out);
+  ASSERT_EQ(ids.size(), 2u) << r.out;
+  const std::string job = output_of("scontrol show job -o " + ids[0] + " 2>&1");
+  EXPECT_NE(job.find(" WorkDir=" + dir + " "), std::string::npos) << job;
+  EXPECT_NE(job.find(" Comment=" + comment + " "), std::string::npos) << job;
+  const std::string script = test::read_file(dir + "/run.hdy.parts/shards.sbatch");
+  EXPECT_NE(script.find(hd::shell_quote(dir + "/m.gguf")), std::string::npos) << script;
+  EXPECT_NE(script.find(hd::shell_quote(dir + "/t.txt")), std::string::npos) << script;
+  ASSERT_EQ(std::system(("scontrol release " + ids[0] + " " + ids[1]).c_str()), 0);
+  ASSERT_TRUE(wait_for(ids, 300));
+  EXPECT_TRUE(fs::exists(dir + "/run.hdy.parts/logs/shard-0.log"));
+  EXPECT_TRUE(fs::exists(dir + "/run.hdy.parts/logs/shard-1.log"));
+  EXPECT_TRUE(fs::exists(dir + "/run.hdy")) << test::read_file(dir + "/run.hdy.parts/logs/merge.log");
+  // A partition with '#' reaches sbatch whole (it was cut to 'p'): sbatch names it.
+  const auto p = test::run_cli(with(slurm_args(), {"--shards", "2", "--partition", "p#x", "-o",
+                                                   dir + "/p.hdy"}));
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_NE(p.err.find("invalid partition specified: p#x"), std::string::npos) << p.err;
+}
+
+// After a TIMEOUT the user raises --time: the same run, so the complete part is kept (--force
+// used to be the only way on, and it deleted every finished part), only the shard with work
+// left is submitted, and once every part is complete only the merge is.
+TEST(Slurm, OtherSchedulingFlagsKeepFinishedPartsAndResubmitOnlyWhatIsMissing) {
+  REQUIRE_CLUSTER();
+  const std::string dir = test::temp_dir("slurm-time");
+  const std::string out = dir + "/run.hdy", parts = out + ".parts";
+  const auto args = with(stories_args(), {"--shards", "2"});
+  const auto first = test::run_cli(with(with({"slurm"}, args), {"-o", out}));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_TRUE(wait_for(job_ids(first.out), 600));
+  ASSERT_TRUE(fs::exists(out)) << test::read_file(parts + "/logs/merge.log");
+  // As a timed-out shard 1 leaves it: no part 1, no merged file.
+  fs::remove(out);
+  fs::remove(parts + "/part-1-of-2.hdy");
+  const auto kept = fs::last_write_time(parts + "/part-0-of-2.hdy");
+  const auto again =
+      test::run_cli(with(with({"slurm"}, args), {"--time", "30:00", "--partition", "debug", "-o", out}));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("shards 1 of 2 (the others are complete)"), std::string::npos)
+      << again.out;
+  ASSERT_TRUE(wait_for(job_ids(again.out), 600));
+  ASSERT_TRUE(fs::exists(out)) << test::read_file(parts + "/logs/merge.log");
+  EXPECT_EQ(fs::last_write_time(parts + "/part-0-of-2.hdy"), kept) << "a finished part was touched";
+  EXPECT_NE(test::read_file(parts + "/shards.sbatch").find("--time=30:00"), std::string::npos);
+  const auto v = test::run_cli({"verify", out});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  // Every part complete: only the merge runs.
+  fs::remove(out);
+  const auto merge_only = test::run_cli(with(with({"slurm"}, args), {"-o", out}));
+  ASSERT_EQ(merge_only.exit_code, 0) << merge_only.err;
+  EXPECT_NE(merge_only.out.find("every part of the 2 shards is complete and verified"),
+            std::string::npos)
+      << merge_only.out;
+  ASSERT_TRUE(wait_for(job_ids(merge_only.out), 300));
+  EXPECT_TRUE(fs::exists(out)) << test::read_file(parts + "/logs/merge.log");
+  // A part changed after it was sealed is named before anything is submitted.
+  fs::remove(out);
+  test::sql(parts + "/part-1-of-2.hdy", "UPDATE positions SET kl = kl * 2 WHERE pos = 3");
+  test::expect_refused(with(with({"slurm"}, args), {"-o", out}), "changed after it was sealed");
+}
+
+TEST(Slurm, StandardInputIsRefusedNamingTheFlagThatAskedForIt) {
+  HD_REQUIRE_SHARED();
+  const std::string out = test::temp_dir("slurm-stdin") + "/run.hdy";
+  const std::vector<std::string> base = {"slurm", "diff", "--a",
+                                         test::shared_path("models/stories260K.gguf"),
+                                         "--b-quant", "Q8_0", "--shards", "2", "-o", out};
+  test::expect_refused(with(base, {"--tokens", "-"}), "give --tokens FILE");
+  test::expect_refused(with(base, {"-f", "-"}), "give -f FILE");
 }

@@ -119,13 +119,7 @@ RunEnd run_groups(store::Experiment& e, const RecommendConfig& c, const RecipePl
                   const Measurer& m, const std::set<int>& done, const std::string& dir,
                   bool replace, const std::string& command_line, const ProgressFn& progress) {
   const std::string scratch = (fs::path(dir) / "variant.gguf").string();
-  // A run killed with SIGKILL left its variant (model-sized) and perhaps the recipe's model
-  // under their temporary names; this run holds the recipe's lock, so they are no one's.
-  if (const Removed stale = remove_stale_temporaries(dir); stale.files > 0) {
-    progress(fmt::format("removed {} temporary file{} ({:.1f} MB) a killed run left in {}",
-                         stale.files, stale.files == 1 ? "" : "s",
-                         static_cast<double>(stale.bytes) / 1e6, dir));
-  }
+
   const int per_round = static_cast<int>(plan.groups.size()) + 1;
   const int total = per_round * c.rounds;
   double spent = 0;
@@ -189,6 +183,17 @@ nlohmann::json held_out_overlap_record(const Loaded& l, const ProgressFn& progre
   return record;
 }
 
+// A run killed with SIGKILL left its variant (model-sized) and perhaps the recipe's model under
+// their temporary names: removed when a run starts or resumes in that folder (a live run's are
+// kept: their pid is alive).
+void remove_killed_runs_files(const std::string& dir, const ProgressFn& progress) {
+  if (const Removed stale = remove_stale_temporaries(dir); stale.files > 0) {
+    progress(fmt::format("removed {} temporary file{} ({:.1f} MB) a killed run left in {}",
+                         stale.files, stale.files == 1 ? "" : "s",
+                         static_cast<double>(stale.bytes) / 1e6, dir));
+  }
+}
+
 std::string report_in(const std::string& dir) { return (fs::path(dir) / "report.hdy").string(); }
 std::string dir_of(const std::string& report) {
   const fs::path p = fs::path(report).parent_path();
@@ -205,6 +210,7 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
     throw InputError("-o '" + out + "' is not a directory: recommend writes several files there");
   fs::create_directories(out, ec);
   if (ec) throw InputError("cannot make the directory '" + out + "': " + ec.message());
+  remove_killed_runs_files(out, progress);
   const std::vector<std::string> inputs = {c.model, c.calibration.path, c.held_out.path};
   store::Experiment::check_creatable(report_in(out), replace, inputs);
   for (const char* name : {"tensor-types.txt", "model.gguf"})
@@ -274,6 +280,7 @@ RunEnd recommend_resume(const std::string& report, const std::string& command_li
                         const ProgressFn& progress) {
   store::Experiment e = store::Experiment::open(report, true);
   store::require_kind(e, store::Kind::kRecommend);
+  remove_killed_runs_files(dir_of(report), progress);
   if (e.sealed()) {
     progress("'" + report + "' is already complete");
     return {0, true, "group"};

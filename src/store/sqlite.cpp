@@ -5,8 +5,17 @@
 
 namespace hd::store {
 
+// Out of descriptors is this process's state, not the file's: said as what it is.
+static bool out_of_descriptors(int os_error) { return os_error == EMFILE || os_error == ENFILE; }
+static std::string descriptor_limit(int os_error) {
+  return std::string(std::strerror(os_error)) +
+         " (the limit on open files, ulimit -n, is reached; the file is not the cause)";
+}
+
 static void check(sqlite3* db, int rc, std::string_view what) {
   if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
+  if ((rc & 0xff) == SQLITE_CANTOPEN && db && out_of_descriptors(sqlite3_system_errno(db)))
+    throw RuntimeError(std::string(what) + ": " + descriptor_limit(sqlite3_system_errno(db)));
   std::string msg = std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
   if ((rc & 0xff) == SQLITE_FULL) msg = std::string(what) + ": the disk is full";
   if ((rc & 0xff) == SQLITE_IOERR) {  // EFBIG, ENOSPC on the journal, a failing disk
@@ -96,11 +105,8 @@ Database::Database(const std::string& path, bool writable, bool create) {
     const int os_error = db_ ? sqlite3_system_errno(db_) : 0;
     sqlite3_close(db_);
     db_ = nullptr;
-    // Out of descriptors is this process's state, not the file's: said as what it is.
-    if (os_error == EMFILE || os_error == ENFILE) {
-      throw RuntimeError("cannot open experiment file '" + path + "': " + std::strerror(os_error) +
-                         " (the limit on open files, ulimit -n, is reached; the file is not the "
-                         "cause)");
+    if (out_of_descriptors(os_error)) {
+      throw RuntimeError("cannot open experiment file '" + path + "': " + descriptor_limit(os_error));
     }
     throw InputError("cannot open experiment file '" + path + "': " + why);
   }
