@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "engine/system.h"
+#include "run/overlap.h"
 #include "store/experiment.h"
 #include "test_support.h"
 
@@ -244,4 +245,32 @@ TEST(Hostile, TheDefaultThreadCountIsTheCpusThisProcessMayRunOn) {
   ASSERT_EQ(WEXITSTATUS(status), 0);
   const auto prov = nlohmann::json::parse(*store::Experiment::open(out, false).meta("provenance"));
   EXPECT_EQ(prov["arms"]["a"]["n_threads_used"], 1) << prov["arms"]["a"].dump();
+}
+
+// recommend's held-out check (run/overlap.h): the share of a held-out chunk's tokens inside a
+// run of 16 the calibration holds, across its chunk boundaries; a shorter shared run counts
+// for nothing.
+TEST(HeldOutOverlap, CountsLongRunsAcrossChunkBoundariesAndNothingShorter) {
+  std::vector<int32_t> text(400);
+  for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<int32_t>((i * 7919) % 1000);
+  const auto slice = [&](size_t from, size_t n) {
+    return std::vector<int32_t>(text.begin() + static_cast<ptrdiff_t>(from),
+                                text.begin() + static_cast<ptrdiff_t>(from + n));
+  };
+  // The calibration: text[0, 200) in chunks of 50; the held-out, shifted by one token (as one
+  // more space shifts a text), then text no calibration chunk holds, then 10 shared tokens.
+  const std::vector<std::vector<int32_t>> calibration = {slice(0, 50), slice(50, 50), slice(100, 50),
+                                                         slice(150, 50)};
+  std::vector<int32_t> short_run = slice(300, 40);
+  std::copy(text.begin() + 60, text.begin() + 70, short_run.begin() + 10);  // 10 tokens only
+  const auto shared = run::held_out_overlap(calibration, {slice(1, 60), slice(220, 60), short_run});
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0].chunk, 0);
+  EXPECT_DOUBLE_EQ(shared[0].share, 1.0);  // all 60 tokens, across the calibration's boundaries
+  // Half a chunk shared: half its tokens.
+  std::vector<int32_t> half = slice(320, 40);
+  std::copy(text.begin() + 10, text.begin() + 30, half.begin());
+  const auto h = run::held_out_overlap(calibration, {half});
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_DOUBLE_EQ(h[0].share, 0.5);
 }

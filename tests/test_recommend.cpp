@@ -203,9 +203,37 @@ TEST_F(Recommend, BadInputIsRefusedInOneLine) {
   hd::test::expect_refused(with({"--target-kl", "0.01"}), "one target");
   hd::test::expect_refused(with({"--base", "F16"}), "quantizes nothing");
   hd::test::expect_refused(with({"--held-out-text", path("calib.txt")}), "is the calibration text");
+  // The calibration text with one space more was taken as held out, and its proof measured on
+  // the calibration's own chunks: its tokens are what is compared.
+  hd::test::write_file(path("calib-plus-space.txt"), " " + hd::test::read_file(path("calib.txt")));
+  hd::test::expect_refused(with({"--held-out-text", path("calib-plus-space.txt")}),
+                           "of its tokens with the calibration chunks");
   const std::string quantized = hd::engine::ensure_quantized(model(), "Q8_0", 0);
   hd::test::expect_refused(with({"--a", quantized}), "already quantized");
   EXPECT_FALSE(fs::exists(path("bad/report.hdy")));
+}
+
+// A run killed with SIGKILL leaves its model-sized variant under its temporary name; the next
+// start (or resume) in that folder removes it, and keeps a live process's.
+TEST_F(Recommend, AKilledRunsTemporaryFilesAreRemovedAtTheNextStart) {
+  const std::string out = path("stale");
+  fs::create_directories(out);
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  const std::string stale = out + "/variant.gguf.part-" + std::to_string(dead) + "-0";
+  const std::string live = out + "/variant.gguf.part-" + std::to_string(getpid()) + "-3";
+  hd::test::write_file(stale, std::string(100000, 'x'));
+  hd::test::write_file(live, "y");
+  hd::test::write_file(path("calib-again.txt"), " " + hd::test::read_file(path("calib.txt")));
+  auto a = args("stale");  // refused once the texts are read: after the folder is cleaned
+  *(std::find(a.begin(), a.end(), "--held-out-text") + 1) = path("calib-again.txt");
+  const auto r = hd::test::run_cli(a);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("removed 1 temporary file (0.1 MB) a killed run left"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live)) << "a live process's temporary was removed";
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/utf8.h"
+#include "report/html.h"
 #include "store/experiment.h"
 #include "test_support.h"
 
@@ -206,4 +207,30 @@ TEST(Report, ByteTokensKeepEveryFormatValidUtf8) {
   store::Experiment::open(old, true).seal();
   const auto v = test::run_cli({"verify", old});
   EXPECT_EQ(v.exit_code, 0) << v.err;
+}
+
+// The report's data stands inside a <script>: only "</" was rewritten, so "<!--<script>" in a
+// file name, a model path or the text put the HTML parser where the real "</script>" no
+// longer ends the element, and the page was blank. No '<', '>' or '&' reaches the parser; the
+// script reads back the same value.
+TEST(Report, EmbeddedDataHoldsNoMarkupWhateverItsStringsHold) {
+  const std::vector<std::string> hostile = {
+      "<!--<script>", "</script><script>window.__pwned=1</script>", "<!-- -->", "]]>",
+      "<img src=x onerror=window.__pwned=1>", "a & b &amp; c", "\xe2\x80\xa8 \xe2\x80\xa9",
+      "</SCRIPT >", "<\\/script>", "\\u003c"};
+  nlohmann::json doc = {{"kind", "diff"}, {"nested", {{"list", hostile}}}};
+  for (const auto& s : hostile) doc[s] = s;  // keys too
+  const std::string data = report::script_data_json(doc);
+  for (const char c : {'<', '>', '&'}) EXPECT_EQ(data.find(c), std::string::npos) << c;
+  EXPECT_EQ(data.find("\xe2\x80\xa8"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(data), doc);
+  const std::string html = report::standalone_html(doc);
+  const auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = html.find(what); at != std::string::npos; at = html.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<script"), 2u) << "the boot script and the page's own";
+  EXPECT_EQ(count("</script>"), 2u);
+  EXPECT_EQ(count("<!--"), 0u);
 }

@@ -965,3 +965,61 @@ TEST_F(Serve, AFifoInItsFoldersBlocksNoWorker) {
   }
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }
+
+// What the queue would refuse is refused in the request, 400 with the reason, and nothing is
+// queued: a FIFO or an empty .gguf, a file that is not GGUF, a FIFO text, "." (the folder
+// itself), a flag that is not a boolean ("yes" was taken as false), a field the page does not
+// send. A NUL in a name is shown in the message, not the end of it.
+TEST_F(Serve, RefusesInTheRequestWhatTheRunWouldRefuse) {
+  ASSERT_EQ(::mkfifo((models_ + "/fifo.gguf").c_str(), 0644), 0);
+  ASSERT_EQ(::mkfifo((models_ + "/fifo.txt").c_str(), 0644), 0);
+  hd::test::write_file(models_ + "/empty.gguf", "");
+  hd::test::write_file(models_ + "/text.gguf", "not a model at all, only some words");
+  hd::test::write_file(models_ + "/empty.txt", "");
+  const auto refused = [&](const json& form, const std::string& reason) {
+    const auto [status, body] = post_run(form);
+    EXPECT_EQ(status, 400) << form.dump() << " -> " << body.dump();
+    EXPECT_NE(body.value("error", "").find(reason), std::string::npos)
+        << form.dump() << " -> " << body.dump();
+  };
+  for (const char* model : {"fifo.gguf", "empty.gguf", "text.gguf"}) {
+    json form = run_form(1, false);
+    form["a"] = model;
+    refused(form, std::string("a: "));
+  }
+  json fifo = run_form(1, false);
+  fifo["a"] = "fifo.gguf";
+  refused(fifo, "'fifo.gguf' is not a GGUF file in the models folder");
+  json empty = run_form(1, false);
+  empty["b_quant"] = nullptr;
+  empty["b"] = "empty.gguf";
+  refused(empty, "b: 'empty.gguf' is empty");
+  for (const auto& [text_file, reason] :
+       {std::pair{"fifo.txt", "'fifo.txt' is not a file in the models folder"},
+        {".", "'.' is not a file in the models folder"},
+        {"empty.txt", "'empty.txt' is empty"}}) {
+    json form = run_form(1, false);
+    form.erase("text");
+    form["text_file"] = text_file;
+    refused(form, reason);
+  }
+  json yes = run_form(1, false);
+  yes["transplants"] = "yes";
+  refused(yes, "transplants must be true or false");
+  json extra = run_form(1, false);
+  extra["transplant"] = true;
+  refused(extra, "unknown field 'transplant'");
+  json nested = run_form(1, false);
+  nested["b_settings"] = {{"ctk", "q8_0"}, {"fa_on", true}};
+  refused(nested, "b_settings: unknown field 'fa_on'");
+  json nul = run_form(1, false);
+  nul["a"] = std::string("stories") + std::string(1, '\0') + "260K.gguf tail";
+  refused(nul, "'stories\\x00260K.gguf tail' is not a GGUF file");
+  EXPECT_TRUE(json::parse(client().Get("/api/runs")->body).empty()) << "nothing was queued";
+  // The form as the page sends it still runs.
+  json good = run_form(1, false);
+  good["components"] = false;
+  const auto [status, body] = post_run(good);
+  EXPECT_EQ(status, 201) << body.dump();
+  EXPECT_EQ(wait_run(body.value("id", 0))["state"], "done");
+}

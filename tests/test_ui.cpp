@@ -9,10 +9,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <thread>
 
+#include "store/experiment.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -137,4 +139,53 @@ TEST(WebUi, ServeRunsADiffThroughTheFormAndShowsIt) {
       browser_check("serve", "'" + hd::test::serve_url(serve) + "'", "serve", "stories260K.gguf Q8_0");
   hd::test::stop_serve(serve);
   EXPECT_EQ(rc, 0) << hd::test::read_file(serve.err_path);
+}
+
+namespace {
+
+// Every string inside `j` with `payload` after it (keys are left: they are the document's).
+void append_everywhere(nlohmann::json& j, const std::string& payload) {
+  if (j.is_string()) {
+    j = j.get<std::string>() + payload;
+  } else if (j.is_structured()) {
+    for (auto& v : j) append_everywhere(v, payload);
+  }
+}
+
+}  // namespace
+
+// One hostile run blanked a whole page: "<!--<script>" in its file name, its model's path or
+// its text left the real "</script>" unseen. Here every string the page draws holds markup: the
+// folder, the model's and the experiment's names, the text, every string of the stored
+// configuration and provenance, and a token's text. The page draws, shows them as text, runs
+// nothing of them and leads with the integrity warning (the file was edited after sealing).
+TEST(WebUi, AReportWhoseStringsHoldMarkupDrawsThemAsTextAndRunsNothing) {
+  HD_REQUIRE_SHARED();
+  ASSERT_NO_FATAL_FAILURE(require_browser());
+  const std::string payload = "<!--<script></script><script>window.__pwned=1</script>"
+                              "<img src=x onerror=window.__pwned=2>&amp;";
+  const std::string dir = hd::test::temp_dir("ui-hostile") + "/<!--<script>x";
+  fs::create_directories(dir);
+  const std::string model = dir + "/m<!--<script>.gguf", run = dir + "/<!--<script>run.hdy";
+  fs::copy_file(hd::test::shared_path("models/stories260K.gguf"), model);
+  std::string text = hd::test::read_file(hd::test::shared_path("corpora/tom-sawyer.txt")).substr(0, 3000);
+  text.insert(200, " " + payload + " ");
+  hd::test::write_file(dir + "/t.txt", text);
+  const auto diff = hd::test::run_cli({"diff", "--a", model, "--b-quant", "Q8_0", "-f",
+                                       dir + "/t.txt", "--chunk", "64", "--max-chunks", "3",
+                                       "-o", run});
+  ASSERT_EQ(diff.exit_code, 0) << diff.err;
+  for (const char* key : {"config", "provenance"}) {
+    auto e = hd::store::Experiment::open(run, true);
+    auto j = nlohmann::json::parse(*e.meta(key));
+    append_everywhere(j, payload);
+    e.set_meta(key, j.dump());
+  }
+  hd::test::sql(run, "UPDATE vocab SET text = text || '" + payload +
+                         "' WHERE token_id = (SELECT min(token_id) FROM vocab)");
+  const std::string html = dir + "/page.html";
+  const auto report = hd::test::run_cli({"report", run, "-o", html});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.err.find("fails its integrity check"), std::string::npos) << report.err;
+  EXPECT_EQ(browser_check("hostile", "'" + html + "'", "hostile"), 0);
 }

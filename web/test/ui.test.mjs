@@ -4,6 +4,7 @@
 //   node web/test/ui.test.mjs report FILE.html SCREENSHOT_DIR
 //   node web/test/ui.test.mjs summary FILE.html SCREENSHOT_DIR   (a sweep's, floor's or recipe's report)
 //   node web/test/ui.test.mjs compare FILE.html SCREENSHOT_DIR   (`report a.hdy b.hdy …`)
+//   node web/test/ui.test.mjs hostile FILE.html SCREENSHOT_DIR   (a diff's report whose strings hold markup)
 //   node web/test/ui.test.mjs serve URL SCREENSHOT_DIR MODEL_A_PATH QUANT_TYPE
 // (URL as heterodyne serve prints it, with its ?token=)
 import { chromium } from "playwright-core";
@@ -14,7 +15,7 @@ import { checkCompare, checkFloor, checkRecommend, checkReference, checkSweep } 
 import { checkContrast, checkFixedColours, checkKeyboard, checkLogToggle, checkWaterfall, checkWorstTokens } from "./report_checks.mjs";
 
 const [mode, target, shotDir, modelA, quantType] = process.argv.slice(2);
-if (!(((mode === "report" || mode === "summary" || mode === "compare") && target && shotDir) || (mode === "serve" && target && shotDir && modelA && quantType))) {
+if (!(((mode === "report" || mode === "summary" || mode === "compare" || mode === "hostile") && target && shotDir) || (mode === "serve" && target && shotDir && modelA && quantType))) {
   console.error("usage:\n  node ui.test.mjs report FILE.html SCREENSHOT_DIR\n  node ui.test.mjs serve URL SCREENSHOT_DIR MODEL_A_PATH QUANT_TYPE");
   process.exit(2);
 }
@@ -214,6 +215,38 @@ async function reportMode(context, page) {
   check(external.length === 0, "no request left the page", external.slice(0, 5).join(", "));
 }
 
+// A report whose every string field holds markup ("<!--<script>", "</script><script>…",
+// "<img onerror>"): the page draws, the strings show as text, nothing of them runs, and the
+// page leads with the integrity warning (the file was edited after it was sealed).
+async function hostileMode(context, page) {
+  const external = await refuseExternal(context, page);
+  const dialogs = [];
+  page.on("dialog", (d) => {
+    dialogs.push(d.message());
+    d.dismiss();
+  });
+  await page.goto(pathToFileURL(resolve(target)).href);
+  await page.waitForSelector("#kl-strip .tok", { timeout: 30000 });
+  const got = await page.evaluate(() => ({
+    pwned: window.__pwned ?? null,
+    scripts: document.querySelectorAll("script").length,
+    handlers: document.querySelectorAll("[onerror], [onload], [onclick], [onmouseover]").length,
+    injected: document.querySelectorAll("img, iframe, object, embed").length,
+    tokens: document.querySelectorAll("#kl-strip .tok").length,
+    warning: document.querySelector(".integrity-warning")?.textContent ?? "",
+    text: document.body.innerText,
+  }));
+  check(got.pwned === null, "nothing the strings hold ran", String(got.pwned));
+  check(dialogs.length === 0, "no dialog opened", dialogs.join(" | "));
+  check(got.scripts === 2, "the page has only its own two scripts", `${got.scripts}`);
+  check(got.handlers === 0 && got.injected === 0, "no element came from the strings", `${got.handlers} handlers, ${got.injected} elements`);
+  check(got.tokens > 0, "the page drew its tokens", `${got.tokens}`);
+  check(/fails its integrity check/.test(got.warning), "the page leads with the integrity warning", got.warning);
+  check(got.text.includes("<!--<script>") && got.text.includes("<img src=x onerror="), "the strings show as text", "");
+  await page.screenshot({ path: join(shotDir, "hostile.png"), fullPage: false });
+  check(external.length === 0, "no request left the page", external.slice(0, 5).join(", "));
+}
+
 // A sweep's or floor's report: the text show prints, as is, under its kind; nothing fetched.
 async function summaryMode(context, page) {
   const external = await refuseExternal(context, page);
@@ -362,6 +395,7 @@ try {
   if (mode === "report") await reportMode(context, page);
   else if (mode === "summary") await summaryMode(context, page);
   else if (mode === "compare") await compareMode(context, page);
+  else if (mode === "hostile") await hostileMode(context, page);
   else await serveMode(page);
   check(pageErrors.length === 0, "no script errors in the page", pageErrors.slice(0, 3).join(" | "));
 } catch (e) {
