@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 
@@ -9,6 +10,8 @@
 #include "engine/model.h"
 #include "errors.h"
 #include "report/experiment_views.h"
+#include "report/html.h"
+#include "run/slurm_jobs.h"
 #include "run/input.h"
 #include "run/quant_risk.h"
 #include "run/reference.h"
@@ -130,6 +133,74 @@ void gguf(const std::string& bytes) {
     arm.run_chunk(tokens, nullptr, logits, 0);
   } catch (const InputError&) {
   } catch (const RuntimeError&) {
+  }
+}
+
+void report_embed(const std::string& bytes) {
+  nlohmann::json doc = nlohmann::json::parse(bytes, nullptr, false);
+  if (doc.is_discarded()) {
+    doc = {{"kind", "diff"}, {"path", bytes}, {"summary", {{"file", bytes}, {"text", {bytes, bytes}}}},
+           {bytes, bytes}};
+  }
+  // What the page gets: invalid UTF-8 replaced, as report and serve dump it.
+  const nlohmann::json page_value = nlohmann::json::parse(
+      doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  const std::string data = report::script_data_json(doc);
+  if (data.find_first_of("<>&") != std::string::npos) __builtin_trap();
+  if (nlohmann::json::parse(data) != page_value) __builtin_trap();
+  const std::string html = report::standalone_html(doc);
+  size_t scripts = 0;
+  for (size_t at = html.find("<script"); at != std::string::npos; at = html.find("<script", at + 1))
+    ++scripts;
+  if (scripts != 2 || html.find("<!--") != std::string::npos) __builtin_trap();
+}
+
+void sbatch_value(const std::string& bytes) {
+  std::string line;
+  try {
+    line = "#SBATCH " + run::sbatch_word("the value", bytes);
+  } catch (const InputError&) {
+    return;
+  }
+  const auto words = sbatch_words(line);
+  if (!words || words->size() != 1 || words->front() != bytes) __builtin_trap();
+}
+
+std::optional<std::vector<std::string>> sbatch_words(const std::string& line) {
+  std::vector<std::string> words;
+  size_t i = line.rfind("#SBATCH", 0) == 0 ? 7 : 0;
+  while (true) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i >= line.size()) return words;
+    std::string w;
+    char quote = 0;
+    bool escape = false, any = false;
+    for (; i < line.size() && (quote || !std::isspace(static_cast<unsigned char>(line[i]))); ++i) {
+      const char c = line[i];
+      if (c == '\0' || c == '\n') break;  // sbatch's C string, and its line, end there
+      if (escape) {
+        escape = false;
+      } else if (c == '\\') {
+        escape = true;
+        continue;
+      } else if (quote) {
+        if (c == quote) {
+          quote = 0;
+          continue;
+        }
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+        any = true;
+        continue;
+      } else if (c == '#') {
+        if (!w.empty() || any) words.push_back(w);
+        return words;
+      }
+      w += c;
+    }
+    if (quote) return std::nullopt;
+    words.push_back(w);
+    if (i < line.size() && (line[i] == '\0' || line[i] == '\n')) return words;
   }
 }
 

@@ -18,10 +18,10 @@ run_one() {
   local found; found=$(ls "$build/artifacts" 2>/dev/null | grep -c "^$t-" || true)
   echo "fuzz_$t: exit $rc, ${execs:-?} executions in ${seconds} s, corpus $(ls "$build/corpus/$t" | wc -l) inputs, $found finding(s)"
 }
-targets=(safetensors experiment manifest text serve gguf)
+targets=(safetensors experiment manifest text serve gguf report sbatch)
 if [ ! -f "$HD_FUZZ_MODEL" ]; then
   echo "fuzz_text skipped: no model at $HD_FUZZ_MODEL (set HD_FUZZ_MODEL)"
-  targets=(safetensors experiment manifest serve)
+  targets=(safetensors experiment manifest serve report sbatch)
 fi
 status=0
 jobs_at_once="${FUZZ_JOBS:-2}"

@@ -40,6 +40,8 @@ void replay(const std::string& target, const std::function<void(const std::strin
 TEST(FuzzRegressions, Safetensors) { replay("safetensors", hd::fuzz::safetensors, 3); }
 TEST(FuzzRegressions, ExperimentFiles) { replay("experiment", hd::fuzz::experiment, 3); }
 TEST(FuzzRegressions, Manifests) { replay("manifest", hd::fuzz::manifest, 4); }
+TEST(FuzzRegressions, ReportEmbedding) { replay("report", hd::fuzz::report_embed, 4); }
+TEST(FuzzRegressions, SbatchValues) { replay("sbatch", hd::fuzz::sbatch_value, 6); }
 
 // GGUF inputs go through the built binary, one process each: a failed GGML_ASSERT that no
 // check refuses first must end through the abort handler (one line, exit 1), a refused file

@@ -20,6 +20,7 @@
 #include "demo/demo_model.h"
 #include "common/shell_quote.h"
 #include "errors.h"
+#include "harness.h"
 #include "run/slurm_jobs.h"
 #include "store/experiment.h"
 #include "test_support.h"
@@ -270,49 +271,7 @@ TEST(Slurm, BadRequestsAreRefusedBeforeAnythingIsSubmitted) {
   EXPECT_FALSE(fs::exists(out + ".parts"));
 }
 
-namespace {
-
-// sbatch 22.05's reading of one #SBATCH line (src/sbatch/opt.c: _get_argument, as Debian 12
-// ships it), written again here from its source: words split at isspace() outside quotes,
-// '"' or '\'' group, a backslash takes the next character as it is, an unquoted '#' ends the
-// line. nullopt where sbatch exits ("Unmatched `\"`").
-std::optional<std::vector<std::string>> sbatch_words(const std::string& line) {
-  std::vector<std::string> words;
-  size_t i = line.rfind("#SBATCH", 0) == 0 ? 7 : 0;
-  while (true) {
-    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
-    if (i >= line.size()) return words;
-    std::string w;
-    char quote = 0;
-    bool escape = false, any = false;
-    for (; i < line.size() && (quote || !std::isspace(static_cast<unsigned char>(line[i]))); ++i) {
-      const char c = line[i];
-      if (escape) {
-        escape = false;
-      } else if (c == '\\') {
-        escape = true;
-        continue;
-      } else if (quote) {
-        if (c == quote) {
-          quote = 0;
-          continue;
-        }
-      } else if (c == '"' || c == '\'') {
-        quote = c;
-        any = true;
-        continue;
-      } else if (c == '#') {
-        if (!w.empty() || any) words.push_back(w);
-        return words;
-      }
-      w += c;
-    }
-    if (quote) return std::nullopt;
-    words.push_back(w);
-  }
-}
-
-}  // namespace
+using hd::fuzz::sbatch_words;  // sbatch's own reading of a line, written again from its source
 
 // Every character class sbatch treats specially comes back as it was given: isspace() of every
 // kind (\v and \f made a second option that won), '#' (cut the value: -o a#b.hdy logged to
