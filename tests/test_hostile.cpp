@@ -236,6 +236,7 @@ TEST(Hostile, TheDefaultThreadCountIsTheCpusThisProcessMayRunOn) {
   EXPECT_EQ(threads, 1);
   EXPECT_EQ(engine::default_threads(), std::min(CPU_COUNT(&was), 16));
   // What a run records as the threads it used, under taskset.
+  HD_REQUIRE_SHARED();
   const std::string out = test::temp_dir("hostile-taskset") + "/run.hdy";
   const int status = std::system(("taskset -c 0 " HD_BINARY " diff --a " +
                                   test::shared_path("models/stories260K.gguf") +
