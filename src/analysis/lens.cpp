@@ -127,7 +127,8 @@ SummaryTable Lens::summarize(const std::vector<StoredRow>& rows) const {
   t.title = "logit lens: each layer's residual through the model's own final norm and head";
   t.columns = {"layer",      "lens = final A", "lens = final B", "KL(final‖lens) A",
                "KL(final‖lens) B", "KL(lens A‖lens B)", "±95%", "lens A = lens B"};
-  for (const auto& [layer, l] : layers) {
+  for (const auto& [layer, per_layer] : layers) {
+    const auto& l = per_layer;  // clang before 16 captures no structured binding
     const auto mean = [&l](const std::vector<double>& x) { return cluster_mean(x, l.cluster); };
     const MeanCI ab = mean(l.kl_ab);
     t.rows.push_back({int64_t{layer}, mean(l.agree_a).mean, mean(l.agree_b).mean,

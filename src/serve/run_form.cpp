@@ -19,7 +19,8 @@ std::string quoted(const std::string& s) { return "'" + printable(s) + "'"; }
 // Fields the page sends; anything else is a mistake (a misspelt field would be ignored).
 void require_known_fields(const nlohmann::json& j, const std::string& where,
                           std::initializer_list<const char*> known) {
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();
     if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) {
       throw InputError(where + "unknown field " + quoted(key));
     }

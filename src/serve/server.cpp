@@ -241,7 +241,12 @@ class Api {
     } catch (const std::exception& e) {
       return error(res, 422, paths_.text(e.what()));
     }
-    res.set_header("Content-Disposition", "attachment; filename=\"" + name + "." + format + "\"");
+    // A file's name may hold quotes or control bytes: none reaches the header.
+    std::string shown = name;
+    for (char& c : shown) {
+      if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
+    }
+    res.set_header("Content-Disposition", "attachment; filename=\"" + shown + "." + format + "\"");
   }
 
   Sandbox models_, experiments_;
