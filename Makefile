@@ -45,7 +45,7 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j 1
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The whole suite with AddressSanitizer + UndefinedBehaviorSanitizer on every target of ours
 # (docs/reliability.md). Leak reports are off: llama.cpp's backends keep process-lifetime

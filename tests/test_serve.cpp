@@ -887,14 +887,15 @@ TEST_F(Serve, ShowsNoAbsolutePathsAndCachesInsideTheExperimentsFolder) {
   const std::string user_cache = dir_ + "/user-cache";
   hd::test::ScopedCacheDir cache(user_cache);
   restart();  // the new server inherits HETERODYNE_CACHE
-  hd::test::write_file(models_ + "/empty.txt", "");
+  // A text the run refuses once it reads it (an empty one is refused in the request).
+  hd::test::write_file(models_ + "/binary.txt", "\xff\xfe not UTF-8");
   hd::test::write_file(experiments_ + "/broken.hdy", "not an experiment at all");
   const auto [status, made] = post_run(run_form(2, true));
   ASSERT_EQ(status, 201) << made.dump();
   ASSERT_EQ(wait_run(made["id"])["state"], "done");
   json failing = run_form(1, false);
   failing.erase("text");
-  failing["text_file"] = "empty.txt";
+  failing["text_file"] = "binary.txt";
   const auto [fstatus, failed] = post_run(failing);
   ASSERT_EQ(fstatus, 201) << failed.dump();
   const json failed_run = wait_run(failed["id"]);
