@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -45,9 +46,11 @@ TEST(KlKernel, EveryCopyGivesTheSameBits) {
     const auto b = perturbed(a, 0.5f, 2);
     const Kernel& ref = *supported().back();
     const double m = ref.max_of(b.data(), n);
-    std::vector<double> p_ref(n), p(n);
+    std::vector<double> p_ref(n), p(n), e_b(n);
     const double s_ref = ref.exp_sum_into(a.data(), n, ref.max_of(a.data(), n), p_ref.data());
-    const double kl_ref = ref.kl_terms(p_ref.data(), a.data(), 1.25, b.data(), -0.5, n);
+    const double s_b = ref.exp_sum_into(b.data(), n, m, e_b.data());
+    const double kl_ref =
+        ref.kl_terms(p_ref.data(), a.data(), 1.25, b.data(), -0.5, e_b.data(), 1 / s_b, n);
     for (const Kernel* k : supported()) {
       SCOPED_TRACE(std::string(k->name) + " at n=" + std::to_string(n));
       EXPECT_EQ(std::bit_cast<uint32_t>(k->max_of(b.data(), n)),
@@ -58,7 +61,8 @@ TEST(KlKernel, EveryCopyGivesTheSameBits) {
                                                         p.data())),
                 std::bit_cast<uint64_t>(s_ref));
       EXPECT_EQ(p, p_ref);
-      EXPECT_EQ(std::bit_cast<uint64_t>(k->kl_terms(p.data(), a.data(), 1.25, b.data(), -0.5, n)),
+      EXPECT_EQ(std::bit_cast<uint64_t>(k->kl_terms(p.data(), a.data(), 1.25, b.data(), -0.5,
+                                                    e_b.data(), 1 / s_b, n)),
                 std::bit_cast<uint64_t>(kl_ref));
     }
   }
@@ -162,6 +166,56 @@ TEST(KlKernel, AReferenceGivesKlDivergencesNumbersBitForBit) {
       EXPECT_EQ(ref.kl_to(r, xr), 0.0);  // exactly
     }
   }
+}
+
+// Arms that differ by less than the sum's rounding: B = A shifted by a constant (the same
+// softmax, KL exactly 0) or A with single ulps changed. The plain sum of p_i d_i came out
+// negative for some of these rows (shown below, so that the test shows what it guards); the
+// term-wise sum never does, on any copy.
+TEST(KlKernel, NoKlIsNegativeWhereTheArmsDifferByLessThanItsRounding) {
+  hd::analysis::ScoreScratch s;
+  int plain_negative = 0, rows = 0;
+  for (size_t n : {size_t{8}, size_t{127}, size_t{4099}, size_t{32000}}) {
+    for (uint64_t seed = 0; seed < 12; ++seed) {
+      const auto a = logits_like(n, 100 + seed);
+      std::vector<float> shifted = a, nudged = a;
+      for (auto& v : shifted) v += 0.375f;
+      for (size_t i = seed; i < n; i += 97) nudged[i] = std::nextafter(nudged[i], 1e9f);
+      for (const auto* b : {&shifted, &nudged}) {
+        ++rows;
+        const double kl = hd::analysis::kl_divergence(a, *b, s);
+        EXPECT_GE(kl, 0.0) << "n " << n << ", seed " << seed;
+        EXPECT_LT(kl, 1e-12);
+        if (hd::testing::kl_scalar_reference(a, *b) < 0) ++plain_negative;
+      }
+    }
+  }
+  EXPECT_GT(plain_negative, 0) << "of " << rows << " rows, the plain sum was never negative";
+}
+
+// A token one arm gives no mass (a -inf logit, a masked token): where both give none the term
+// is 0, where A gives it mass and B none the KL is +inf, its true value.
+TEST(KlKernel, MaskedTokensGiveZeroWhereBothMaskAndInfinityWhereOnlyBDoes) {
+  hd::analysis::ScoreScratch s;
+  const float inf = std::numeric_limits<float>::infinity();
+  auto a = logits_like(1000, 7);
+  auto b = perturbed(a, 0.1f, 8);
+  for (size_t i = 0; i < a.size(); i += 10) a[i] = b[i] = -inf;  // both mask
+  const double both = hd::analysis::kl_divergence(a, b, s);
+  EXPECT_TRUE(std::isfinite(both)) << both;
+  EXPECT_GT(both, 0.0);
+  EXPECT_EQ(hd::analysis::kl_divergence(a, a, s), 0.0);
+  b[3] = -inf;  // A's token 3 has mass, B's none
+  EXPECT_EQ(hd::analysis::kl_divergence(a, b, s), inf);
+  // The other way round costs nothing in KL(A || B): A gives the token no mass.
+  EXPECT_TRUE(std::isfinite(hd::analysis::kl_divergence(b, a, s)));
+  // The scalar form for short distributions (a router's experts) agrees.
+  EXPECT_EQ(hd::analysis::kl_term(0.5, 0.0), inf);
+  EXPECT_EQ(hd::analysis::kl_term(0.0, 0.25), 0.25);
+  EXPECT_EQ(hd::analysis::kl_term(0.3, 0.3), 0.0);
+  EXPECT_GE(hd::analysis::kl_term(0.3, std::nextafter(0.3, 1.0)), 0.0);
+  EXPECT_NEAR(hd::analysis::kl_term(0.6, 0.2) + hd::analysis::kl_term(0.4, 0.8),
+              0.6 * std::log(3.0) + 0.4 * std::log(0.5), 1e-15);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "analysis/kl.h"
 
 #include <cmath>
+#include <limits>
 
 #include "analysis/kl_kernel.h"
 
@@ -53,13 +54,32 @@ TopK top_k(std::span<const float> logits, double lse) {
   return t;
 }
 
+// KL(row || b) with the row's probabilities p and log-sum-exp lse_a; b's exp terms go to e_b.
+// lse_b is b's log-sum-exp, the same number as log_sum_exp(b).
+static double kl_from(const double* p, std::span<const float> a, double lse_a,
+                      std::span<const float> b, std::vector<double>& e_b, double& lse_b) {
+  e_b.resize(b.size());
+  const double m = loops().max_of(b.data(), b.size());
+  const double s = loops().exp_sum_into(b.data(), b.size(), m, e_b.data());
+  lse_b = m + std::log(s);
+  const double kl =
+      loops().kl_terms(p, a.data(), lse_a, b.data(), lse_b, e_b.data(), 1.0 / s, a.size());
+  if (!std::isnan(kl)) return kl;
+  // A +inf term (A gives a token mass, B none: a -inf logit) turns the compensated sums' carry
+  // into NaN; the KL is then +inf, its true value.
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (p[i] > 0 && e_b[i] == 0 && b[i] == -std::numeric_limits<float>::infinity())
+      return std::numeric_limits<double>::infinity();
+  }
+  return kl;
+}
+
 // KL(A||B) = sum_i pA_i * (log pA_i - log pB_i), and both log-sum-exps on the way.
 static double kl_with_lse(std::span<const float> a, std::span<const float> b, ScoreScratch& scratch,
                           double& lse_a, double& lse_b) {
   scratch.p_a.resize(a.size());
   lse_a = softmax_into(a, scratch.p_a.data());
-  lse_b = log_sum_exp(b);
-  return loops().kl_terms(scratch.p_a.data(), a.data(), lse_a, b.data(), lse_b, a.size());
+  return kl_from(scratch.p_a.data(), a, lse_a, b, scratch.e_b, lse_b);
 }
 
 double kl_divergence(std::span<const float> a, std::span<const float> b, ScoreScratch& scratch) {
@@ -91,9 +111,25 @@ void KlReference::set(std::span<const float> logits, size_t vocab) {
 }
 
 double KlReference::kl_to(size_t row, std::span<const float> b) const {
+  // B's exp terms, one buffer per thread: kl_to is const and may be called from several.
+  thread_local std::vector<double> e_b;
   const size_t off = row * vocab_;
-  return loops().kl_terms(p_.data() + off, logits_.data() + off, lse_[row], b.data(),
-                          log_sum_exp(b), vocab_);
+  double lse_b = 0;
+  return kl_from(p_.data() + off, logits_.subspan(off, vocab_), lse_[row], b, e_b, lse_b);
+}
+
+double kl_term(double p, double q) {
+  if (p == 0) return q;
+  if (q == 0) return std::numeric_limits<double>::infinity();
+  const double d = std::log(p) - std::log(q);
+  if (std::abs(d) >= 0.25) return p * (d - 1.0) + q;
+  double g = 1.0 / 87178291200.0;  // the kernel's series, highest term first
+  for (const double c : {-1.0 / 6227020800.0, 1.0 / 479001600.0, -1.0 / 39916800.0,
+                         1.0 / 3628800.0, -1.0 / 362880.0, 1.0 / 40320.0, -1.0 / 5040.0,
+                         1.0 / 720.0, -1.0 / 120.0, 1.0 / 24.0, -1.0 / 6.0, 0.5}) {
+    g = g * d + c;
+  }
+  return (p * (d * d)) * g;
 }
 
 }  // namespace hd::analysis

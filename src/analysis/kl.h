@@ -25,6 +25,7 @@ struct PositionScore {
 // Scratch space reused across positions so scoring allocates nothing per call.
 struct ScoreScratch {
   std::vector<double> p_a;
+  std::vector<double> e_b;
 };
 
 // One arm's rows of logits with their probabilities and log-sum-exps, computed once: KL(row ||
@@ -43,6 +44,11 @@ class KlReference {
   std::vector<double> p_;
   std::vector<double> lse_;
 };
+
+// One term of a KL over probabilities p of A and q of B (a router's experts, any short
+// distribution): p log(p/q) - p + q, >= 0 as computed (the kernel's form, kl_kernel.h); summed
+// over a distribution's entries, KL(p || q). p = 0 gives q; q = 0 < p gives +inf.
+double kl_term(double p, double q);
 
 // log-sum-exp of x, computed as max + log(sum exp(x - max)).
 double log_sum_exp(std::span<const float> logits);

@@ -14,9 +14,11 @@ struct Kernel {
   // sum_i exp(x_i - max), x_i <= max; exp_sum_into also writes each term to out[0..n).
   double (*exp_sum)(const float* x, size_t n, double max);
   double (*exp_sum_into)(const float* x, size_t n, double max, double* out);
-  // sum_i p_i * ((a_i - lse_a) - (b_i - lse_b))
+  // KL(A || B) = sum_i p_i g(d_i), d_i = (a_i - lse_a) - (b_i - lse_b), g(d) = d - 1 + e^-d:
+  // every term >= 0 (kl_kernel_body.inc). e_b: B's exp terms (exp_sum_into), inv_sum_b: 1 over
+  // their sum, so that q_i = e_b[i] * inv_sum_b.
   double (*kl_terms)(const double* p, const float* a, double lse_a, const float* b, double lse_b,
-                     size_t n);
+                     const double* e_b, double inv_sum_b, size_t n);
 };
 
 // The widest copy this CPU runs, chosen once.

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "analysis/kl.h"
 #include "analysis/routing.h"
 
 namespace hd::analysis {
@@ -51,12 +52,9 @@ double router_kl(std::span<const float> a, std::span<const float> x) {
     sa += a[e];
     sx += x[e];
   }
-  double kl = 0;
-  for (size_t e = 0; e < a.size(); ++e) {
-    const double p = a[e] / sa, q = x[e] / sx;
-    if (p > 0) kl += p * std::log(p / q);  // q == 0 where p > 0: +inf, as it is
-  }
-  return std::max(kl, 0.0);  // rounding can leave -1e-17 for equal distributions
+  double kl = 0;  // a sum of terms >= 0: never below 0, +inf where q == 0 < p
+  for (size_t e = 0; e < a.size(); ++e) kl += kl_term(a[e] / sa, x[e] / sx);
+  return kl;
 }
 
 }  // namespace
