@@ -265,13 +265,21 @@ TEST(HeldOutOverlap, CountsLongRunsAcrossChunkBoundariesAndNothingShorter) {
   std::vector<int32_t> short_run = slice(300, 40);
   std::copy(text.begin() + 60, text.begin() + 70, short_run.begin() + 10);  // 10 tokens only
   const auto shared = run::held_out_overlap(calibration, {slice(1, 60), slice(220, 60), short_run});
-  ASSERT_EQ(shared.size(), 1u);
-  EXPECT_EQ(shared[0].chunk, 0);
-  EXPECT_DOUBLE_EQ(shared[0].share, 1.0);  // all 60 tokens, across the calibration's boundaries
+  ASSERT_EQ(shared.chunks.size(), 1u);
+  EXPECT_EQ(shared.chunks[0].chunk, 0);
+  EXPECT_DOUBLE_EQ(shared.chunks[0].share, 1.0);  // all 60 tokens, across the boundaries
+  EXPECT_DOUBLE_EQ(shared.share, 60.0 / 160.0);   // of every held-out token
   // Half a chunk shared: half its tokens.
   std::vector<int32_t> half = slice(320, 40);
   std::copy(text.begin() + 10, text.begin() + 30, half.begin());
   const auto h = run::held_out_overlap(calibration, {half});
-  ASSERT_EQ(h.size(), 1u);
-  EXPECT_DOUBLE_EQ(h[0].share, 0.5);
+  ASSERT_EQ(h.chunks.size(), 1u);
+  EXPECT_DOUBLE_EQ(h.chunks[0].share, 0.5);
+  // Chunks shorter than the run compare runs of half their length, at least 4.
+  EXPECT_EQ(run::overlap_run(256), run::kOverlapRun);
+  EXPECT_EQ(run::overlap_run(9), 4);
+  EXPECT_EQ(run::overlap_run(2), 4);
+  const auto small = run::held_out_overlap(calibration, {slice(41, 8), slice(360, 8)}, run::overlap_run(8));
+  ASSERT_EQ(small.chunks.size(), 1u);
+  EXPECT_DOUBLE_EQ(small.share, 0.5);
 }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -171,13 +172,14 @@ void OutputFile::commit() {
   committed_ = true;
 }
 
-Removed remove_stale_temporaries(const std::string& dir) {
+Removed remove_stale_temporaries(const std::string& dir, const std::vector<std::string>& names) {
   Removed removed;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     const size_t at = name.rfind(".part-");
     if (at == std::string::npos || !entry.is_regular_file(ec) || entry.is_symlink(ec)) continue;
+    if (std::find(names.begin(), names.end(), name.substr(0, at)) == names.end()) continue;
     // "<pid>-<n>", both decimal: the name OutputFile gives.
     const std::string tail = name.substr(at + 6);
     const size_t dash = tail.find('-');

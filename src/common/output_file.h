@@ -80,14 +80,16 @@ class OutputFile {
   bool committed_ = false;
 };
 
-// Removes the temporaries OutputFile left in `dir` when its process was killed (SIGKILL: no
-// destructor ran): regular files named "<name>.part-<pid>-<n>" whose pid is no live process on
-// this host. A live writer's are kept. Returns how many files and bytes were removed.
+// Removes the temporaries OutputFile left in `dir` for the outputs `names` when its process was
+// killed (SIGKILL: no destructor ran): regular files "<name>.part-<pid>-<n>" whose pid is no
+// live process on this host. A live writer's are kept; so is every other file. Call it holding
+// the lock that keeps other writers of those outputs away (on a shared file system a pid says
+// nothing about another host's processes). Returns how many files and bytes were removed.
 struct Removed {
   int files = 0;
   uintmax_t bytes = 0;
 };
-Removed remove_stale_temporaries(const std::string& dir);
+Removed remove_stale_temporaries(const std::string& dir, const std::vector<std::string>& names);
 
 // The whole of `content` as the file `path` (atomically, as OutputFile).
 void write_output_file(const std::string& path, std::string_view content,

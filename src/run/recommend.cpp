@@ -157,37 +157,45 @@ RunEnd run_groups(store::Experiment& e, const RecommendConfig& c, const RecipePl
   return run_chunk_loop(e, loop, progress);
 }
 
-// A held-out chunk that is half the calibration's own tokens or more proves nothing: refused.
-// Less (a shared phrase, a licence header) is said and recorded with its share.
-constexpr double kRefusedOverlap = 0.5;
+// Held out, in tokens: refused when a quarter of the held-out tokens or more are the
+// calibration's, or when half the held-out chunks or more are half the calibration's (the
+// calibration text re-wrapped, shifted by a space, or in another order). Less (a shared licence
+// header, a quoted phrase) is said and recorded with its share.
+constexpr double kRefusedShare = 0.25, kSharedChunk = 0.5;
 
-nlohmann::json held_out_overlap_record(const Loaded& l, const ProgressFn& progress) {
-  const auto shared = held_out_overlap(l.calibration_chunks, l.held_out_chunks);
-  if (!shared.empty() && shared.front().share >= kRefusedOverlap) {
+nlohmann::json held_out_overlap_record(const Loaded& l, int chunk, const ProgressFn& progress) {
+  const Overlap o =
+      held_out_overlap(l.calibration_chunks, l.held_out_chunks, overlap_run(chunk));
+  const auto mostly = std::count_if(o.chunks.begin(), o.chunks.end(),
+                                    [](const ChunkOverlap& c) { return c.share >= kSharedChunk; });
+  const size_t n = l.held_out_chunks.size();
+  if (o.share >= kRefusedShare || (n > 0 && 2 * static_cast<size_t>(mostly) >= n)) {
     throw InputError(fmt::format(
-        "held-out chunk {} shares {:.0f} % of its tokens with the calibration chunks (in runs of "
-        "{} tokens or more; {} of {} held-out chunks share some): the proof must be measured on "
-        "text the choice never saw",
-        shared.front().chunk, 100 * shared.front().share, kOverlapRun, shared.size(),
-        l.held_out_chunks.size()));
+        "the held-out text shares {:.0f} % of its tokens with the calibration chunks (in runs of "
+        "{} tokens or more; {} of {} held-out chunks are half shared or more, chunk {} {:.0f} "
+        "%): the proof must be measured on text the choice never saw",
+        100 * o.share, o.run, mostly, n, o.chunks.front().chunk, 100 * o.chunks.front().share));
   }
-  nlohmann::json record = {{"run_tokens", kOverlapRun}, {"chunks_sharing", shared.size()},
-                           {"max_share", shared.empty() ? 0.0 : shared.front().share}};
-  if (!shared.empty()) {
-    record["chunk"] = shared.front().chunk;
+  nlohmann::json record = {{"run_tokens", o.run}, {"share", o.share},
+                           {"chunks_sharing", o.chunks.size()},
+                           {"max_share", o.chunks.empty() ? 0.0 : o.chunks.front().share}};
+  if (!o.chunks.empty()) {
+    record["chunk"] = o.chunks.front().chunk;
     progress(fmt::format("note: {} of {} held-out chunks share runs of {}+ tokens with the "
-                         "calibration (at most {:.1f} % of a chunk's tokens, chunk {}): recorded",
-                         shared.size(), l.held_out_chunks.size(), kOverlapRun,
-                         100 * shared.front().share, shared.front().chunk));
+                         "calibration ({:.1f} % of the held-out tokens; at most {:.1f} % of "
+                         "chunk {}): recorded",
+                         o.chunks.size(), n, o.run, 100 * o.share, 100 * o.chunks.front().share,
+                         o.chunks.front().chunk));
   }
   return record;
 }
 
 // A run killed with SIGKILL left its variant (model-sized) and perhaps the recipe's model under
-// their temporary names: removed when a run starts or resumes in that folder (a live run's are
-// kept: their pid is alive).
+// their temporary names: removed when a run starts or resumes in that folder, once it holds the
+// report's lock (no other recommend writes there then), and only recommend's own files.
 void remove_killed_runs_files(const std::string& dir, const ProgressFn& progress) {
-  if (const Removed stale = remove_stale_temporaries(dir); stale.files > 0) {
+  static const std::vector<std::string> kOwn = {"variant.gguf", "model.gguf", "tensor-types.txt"};
+  if (const Removed stale = remove_stale_temporaries(dir, kOwn); stale.files > 0) {
     progress(fmt::format("removed {} temporary file{} ({:.1f} MB) a killed run left in {}",
                          stale.files, stale.files == 1 ? "" : "s",
                          static_cast<double>(stale.bytes) / 1e6, dir));
@@ -210,7 +218,6 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
     throw InputError("-o '" + out + "' is not a directory: recommend writes several files there");
   fs::create_directories(out, ec);
   if (ec) throw InputError("cannot make the directory '" + out + "': " + ec.message());
-  remove_killed_runs_files(out, progress);
   const std::vector<std::string> inputs = {c.model, c.calibration.path, c.held_out.path};
   store::Experiment::check_creatable(report_in(out), replace, inputs);
   for (const char* name : {"tensor-types.txt", "model.gguf"})
@@ -240,13 +247,17 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
                                    "these types: the smallest takes {} bytes",
                                    c.target_size, c.target_bytes, least));
   }
+  if (l.calibration.bytes == l.held_out.bytes)
+    throw InputError("the held-out text has the calibration text's bytes: the proof must be "
+                     "measured on text the choice never saw");
   nlohmann::json prov = run_provenance(l.calibration, l.calibration_chunks, command_line);
   nlohmann::json held = run_provenance(l.held_out, l.held_out_chunks, command_line)["text"];
   held["tokens"] = tokens_record(l.held_out_chunks);
-  held["overlap"] = held_out_overlap_record(l, progress);
+  held["overlap"] = held_out_overlap_record(l, c.chunk, progress);
   prov["held_out"] = held;
   prov["model_sha256"] = sha256_file(c.model);
   store::Experiment e = store::Experiment::create(report_in(out), replace, inputs);
+  remove_killed_runs_files(out, progress);
   store::set_kind(e, store::Kind::kRecommend);
   e.set_meta("config", to_json(c).dump());
   e.set_meta("provenance", prov.dump());
