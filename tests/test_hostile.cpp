@@ -17,7 +17,9 @@
 #include <thread>
 
 #include "engine/system.h"
+#include "errors.h"
 #include "run/overlap.h"
+#include "run/shard.h"
 #include "store/experiment.h"
 #include "test_support.h"
 
@@ -282,4 +284,25 @@ TEST(HeldOutOverlap, CountsLongRunsAcrossChunkBoundariesAndNothingShorter) {
   const auto small = run::held_out_overlap(calibration, {slice(41, 8), slice(360, 8)}, run::overlap_run(8));
   ASSERT_EQ(small.chunks.size(), 1u);
   EXPECT_DOUBLE_EQ(small.share, 0.5);
+}
+
+// slurm's resubmission reads every part: one still being written (its shard still runs) is
+// named as such, not resubmitted to be refused as busy, and not called damaged.
+TEST(Hostile, APartStillBeingWrittenIsNamedWhenTheRunIsResubmitted) {
+  HD_REQUIRE_SHARED();
+  const auto& parts = three_parts();
+  const std::string copy = test::temp_dir("hostile-busy") + "/part-1-of-3.hdy";
+  fs::copy_file(parts[1], copy);
+  EXPECT_FALSE(run::part_needs_work(copy, {1, 3}));  // complete and verified
+  EXPECT_TRUE(run::part_needs_work(copy + ".missing", {1, 3}));
+  EXPECT_THROW(run::part_needs_work(copy, {2, 3}), InputError);  // another shard's file
+  const auto writer = store::Experiment::open(copy, true);  // as a running shard holds it
+  try {
+    run::part_needs_work(copy, {1, 3});
+    ADD_FAILURE() << "a part being written was taken as done or to do";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is being written: shard 1/3 still runs"),
+              std::string::npos)
+        << e.what();
+  }
 }

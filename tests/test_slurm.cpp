@@ -318,6 +318,13 @@ TEST(SlurmScript, SchedulingIsNotPartOfTheRun) {
   run::SlurmPlan other = p;
   other.args.push_back("--components");
   EXPECT_NE(run::run_lines(run::shards_script(p)), run::run_lines(run::shards_script(other)));
+  // The CPUs a task gets set its default thread count: another run, whatever else stays.
+  run::SlurmPlan cpus = p;
+  cpus.shard_only = {"--cpus-per-task=4"};
+  EXPECT_NE(run::run_lines(run::shards_script(p)), run::run_lines(run::shards_script(cpus)));
+  // Only the header is scheduling: an #SBATCH text further down (in a quoted argument) is not.
+  EXPECT_NE(run::run_lines("#!/bin/bash\n#SBATCH -t 1\nexec x '\n#SBATCH a'\n"),
+            run::run_lines("#!/bin/bash\n#SBATCH -t 1\nexec x '\n#SBATCH b'\n"));
 }
 
 // On the real sbatch and slurmd: a working folder and an output whose names hold space, '#',

@@ -57,6 +57,11 @@ std::optional<Shard> stored_shard(const store::Experiment& e) {
 bool part_needs_work(const std::string& path, const Shard& shard) {
   std::error_code ec;
   if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return true;
+  if (store::Experiment::being_written(path)) {
+    throw InputError("'" + path + "' is being written: shard " + shard.name() +
+                     " still runs (squeue shows it); wait for it to end, or scancel it, and run "
+                     "this command again");
+  }
   const store::Experiment e = store::Experiment::open(path, false);
   const auto stored = stored_shard(e);
   if (!stored || stored->index != shard.index || stored->count != shard.count) {

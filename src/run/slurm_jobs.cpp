@@ -60,8 +60,10 @@ std::string slurm_file_pattern(const std::string& what, const std::string& path)
 std::string run_lines(const std::string& script) {
   std::istringstream in(script);
   std::string out;
+  bool header = true;  // sbatch reads #SBATCH lines only before the first command
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("#SBATCH", 0) != 0) out += line + "\n";
+    if (!line.empty() && line[0] != '#') header = false;
+    if (!header || line.rfind("#SBATCH", 0) != 0) out += line + "\n";
   }
   return out;
 }
@@ -81,7 +83,7 @@ static std::string header(const SlurmPlan& p, const std::string& name, const std
   require_one_line("the output path", p.out);
   std::string s = "#!/bin/bash\n";
   s += "# Written by heterodyne slurm for " + p.out + " (docs/cluster.md).\n";
-  s += line("the job's name", "--job-name=" + name);
+  s += line("the output's name (the jobs' name)", "--job-name=" + name);
   s += line("the working folder", "--chdir=" + p.workdir);
   s += line("the output path",
             "--output=" + slurm_file_pattern("the output path", parts_dir(p)) + "/logs/" + log);
@@ -103,6 +105,11 @@ std::string shards_script(const SlurmPlan& p) {
   s += "# Task K runs shard K of " + std::to_string(p.shards) +
        " (chunk c where c mod N = K). A part that exists is resumed:\n"
        "# resubmitting this script finishes what a killed or cancelled task left.\n";
+  // The CPUs a task gets set its default thread count (engine::default_threads): they are part
+  // of the run, not its scheduling, and this line makes them so for run_lines.
+  for (const auto& o : p.shard_only) {
+    if (o.rfind("--cpus-per-task=", 0) == 0) s += "# every task runs with " + o + "\n";
+  }
   s += "set -eu\n";
   s += fmt::format("part={}/part-$SLURM_ARRAY_TASK_ID-of-{}.hdy\n", shell_quote(parts_dir(p)),
                    p.shards);

@@ -31,8 +31,10 @@ std::string sbatch_word(const std::string& what, const std::string& value);
 // every replacement off (shard-%a.log would be one log for all), so it is refused.
 std::string slurm_file_pattern(const std::string& what, const std::string& path);
 
-// What makes the run: a script without its #SBATCH lines (scheduling: time, partition, gres,
-// the user's sbatch options, the array's range). Two scripts of one run have the same.
+// What makes the run: a script without the #SBATCH lines of its header (scheduling: time,
+// partition, gres, the user's sbatch options, the array's range). Two scripts of one run have
+// the same. --cpus-per-task is scheduling that changes the default thread count, so the
+// shards' script also says it in a comment of its body: another value is another run.
 std::string run_lines(const std::string& script);
 
 // "<out>.parts": the parts, the scripts and the logs.

@@ -87,6 +87,8 @@ static bool locked_by_another(const std::string& path) {
   return busy;
 }
 
+bool Experiment::being_written(const std::string& path) { return locked_by_another(path); }
+
 void Experiment::check_creatable(const std::string& path, bool replace,
                                  const std::vector<std::string>& inputs, bool resumable) {
   const std::string target =
@@ -206,12 +208,15 @@ Experiment Experiment::open(const std::string& path, bool writable) {
   if (writable) fd = take_lock(ec ? path : real);
   try {
     db = std::make_unique<Database>(path, writable, false);
+    LengthLimit bound(db->handle(), kMaxMetaBytes);
     Statement q(db->handle(), "SELECT value FROM meta WHERE key = 'format'");
     if (!q.step() || q.text(0) != "heterodyne-experiment") throw InputError("");
-  } catch (const RuntimeError&) {
+  } catch (const FileBusy&) {
     if (fd >= 0) ::close(fd);
-    if (!db) throw;  // could not be opened at all, for a reason that is not the file's
-    throw InputError("'" + path + "' is not a heterodyne experiment file (or it is damaged)");
+    throw;
+  } catch (const OutOfDescriptors&) {
+    if (fd >= 0) ::close(fd);
+    throw;
   } catch (const std::exception&) {
     if (fd >= 0) ::close(fd);
     throw InputError("'" + path + "' is not a heterodyne experiment file (or it is damaged)");

@@ -44,6 +44,8 @@ class Experiment {
   // What create() would refuse, checked before any work is done. Throws InputError.
   static void check_creatable(const std::string& path, bool replace,
                               const std::vector<std::string>& inputs, bool resumable = true);
+  // Whether another process holds the writer's lock on the file at `path` (a run writes it).
+  static bool being_written(const std::string& path);
   // An existing file; `writable` takes the writer's lock (refused while another holds it).
   static Experiment open(const std::string& path, bool writable);
 

@@ -15,7 +15,7 @@ static std::string descriptor_limit(int os_error) {
 static void check(sqlite3* db, int rc, std::string_view what) {
   if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
   if ((rc & 0xff) == SQLITE_CANTOPEN && db && out_of_descriptors(sqlite3_system_errno(db)))
-    throw RuntimeError(std::string(what) + ": " + descriptor_limit(sqlite3_system_errno(db)));
+    throw OutOfDescriptors(std::string(what) + ": " + descriptor_limit(sqlite3_system_errno(db)));
   std::string msg = std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
   if ((rc & 0xff) == SQLITE_FULL) msg = std::string(what) + ": the disk is full";
   if ((rc & 0xff) == SQLITE_IOERR) {  // EFBIG, ENOSPC on the journal, a failing disk
@@ -26,8 +26,8 @@ static void check(sqlite3* db, int rc, std::string_view what) {
     throw ValueTooLarge(std::string(what) + ": a stored value is larger than this reader takes (" +
                         (db ? std::to_string(sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)) : std::string("?")) + " bytes)");
   }
-  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
-    msg = std::string(what) + ": the file is locked by another process";
+  if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+    throw FileBusy(std::string(what) + ": the file is locked by another process");
   throw RuntimeError(msg);
 }
 
@@ -106,7 +106,8 @@ Database::Database(const std::string& path, bool writable, bool create) {
     sqlite3_close(db_);
     db_ = nullptr;
     if (out_of_descriptors(os_error)) {
-      throw RuntimeError("cannot open experiment file '" + path + "': " + descriptor_limit(os_error));
+      throw OutOfDescriptors("cannot open experiment file '" + path + "': " +
+                             descriptor_limit(os_error));
     }
     throw InputError("cannot open experiment file '" + path + "': " + why);
   }

@@ -12,6 +12,15 @@
 
 namespace hd::store {
 
+// Failures that are this process's or another's state, not the file's: never read as "the file
+// is damaged". Another process holds the lock longer than a reader waits; no descriptor is left.
+struct FileBusy : RuntimeError {
+  using RuntimeError::RuntimeError;
+};
+struct OutOfDescriptors : RuntimeError {
+  using RuntimeError::RuntimeError;
+};
+
 // A stored value longer than a reader's bound (LengthLimit): the file is damaged or hostile.
 struct ValueTooLarge : InputError {
   using InputError::InputError;
