@@ -87,6 +87,13 @@ TEST(Hostile, AStoredValueLargerThanTheBoundIsRefusedByEveryReaderAlike) {
   const std::string piece = edited_copy(
       "piece", "UPDATE vocab SET text = hex(zeroblob(1000000)) WHERE token_id = (SELECT min(token_id) FROM vocab)");
   test::expect_refusal(test::run_cli({"show", piece}), 2, "a token's stored text is larger", "vocab");
+  // Any other stored text: every reader stops at the bound, before the value is in memory.
+  const std::string cell = edited_copy(
+      "cell", "UPDATE positions SET top5_a = hex(zeroblob(20000000)) WHERE pos = 3");
+  for (const auto& args : readers(cell)) {
+    test::expect_refusal(test::run_cli(args), 2, "a stored value is larger than the 32 MiB a "
+                         "reader takes from one field", args[0] + " " + args.back());
+  }
 }
 
 // show warned that the integrity check failed; export wrote the forged rows with nothing on

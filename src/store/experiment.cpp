@@ -208,7 +208,7 @@ Experiment Experiment::open(const std::string& path, bool writable) {
   if (writable) fd = take_lock(ec ? path : real);
   try {
     db = std::make_unique<Database>(path, writable, false);
-    LengthLimit bound(db->handle(), kMaxMetaBytes);
+    LengthLimit bound(db->handle(), kMaxFieldBytes);
     Statement q(db->handle(), "SELECT value FROM meta WHERE key = 'format'");
     if (!q.step() || q.text(0) != "heterodyne-experiment") throw InputError("");
   } catch (const FileBusy&) {
@@ -222,6 +222,8 @@ Experiment Experiment::open(const std::string& path, bool writable) {
     throw InputError("'" + path + "' is not a heterodyne experiment file (or it is damaged)");
   }
   Experiment e(path, std::move(db), fd);
+  // A reader loads no value above the bound, from any table; residual reads raise it.
+  if (!writable) sqlite3_limit(e.db_->handle(), SQLITE_LIMIT_LENGTH, kMaxFieldBytes);
   e.check_meta_sizes();
   const auto version = e.meta("schema_version");
   if (!version)
@@ -245,7 +247,7 @@ Experiment Experiment::open(const std::string& path, bool writable) {
 
 void Experiment::check_meta_sizes() const {
   try {
-    LengthLimit bound(db_->handle(), kMaxMetaBytes);
+    LengthLimit bound(db_->handle(), kMaxFieldBytes);
     Statement q(db_->handle(), "SELECT key, value FROM meta");
     while (q.step()) {
     }
@@ -263,16 +265,16 @@ void Experiment::check_meta_sizes() const {
     throw InputError(fmt::format("'{}' is damaged or not heterodyne's: its stored meta '{}' is "
                                  "larger than the {} MiB a reader takes from one field",
                                  path_, key.size() > 60 ? key.substr(0, 60) + "…" : key,
-                                 kMaxMetaBytes >> 20));
+                                 kMaxFieldBytes >> 20));
   }
 }
 
 void Experiment::set_meta(const std::string& key, const std::string& value) {
-  if (value.size() > static_cast<size_t>(kMaxMetaBytes)) {
+  if (value.size() > static_cast<size_t>(kMaxFieldBytes)) {
     throw RuntimeError(fmt::format("'{}': its {} would be {:.1f} MiB, more than the {} MiB a "
                                    "reader takes from one stored field (merge fewer, larger "
                                    "parts?)",
-                                   path_, key, static_cast<double>(value.size()) / 1048576.0, kMaxMetaBytes >> 20));
+                                   path_, key, static_cast<double>(value.size()) / 1048576.0, kMaxFieldBytes >> 20));
   }
   Statement(db_->handle(), "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)")
       .bind(1, key)
@@ -281,7 +283,7 @@ void Experiment::set_meta(const std::string& key, const std::string& value) {
 }
 
 std::optional<std::string> Experiment::meta(const std::string& key) const {
-  LengthLimit bound(db_->handle(), kMaxMetaBytes);
+  LengthLimit bound(db_->handle(), kMaxFieldBytes);
   Statement q(db_->handle(), "SELECT value FROM meta WHERE key = ?");
   q.bind(1, key);
   if (!q.step()) return std::nullopt;
@@ -289,7 +291,7 @@ std::optional<std::string> Experiment::meta(const std::string& key) const {
 }
 
 std::map<std::string, std::string> Experiment::all_meta() const {
-  LengthLimit bound(db_->handle(), kMaxMetaBytes);
+  LengthLimit bound(db_->handle(), kMaxFieldBytes);
   std::map<std::string, std::string> out;
   Statement q(db_->handle(), "SELECT key, value FROM meta");
   while (q.step()) out[q.text(0)] = q.text(1);

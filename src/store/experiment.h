@@ -21,14 +21,18 @@ inline constexpr const char* kIntegrityMismatch = "MISMATCH";
 // The line show, export and report print on stderr for a file whose verdict is MISMATCH (the
 // pages lead with the same words).
 std::string integrity_warning(const std::string& path);
-// The most any reader loads from one stored meta value (provenance, config, a kind's result),
-// and what a writer may store there: a merge of thousands of parts stays far below it, and a
-// tampered file's 200 MB string is refused when the file is opened, the same way by every
-// reader (show, export, report, verify, merge, serve), before it is read into memory.
-inline constexpr int kMaxMetaBytes = 32 << 20;
+// The most any reader loads from one stored value (a meta value: provenance, config, a kind's
+// result; a TEXT cell of any table), and what a writer may store in meta: a merge of tens of
+// thousands of parts stays below it, and a tampered file's 200 MB string is refused, the same
+// way by every reader (show, export, report, verify, merge, serve), before it is read into
+// memory. Residual blobs alone may be larger (kMaxResidualBytes).
+inline constexpr int kMaxFieldBytes = 32 << 20;
 // The most a reader loads from one token's text (vocab): llama.cpp's longest pieces are tens of
 // bytes; a GGUF may hold longer ones, none near this.
 inline constexpr int kMaxPieceBytes = 1 << 20;
+// A residual blob holds n_tokens × n_embd floats: 1e9 bytes (SQLite's own largest value) is a
+// 4096-token chunk of a model of width 61,000.
+inline constexpr int kMaxResidualBytes = 1000000000;
 
 class Experiment {
  public:
@@ -63,7 +67,7 @@ class Experiment {
   std::map<std::string, std::string> all_meta() const;
   // The value, or InputError naming the file when a run was stopped before storing it.
   std::string required_meta(const std::string& key) const;
-  // InputError naming the key when a stored meta value is larger than kMaxMetaBytes (open()
+  // InputError naming the key when a stored meta value is larger than kMaxFieldBytes (open()
   // calls it: every reader refuses such a file alike, before anything is loaded).
   void check_meta_sizes() const;
   // The run's configuration (meta "config"), or InputError "'<f>' holds no run: ..." for a file

@@ -110,6 +110,8 @@ std::string Experiment::integrity_hash(bool whole) const {
                       (!whole && name == "chunks" ? "chunk, n_tokens" : "*") + " FROM " + table.name;
     if (std::string_view(table.name) == "meta") sql += " WHERE key != 'integrity_sha256'";
     sql += std::string(" ORDER BY ") + table.order;
+    const LengthLimit bound(db_->handle(),
+                            name == "residuals" ? kMaxResidualBytes : kMaxFieldBytes);
     Statement q(db_->handle(), sql);
     while (q.step()) {
       for (int col = 0; col < q.columns(); ++col) {
@@ -172,6 +174,7 @@ static std::vector<Row> chunk_rows(Database& db, const Experiment& e, int chunk,
     const std::string table = p.table ? p.table : p.own_table;
     std::string order;
     for (const auto& k : p.key) order += (order.empty() ? "" : ", ") + k;
+    const LengthLimit bound(db.handle(), table == "residuals" ? kMaxResidualBytes : kMaxFieldBytes);
     Statement q(db.handle(),
                 fmt::format("SELECT * FROM {} WHERE chunk = ? ORDER BY {}", table, order));
     q.bind(1, int64_t{chunk});

@@ -284,6 +284,7 @@ ChunkResult Experiment::read_chunk(int chunk) const {
         throw damaged(path_, chunk, fmt::format("has no transplant rows at step {}", k + 1));
     }
   }
+  const LengthLimit bound(db_->handle(), kMaxResidualBytes);
   Statement res(
       db_->handle(),
       "SELECT arm, layer, width, data, n_tokens FROM residuals WHERE chunk = ? ORDER BY arm, layer");

@@ -23,8 +23,10 @@ static void check(sqlite3* db, int rc, std::string_view what) {
           (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)) + "; is it full or over a size limit?)";
   }
   if ((rc & 0xff) == SQLITE_TOOBIG) {
-    throw ValueTooLarge(std::string(what) + ": a stored value is larger than this reader takes (" +
-                        (db ? std::to_string(sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)) : std::string("?")) + " bytes)");
+    throw ValueTooLarge(std::string(what) + ": a stored value is larger than the " +
+                        (db ? std::to_string(sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1) >> 20)
+                            : std::string("?")) +
+                        " MiB a reader takes from one field: the file is damaged or not heterodyne's");
   }
   if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
     throw FileBusy(std::string(what) + ": the file is locked by another process");
