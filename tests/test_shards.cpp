@@ -91,7 +91,10 @@ TEST(Shards, MergedPartsAreTheSingleProcessRunBitwise) {
   for (int k = 0; k < 3; ++k) {
     EXPECT_EQ(prov["parts"][k]["shard"]["index"], k);
     EXPECT_FALSE(prov["parts"][k]["placement"]["host"].get<std::string>().empty());
+    // The run's machine once, at the top: a part's record names it only where it differs.
+    EXPECT_FALSE(prov["parts"][k].contains("machine")) << prov["parts"][k].dump();
   }
+  EXPECT_TRUE(prov["machine"].is_object());
   EXPECT_EQ(prov["merged"]["allow_mixed_hosts"], false);
   const auto v = test::run_cli({"verify", merged});
   EXPECT_EQ(v.exit_code, 0) << v.err;

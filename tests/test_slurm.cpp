@@ -253,6 +253,7 @@ TEST(Slurm, BadRequestsAreRefusedBeforeAnythingIsSubmitted) {
   const auto args = slurm_args();
   test::expect_refused(with(args, {"-o", out}), "slurm needs --shards N");
   test::expect_refused(with(args, {"--shards", "0", "-o", out}), "from 1 to 100000");
+  test::expect_refused(with(args, {"--shards", "20001", "-o", out}), "--shards 20001: at most 20000");
   test::expect_refused(with(args, {"--shards", "2"}), "slurm needs -o");
   test::expect_refused(with(args, {"--shards", "2", "--shard", "0/2", "-o", out}),
                        "heterodyne slurm sets it");

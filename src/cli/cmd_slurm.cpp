@@ -18,6 +18,7 @@
 #include "errors.h"
 #include "run/shard.h"
 #include "run/slurm_jobs.h"
+#include "store/experiment.h"
 
 extern char** environ;
 
@@ -315,7 +316,12 @@ void add_slurm(CLI::App& app, Context& /*ctx*/) {
       throw InputError("--shards '" + *shards + "': a whole number from 1 to 100000");
     }
     o->shards = std::stoi(*shards);
-    if (o->shards > 100000) throw InputError("--shards: at most 100000");
+    if (o->shards > run::kMaxSlurmShards) {
+      throw InputError(fmt::format(
+          "--shards {}: at most {}, because the merged file keeps a record of every part (about "
+          "1 KB each) and a reader takes at most {} MiB from one stored field",
+          o->shards, run::kMaxSlurmShards, store::kMaxFieldBytes >> 20));
+    }
     if (o->out.empty()) throw InputError("slurm needs -o FILE.hdy, the merged experiment");
     const run::SlurmPlan p = plan_of(*o, command, args);
     check_command(command, args, run::part_path(p, 0), p.shards);

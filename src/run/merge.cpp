@@ -22,16 +22,25 @@ using nlohmann::json;
 
 namespace {
 
-// What merge keeps of a part between checking it and copying its rows. The file is closed in
-// between: a merge of thousands of parts holds one part open at a time, never the descriptor
-// limit's worth.
+// What merge keeps of a part between checking it and copying its rows: its record for the
+// merged provenance and its chunks' hashes, not its meta. The file is closed in between, so a
+// merge of thousands of parts holds one part open at a time, never the descriptor limit's
+// worth, and its memory grows by a record per part, not by each part's configuration.
 struct Part {
   std::string path;
   Shard shard;
-  json provenance;
   store::Kind kind;
-  std::map<std::string, std::string> meta;  // every meta value, chunk hashes included
-  std::vector<int> chunks;                  // the chunks it holds
+  std::vector<int> chunks;                         // the chunks it holds
+  std::map<std::string, std::string> chunk_hashes;  // their meta "chunk_sha256/N" values
+  std::string integrity;                           // meta "integrity_sha256"
+  json record;                                     // its entry in the merged provenance's parts
+};
+
+// A part as read, before its meta is let go: what the first one read is held to.
+struct ReadPart {
+  Part part;
+  std::map<std::string, std::string> run_meta;  // the meta every part of the run shares
+  json provenance;
 };
 
 // The meta key of a stored chunk's hash: a diff's, a sweep's.
@@ -65,9 +74,9 @@ std::vector<int> stored_chunks(const store::Experiment& e, store::Kind kind,
   return out;
 }
 
-std::map<std::string, std::string> run_meta(const Part& p) {
+std::map<std::string, std::string> run_meta_of(const std::map<std::string, std::string>& meta) {
   std::map<std::string, std::string> out;
-  for (const auto& [key, value] : p.meta) {
+  for (const auto& [key, value] : meta) {
     if (!own_meta(key)) out[key] = value;
   }
   return out;
@@ -141,7 +150,7 @@ std::pair<json, json> run_and_host(const json& p) {
   return {run, host};
 }
 
-Part read_part(const std::string& path) {
+ReadPart read_part(const std::string& path) {
   store::Experiment e = store::Experiment::open(path, false);
   const store::Kind kind = store::kind_of(e);
   if (kind != store::Kind::kDiff && kind != store::Kind::kSweep) {
@@ -153,7 +162,9 @@ Part read_part(const std::string& path) {
     throw InputError("'" + path + "' is not a part of a sharded run (heterodyne diff --shard K/N "
                      "writes one)");
   }
-  json prov = json::parse(e.required_meta("provenance"));
+  json prov = json::parse(e.required_meta("provenance"), nullptr, false);
+  if (!prov.is_object())
+    throw InputError("'" + path + "' is damaged: its stored provenance is not a JSON object");
   if (!e.sealed()) {
     throw InputError(fmt::format("'{}' (shard {}) is not complete: finish it with heterodyne {} "
                                  "--resume {}",
@@ -163,20 +174,24 @@ Part read_part(const std::string& path) {
     throw InputError("'" + path + "' was changed after it was sealed (its rows no longer hash as "
                      "recorded)");
   }
-  auto meta = e.all_meta();
-  auto chunks = stored_chunks(e, kind, meta);
-  return {path, *shard, std::move(prov), kind, std::move(meta), std::move(chunks)};
+  const auto meta = e.all_meta();
+  ReadPart r;
+  r.part = {path, *shard, kind, stored_chunks(e, kind, meta), {}, meta.at("integrity_sha256"), {}};
+  for (const auto& [key, value] : meta) {
+    if (chunk_hash_key(key)) r.part.chunk_hashes[key] = value;
+  }
+  r.run_meta = run_meta_of(meta);
+  r.provenance = std::move(prov);
+  return r;
 }
 
 // One kind of part: a sweep's rows cannot join a diff's.
-void require_one_kind(const std::list<Part>& parts) {
-  for (const Part& p : parts) {
-    if (p.kind != parts.front().kind) {
-      throw InputError("'" + parts.front().path + "' is a " +
-                       std::string(store::kind_info(parts.front().kind).name) + " part and '" +
-                       p.path + "' a " + std::string(store::kind_info(p.kind).name) +
-                       " part: parts of two kinds are not one run");
-    }
+void require_same_kind(const ReadPart& ref, const Part& p) {
+  if (p.kind != ref.part.kind) {
+    throw InputError("'" + ref.part.path + "' is a " +
+                     std::string(store::kind_info(ref.part.kind).name) + " part and '" + p.path +
+                     "' a " + std::string(store::kind_info(p.kind).name) +
+                     " part: parts of two kinds are not one run");
   }
 }
 
@@ -208,8 +223,9 @@ void require_every_shard(const std::list<Part>& parts) {
 }
 
 // `p` fits `ref`: one run, made alike. Returns how its host differs ("" when it does not).
-std::string require_fits(const Part& ref, const Part& p, bool allow_mixed_hosts) {
-  const auto a = run_meta(ref), b = run_meta(p);
+std::string require_fits(const ReadPart& ref_read, const ReadPart& p_read, bool allow_mixed_hosts) {
+  const Part &ref = ref_read.part, &p = p_read.part;
+  const auto &a = ref_read.run_meta, &b = p_read.run_meta;
   for (const auto& [key, value] : a) {
     if (!b.count(key) || b.at(key) != value) {
       std::string d = key;
@@ -222,8 +238,8 @@ std::string require_fits(const Part& ref, const Part& p, bool allow_mixed_hosts)
   if (b.size() != a.size()) {
     throw InputError("'" + p.path + "' holds meta that '" + ref.path + "' does not");
   }
-  const auto [run_a, host_a] = run_and_host(ref.provenance);
-  const auto [run_b, host_b] = run_and_host(p.provenance);
+  const auto [run_a, host_a] = run_and_host(ref_read.provenance);
+  const auto [run_b, host_b] = run_and_host(p_read.provenance);
   if (auto d = first_difference(run_a, run_b, ""); !d.empty()) {
     throw InputError("'" + p.path + "' was not made as '" + ref.path + "' was (" + d + ")");
   }
@@ -255,28 +271,35 @@ void require_own_chunks(const Part& p, int n_chunks) {
   }
 }
 
-json part_record(const Part& p) {
-  json r = {{"path", p.path},
-            {"shard", {{"index", p.shard.index}, {"count", p.shard.count}}},
-            {"chunks", p.chunks.size()},
-            {"integrity_sha256", p.meta.count("integrity_sha256") ? p.meta.at("integrity_sha256") : ""}};
+// Its entry in the merged provenance's "parts". Its machine is left out where it is the run's
+// (the first part's, the merged provenance's own "machine"): a record is then about 1 KB, and
+// the provenance of 20,000 parts stays under the bound a reader takes (store::kMaxFieldBytes).
+json part_record(const ReadPart& r, const json& run_machine) {
+  const Part& p = r.part;
+  json rec = {{"path", p.path},
+              {"shard", {{"index", p.shard.index}, {"count", p.shard.count}}},
+              {"chunks", p.chunks.size()},
+              {"integrity_sha256", p.integrity}};
   for (const char* key : {"placement", "machine", "started_at", "finished_at", "resumed",
                           "command_line", "prefix_reuse"}) {
-    if (p.provenance.contains(key)) r[key] = p.provenance[key];
+    if (!r.provenance.contains(key)) continue;
+    if (std::string_view(key) == "machine" && r.provenance[key] == run_machine) continue;
+    rec[key] = r.provenance[key];
   }
-  return r;
+  return rec;
 }
 
-json merged_provenance(const std::list<Part>& parts, const MergeRequest& rq,
+json merged_provenance(const ReadPart& ref, const std::list<Part>& parts, const MergeRequest& rq,
                        const std::vector<std::string>& mixed) {
-  json p = parts.front().provenance;
+  json p = ref.provenance;
   for (const char* key : {"shard", "placement", "resumed"}) p.erase(key);
-  std::string started = p.value("started_at", ""), finished = p.value("finished_at", "");
+  std::string started, finished;
   p["parts"] = json::array();
   for (const Part& part : parts) {
-    started = std::min(started, part.provenance.value("started_at", started));
-    finished = std::max(finished, part.provenance.value("finished_at", finished));
-    p["parts"].push_back(part_record(part));
+    const std::string s = part.record.value("started_at", ""), f = part.record.value("finished_at", "");
+    if (!s.empty() && (started.empty() || s < started)) started = s;
+    finished = std::max(finished, f);
+    p["parts"].push_back(part.record);
   }
   p["started_at"] = started;
   p["finished_at"] = finished;
@@ -293,37 +316,47 @@ json merged_provenance(const std::list<Part>& parts, const MergeRequest& rq,
 MergeResult merge_parts(const MergeRequest& rq, const ProgressFn& progress) {
   if (rq.parts.empty()) throw InputError("merge needs the parts to merge");
   store::Experiment::check_creatable(rq.out, rq.replace, rq.parts, false);
+  // The first part read is the one the others are held to; each is checked as it is read,
+  // and only its record and chunk hashes are kept.
+  std::optional<ReadPart> ref;
   std::list<Part> parts;
+  MergeResult result;
   for (const auto& path : rq.parts) {
     stop_if_asked(rq.out);
-    parts.push_back(read_part(path));
+    ReadPart r = read_part(path);
+    if (!ref) ref = r;
+    require_same_kind(*ref, r.part);
+    if (auto d = require_fits(*ref, r, rq.allow_mixed_hosts); !d.empty()) {
+      result.mixed.push_back("'" + path + "': " + d);
+    }
+    r.part.record = part_record(r, ref->provenance.value("machine", json()));
+    parts.push_back(std::move(r.part));
   }
-  require_one_kind(parts);
   require_every_shard(parts);
   parts.sort([](const Part& x, const Part& y) { return x.shard.index < y.shard.index; });
-  MergeResult result;
-  const int n_chunks = parts.front().provenance.at("tokens").at("n_chunks").get<int>();
-  for (const Part& p : parts) {
-    if (auto d = require_fits(parts.front(), p, rq.allow_mixed_hosts); !d.empty()) {
-      result.mixed.push_back("'" + p.path + "': " + d);
-    }
-    require_own_chunks(p, n_chunks);
+  const int n_chunks = ref->provenance.at("tokens").at("n_chunks").get<int>();
+  for (const Part& p : parts) require_own_chunks(p, n_chunks);
+  const std::string provenance = merged_provenance(*ref, parts, rq, result.mixed).dump();
+  if (provenance.size() > static_cast<size_t>(store::kMaxFieldBytes)) {
+    throw InputError(fmt::format(
+        "the merged provenance of {} parts would be {:.1f} MiB, more than the {} MiB a reader "
+        "takes from one field: merge fewer, larger shards",
+        parts.size(), static_cast<double>(provenance.size()) / 1048576.0,
+        store::kMaxFieldBytes >> 20));
   }
   stop_if_asked(rq.out);
   // Destroyed unpublished (a stop, a failure), the output's part is removed.
   store::Experiment out = store::Experiment::create(rq.out, rq.replace, rq.parts, false);
-  for (const auto& [key, value] : run_meta(parts.front())) out.set_meta(key, value);
-  out.set_meta("provenance", merged_provenance(parts, rq, result.mixed).dump());
+  for (const auto& [key, value] : ref->run_meta) out.set_meta(key, value);
+  out.set_meta("provenance", provenance);
   for (const Part& p : parts) {
     stop_if_asked(rq.out);
     const store::Experiment e = store::Experiment::open(p.path, false);
-    if (e.meta("integrity_sha256") != p.meta.at("integrity_sha256")) {
+    if (e.meta("integrity_sha256") != p.integrity) {
       throw RuntimeError("'" + p.path + "' was replaced while merge ran; '" + rq.out +
                          "' not written");
     }
-    for (const auto& [key, value] : p.meta) {
-      if (chunk_hash_key(key)) out.set_meta(key, value);
-    }
+    for (const auto& [key, value] : p.chunk_hashes) out.set_meta(key, value);
     out.append_rows(e);
     progress(fmt::format("part {} ({}): {} chunks", p.shard.name(), p.path, p.chunks.size()));
   }
@@ -331,7 +364,7 @@ MergeResult merge_parts(const MergeRequest& rq, const ProgressFn& progress) {
   // Every chunk's rows hash in the merged file as they did in their part: nothing was lost or
   // changed on the way.
   std::optional<std::string> altered;
-  if (parts.front().kind == store::Kind::kDiff) {
+  if (ref->part.kind == store::Kind::kDiff) {
     altered = out.altered_chunks();
   } else {
     for (int c = 0; c < n_chunks && !altered; ++c) altered = out.sweep_chunk_altered(c);

@@ -8,6 +8,10 @@
 
 namespace hd::run {
 
+// The most shards `heterodyne slurm` submits: their merge keeps a record of each part in its
+// provenance, which must stay under what a reader takes from one field (store::kMaxFieldBytes).
+inline constexpr int kMaxSlurmShards = 20000;
+
 struct SlurmPlan {
   std::string heterodyne;             // this binary, absolute: the nodes run the same build
   std::string command;                // "diff"
