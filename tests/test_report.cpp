@@ -234,3 +234,13 @@ TEST(Report, EmbeddedDataHoldsNoMarkupWhateverItsStringsHold) {
   EXPECT_EQ(count("</script>"), 2u);
   EXPECT_EQ(count("<!--"), 0u);
 }
+
+// The page's own script stands in a <script> unescaped: it must hold none of what ends or nests
+// one, in any case (the HTML parser matches "</ScRiPt" too).
+TEST(Report, ThePagesOwnScriptHoldsNoMarkupThatWouldEndIt) {
+  EXPECT_EQ(report::script_markup(report::app_js()), std::nullopt);
+  EXPECT_EQ(report::script_markup("x = '</ScRiPt>'"), "</script");
+  EXPECT_EQ(report::script_markup("// <!-- old"), "<!--");
+  EXPECT_EQ(report::script_markup("s = '<sCript'"), "<script");
+  EXPECT_EQ(report::script_markup("a < b && c > d"), std::nullopt);
+}

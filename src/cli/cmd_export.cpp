@@ -49,7 +49,6 @@ void add_export(CLI::App& app, Context& ctx) {
     const OutputPolicy policy{o->force, {o->file}};
     if (!is_stdout(o->out)) check_output_path(o->out, policy);
     const report::Loaded l = report::load_experiment(o->file);
-    if (l.integrity == store::kIntegrityMismatch) progress_line(store::integrity_warning(o->file));
     if (is_stdout(o->out)) {
       report::export_table(std::cout, l, table, o->format);
     } else {
@@ -58,6 +57,8 @@ void add_export(CLI::App& app, Context& ctx) {
       report::export_table(rows, l, table, o->format);
       write_output_file(o->out, rows.view(), policy);
     }
+    // Once nothing can fail: an error is then the one line on stderr.
+    if (l.integrity == store::kIntegrityMismatch) progress_line(store::integrity_warning(o->file));
     ctx.exit_code = 0;
   });
 }

@@ -1,5 +1,7 @@
 #include "report/html.h"
 
+#include <cctype>
+#include <optional>
 #include <stdexcept>
 
 #include "web_assets.h"
@@ -31,6 +33,15 @@ std::string script_data_json(const nlohmann::json& value) {
   return out;
 }
 
+std::optional<std::string> script_markup(std::string_view js) {
+  std::string lower(js);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* bad : {"</script", "<!--", "<script"}) {
+    if (lower.find(bad) != std::string::npos) return bad;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // The HTML parser ends a <script> at "</script" and, after "<!--", treats "<script" as the
@@ -39,11 +50,9 @@ namespace {
 std::string_view checked_app_js() {
   static const std::string_view js = [] {
     const std::string_view s = web::kAppJs;
-    for (const char* bad : {"</script", "</SCRIPT", "<!--", "<script", "<SCRIPT"}) {
-      if (s.find(bad) != std::string_view::npos) {
-        throw std::logic_error(std::string("the bundled web UI holds '") + bad +
-                               "', which would end or nest its <script>: write it escaped");
-      }
+    if (const auto bad = script_markup(s)) {
+      throw std::logic_error("the bundled web UI holds '" + *bad +
+                             "', which would end or nest its <script>: write it escaped");
     }
     return s;
   }();

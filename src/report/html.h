@@ -2,6 +2,7 @@
 // self-contained HTML report made from them.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,10 @@ std::string_view app_css();
 // '<', '>' and '&' (and U+2028/U+2029) written as \uXXXX escapes, so no "</script>", "<!--" or
 // "<script" can reach the HTML parser. JSON.parse and a JavaScript parser read the same value.
 std::string script_data_json(const nlohmann::json& value);
+
+// What in `js` would end or nest a <script> element if it stood in one ("</script", "<!--",
+// "<script", in any case, as the HTML parser matches them), or nullopt.
+std::optional<std::string> script_markup(std::string_view js);
 
 // One HTML file: the page's script and style inline, the result JSON as data. No network.
 std::string standalone_html(const nlohmann::json& result);

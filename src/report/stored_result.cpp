@@ -12,8 +12,10 @@ nlohmann::json stored_object(const store::Experiment& e, const std::string& key,
   if (j.is_discarded())
     throw InputError("'" + e.path() + "' is damaged: its stored " + key + " is not valid JSON");
   if (!j.is_object()) {
-    throw InputError("'" + e.path() + "' is damaged: its stored " + key + " is " +
-                     std::string(j.type_name()) + ", not a JSON object");
+    const std::string type = j.type_name();
+    const std::string what = type == "null" ? "null" : (type == "array" ? "an " : "a ") + type;
+    throw InputError("'" + e.path() + "' is damaged: its stored " + key + " is " + what +
+                     ", not a JSON object");
   }
   return j;
 }

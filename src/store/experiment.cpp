@@ -156,8 +156,8 @@ Experiment Experiment::create(const std::string& path, bool replace,
   if (::lstat(target.c_str(), &st) == 0) {
     // It appeared after the check: only --force replaces it.
     if (!replace) {
-      throw InputError("'" + path +
-                       "' already exists: use --resume to finish it, or --force to replace it");
+      throw InputError("'" + path + "' already exists: " +
+                       experiment_policy(replace, inputs, resumable).exists_advice);
     }
     e.replaced_lock_fd_ = take_lock(target);
     roll_back_a_crashed_transaction(target);

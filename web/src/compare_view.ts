@@ -131,7 +131,7 @@ export function renderCompare(root: HTMLElement, results: NamedResult[]): () => 
     h(
       "div",
       { class: "result compare" },
-      ...rows.map((r) => integrityWarning(r.name, r.s.integrity)),
+      ...rows.map((r) => integrityWarning(r.s.file ?? r.name, r.s.integrity)),
       h("h2", null, `${rows.length} runs compared`),
       runsTable(rows),
       ladderChart(entries, "Ladder: mean KL(A‖B) against B's size", "B's file bits per weight (8 × file size / parameters)"),
