@@ -92,6 +92,37 @@ TEST(Confidence, ChunkRowsCountScoredPositionsPerBucket) {
   EXPECT_EQ(std::get<int64_t>(rows[0][4]), 0);  // no floor given
 }
 
+// The floor column is the run's: where B vs B′ is the larger, it is B's, and named so.
+TEST(Confidence, FloorIsTheLargerOfBothArms) {
+  const auto a = make_confidence_analysis();
+  const Comparison d = comparison({0.1f, 0.97f}, {0.5, 0.01}, {true, false});
+  const Comparison fa = comparison({0.1f, 0.97f}, {1e-7, 1e-7}, {false, false});
+  // B's own confidence is the other way round: its floor is still bucketed by A's.
+  const Comparison fb = comparison({0.97f, 0.1f}, {1e-4, 2e-4}, {false, true});
+  std::vector<StoredRow> stored;
+  for (int chunk = 0; chunk < 2; ++chunk) {
+    ChunkInput in;
+    in.diff = &d;
+    in.floor = &fa;
+    in.floor_b = &fb;
+    const auto rows = a->compute(in);
+    for (const auto& r : rows) EXPECT_TRUE(row_fits(a->columns(), r));
+    EXPECT_EQ(std::get<double>(rows[5][8]), 2e-4);  // A's [.95, 1] bucket holds B's 2e-4
+    for (auto& r : rows) stored.push_back({chunk, r});
+  }
+  const SummaryTable t = a->summarize(stored);
+  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][7]), 1e-4);
+  EXPECT_EQ(std::get<std::string>(t.rows[0][8]), "B vs B′");
+  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[5][7]), 2e-4);
+  // A file written before B's floor: its rows end before those columns, and still fit.
+  for (auto& r : stored) r.cells.resize(7);
+  EXPECT_TRUE(row_fits(a->columns(), stored[0].cells));
+  const SummaryTable old = a->summarize(stored);
+  EXPECT_DOUBLE_EQ(std::get<double>(old.rows[0][7]), 1e-7);
+  EXPECT_EQ(std::get<std::string>(old.rows[0][8]), "A vs A′");
+  EXPECT_FALSE(row_fits(a->columns(), CellRow(stored[0].cells.begin(), stored[0].cells.begin() + 6)));
+}
+
 TEST(Confidence, SummaryFromStoredRows) {
   const auto a = make_confidence_analysis();
   std::vector<StoredRow> stored;
@@ -114,8 +145,12 @@ TEST(Confidence, SummaryFromStoredRows) {
   EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][3]), 0.9 / 0.92);  // of all the KL, 0.92
   EXPECT_DOUBLE_EQ(std::get<double>(t.rows[5][3]), 0.02 / 0.92);
   EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][4]), 0.9 / 3);
-  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][6]), 2.0 / 3);
-  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][8]), 0.9 / 3);
+  const auto& change = std::get<RateCI>(t.rows[0][6]);
+  EXPECT_DOUBLE_EQ(change.rate, 2.0 / 3);
+  EXPECT_GE(change.lo, 0.0);
+  EXPECT_LE(change.hi, 1.0);
+  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][7]), 0.9 / 3);
+  EXPECT_EQ(std::get<std::string>(t.rows[0][8]), "A vs A′");
   EXPECT_TRUE(std::isnan(std::get<double>(t.rows[1][4])));   // an empty bucket has no mean
   EXPECT_FALSE(std::isnan(std::get<double>(t.rows[0][5])));  // two chunks: an interval
   bool wide = false;

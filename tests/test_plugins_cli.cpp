@@ -43,7 +43,15 @@ TEST(Plugins, ConfidenceThroughDiffShowAndVerify) {
     const double k = r.at(1).get<double>();
     n += k;
     if (k > 0) {
-      kl += k * r.at(4).get<double>(), flips += k * r.at(6).get<double>();
+      kl += k * r.at(4).get<double>(), flips += k * r.at(6).at("rate").get<double>();
+      // A rate in JSON: inside [0, 1] with its interval, or null with the reason.
+      const auto& rate = r.at(6);
+      if (rate.at("lo").is_null()) {
+        EXPECT_TRUE(rate.at("why").is_string()) << rate;
+      } else {
+        EXPECT_GE(rate.at("lo").get<double>(), 0.0) << rate;
+        EXPECT_LE(rate.at("hi").get<double>(), 1.0) << rate;
+      }
       kl_share += r.at(3).get<double>();
     }
   }
@@ -51,6 +59,13 @@ TEST(Plugins, ConfidenceThroughDiffShowAndVerify) {
   EXPECT_EQ(n, j.at("n_scored").get<double>());
   EXPECT_NEAR(kl / n, j.at("kl_mean").get<double>(), 1e-12 * j.at("kl_mean").get<double>());
   EXPECT_NEAR(flips / n, j.at("top1_change_rate").get<double>(), 1e-12);
+  // The run's floor column names the floor it took, here B's or A's, never a blank.
+  for (const auto& r : t.at("rows")) {
+    if (r.at(1).get<double>() == 0) continue;
+    const std::string of = r.at(8).get<std::string>();
+    EXPECT_TRUE(of == "A vs A′" || of == "B vs B′") << r;
+  }
+  EXPECT_TRUE(j.at("top1_change").is_object());
 
   const CliResult v = run_cli({"verify", out});
   EXPECT_EQ(v.exit_code, 0) << v.err;

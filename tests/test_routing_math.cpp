@@ -108,11 +108,52 @@ TEST(Routing, SummaryFromRowsMadeByHand) {
   ASSERT_EQ(t.rows.size(), 1u);
   EXPECT_EQ(std::get<int64_t>(t.rows[0][0]), 1);     // layer
   EXPECT_EQ(std::get<int64_t>(t.rows[0][1]), 4);     // positions
-  EXPECT_EQ(std::get<double>(t.rows[0][2]), 0.25);   // experts changed
-  EXPECT_EQ(std::get<double>(t.rows[0][10]), 0.0);   // floor changed
-  ASSERT_FALSE(t.notes.empty());
-  EXPECT_NE(t.notes[0].find("1 of 4"), std::string::npos) << t.notes[0];
-  EXPECT_NE(t.notes[0].find("output KL there 0.5"), std::string::npos) << t.notes[0];
+  EXPECT_EQ(std::get<RateCI>(t.rows[0][2]).rate, 0.25);  // experts changed
+  EXPECT_EQ(std::get<RateCI>(t.rows[0][9]).rate, 0.0);   // floor changed
+  ASSERT_GE(t.notes.size(), 2u);
+  EXPECT_EQ(t.notes[0], "B changes 25 % of expert choices; the floor (A vs A′) changes 0 %");
+  EXPECT_EQ(std::get<std::string>(t.rows[0][10]), "A vs A′");
+  EXPECT_EQ(std::get<std::string>(t.rows[0][12]), "above a zero floor");
+  EXPECT_NE(t.notes[1].find("1 of 4"), std::string::npos) << t.notes[1];
+  EXPECT_NE(t.notes[1].find("output KL there 0.5"), std::string::npos) << t.notes[1];
+}
+
+// B's own floor changes experts more than B does against A: the layer does not clear the floor,
+// and the line and the row say so, naming B's floor.
+TEST(Routing, LayersAreReadAgainstTheLargerFloor) {
+  const auto a = make_routing_analysis();
+  auto row = [](const char* pair, int64_t layer, int64_t pos, int64_t changed) {
+    return CellRow{std::string(pair), layer, pos, changed, int64_t{0}, 1.0, 0.01, 0.0, 0.02,
+                   0.0, std::string("0 1"), std::string(changed ? "0 2" : "0 1")};
+  };
+  std::vector<StoredRow> rows;
+  for (int chunk = 0; chunk < 4; ++chunk) {
+    for (int64_t pos = 0; pos < 10; ++pos) {
+      rows.push_back({chunk, row("b", 1, pos, pos < 1)});          // 10 %
+      rows.push_back({chunk, row("floor", 1, pos, 0)});             // 0 %
+      rows.push_back({chunk, row("floor_b", 1, pos, pos < 3)});     // 30 %
+      rows.push_back({chunk, row("b", 2, pos, pos < 8)});           // 80 %
+      rows.push_back({chunk, row("floor_b", 2, pos, pos < 1 + chunk % 2)});  // 15 %
+    }
+  }
+  const SummaryTable t = a->summarize(rows);
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(std::get<RateCI>(t.rows[0][9]).rate, 0.3);
+  EXPECT_EQ(std::get<std::string>(t.rows[0][10]), "B vs B′");
+  EXPECT_EQ(std::get<std::string>(t.rows[0][12]), "within the floor");
+  EXPECT_EQ(std::get<std::string>(t.rows[1][12]), "5.3× floor");
+  EXPECT_EQ(t.notes[0], "B changes 45 % of expert choices; the floor (B vs B′) changes 22.5 %; "
+                        "1 of 2 MoE layers do not clear the floor");
+  for (const auto& r : t.rows) {
+    for (size_t k : {2, 3, 9}) {
+      const auto& rate = std::get<RateCI>(r[k]);  // no interval: no variation, said so
+      EXPECT_EQ(rate.has_interval(), !std::isnan(rate.lo));
+      if (rate.has_interval()) {
+        EXPECT_GE(rate.lo, 0.0);
+        EXPECT_LE(rate.hi, 1.0);
+      }
+    }
+  }
 }
 
 TEST(Routing, RouterLogitsAreSoftmaxedFirst) {

@@ -56,6 +56,62 @@ TEST(Stats, ZeroValuesHaveZeroWidth) {
   EXPECT_EQ(m.ci95, 0.0);
 }
 
+// A rate's interval stays inside [0, 1]: the t-interval on a rare event crossed 0 (routing
+// printed "3e-16 ± 1.109"); no variation and one chunk say so instead of giving NaN.
+TEST(Stats, RateIntervalsStayInsideZeroAndOne) {
+  // Rare events: 2 of 400 positions over 4 chunks, both in one chunk.
+  std::vector<double> rare(400, 0.0);
+  std::vector<int> chunk(400);
+  for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<int>(i / 100);
+  rare[10] = rare[20] = 1;
+  const MeanCI symmetric = cluster_mean(rare, chunk);
+  EXPECT_LT(symmetric.mean - symmetric.ci95, 0.0) << "the symmetric interval crosses 0 here";
+  const RateCI r = cluster_rate(rare, chunk);
+  ASSERT_TRUE(r.has_interval());
+  EXPECT_DOUBLE_EQ(r.rate, 0.005);
+  EXPECT_EQ(r.hits, 2.0);
+  EXPECT_GE(r.lo, 0.0);
+  EXPECT_LE(r.lo, r.rate);
+  EXPECT_GE(r.hi, r.rate);
+  EXPECT_LE(r.hi, 1.0);
+  // The same near 1.
+  std::vector<double> common(400, 1.0);
+  common[5] = 0;
+  const RateCI c = cluster_rate(common, chunk);
+  ASSERT_TRUE(c.has_interval());
+  EXPECT_LE(c.hi, 1.0);
+  EXPECT_GE(c.lo, 0.0);
+  EXPECT_LT(c.lo, c.rate);
+  // Wilson at n_eff = n (independent values, equal rate in every chunk): the textbook case,
+  // 50 of 100 with t(3) = 3.182.
+  std::vector<double> half(100);
+  std::vector<int> four(100);
+  for (size_t i = 0; i < half.size(); ++i) {
+    half[i] = i % 2 ? 1.0 : 0.0;
+    four[i] = static_cast<int>(i / 25) ;
+  }
+  half[48] = 1, half[49] = 0;  // 25 values a chunk: 12 or 13 ones, nearly equal rates
+  const RateCI w = cluster_rate(half, four);
+  ASSERT_TRUE(w.has_interval());
+  EXPECT_NEAR(w.lo + w.hi, 1.0, 0.02);
+  EXPECT_GT(w.hi - w.lo, 0.25);  // t(3) is wider than 1.96: the interval says there are 4 chunks
+  EXPECT_LT(w.hi - w.lo, 0.35);
+  // Nothing happened, or everything: no interval, and why.
+  const RateCI none = cluster_rate(std::vector<double>(400, 0.0), chunk);
+  EXPECT_FALSE(none.has_interval());
+  EXPECT_EQ(none.why, RateCI::Why::kNoVariation);
+  EXPECT_EQ(none.rate, 0.0);
+  EXPECT_EQ(none.n, 400u);
+  EXPECT_EQ(cluster_rate(std::vector<double>(400, 1.0), chunk).why, RateCI::Why::kNoVariation);
+  // One chunk: a rate, no interval.
+  std::vector<double> one = {0, 1, 1, 0};
+  const RateCI single = cluster_rate(one, std::vector<int>(4, 0));
+  EXPECT_EQ(single.why, RateCI::Why::kOneChunk);
+  EXPECT_DOUBLE_EQ(single.rate, 0.5);
+  EXPECT_TRUE(std::isnan(single.lo));
+  EXPECT_EQ(cluster_rate({}, {}).why, RateCI::Why::kNone);
+}
+
 TEST(Stats, PercentilesInterpolateAsThePeer) {
   std::vector<double> v = {4, 0, 3, 1, 2};  // sorted 0..4, p = f * 4
   const auto p = kl_percentiles(v);
@@ -93,14 +149,19 @@ TEST(AgainstFloor, TwoStatementsNeverOne) {
   EXPECT_TRUE(standing(crosses_zero, 0).includes_zero);
   EXPECT_FALSE(standing(crosses_zero, 0).below_floor);
   EXPECT_EQ(standing_text(standing(crosses_zero, 0)), "interval includes 0");
-  // Above the floor's upper end: nothing to say.
-  EXPECT_EQ(standing_text(standing(clear, 0.5)), "");
+  // Above the floor's upper end: the ratio to the floor, never a blank.
+  EXPECT_EQ(standing_text(standing(clear, 0.5)), "2× floor");
+  EXPECT_EQ(standing_text(standing(clear, 0.5, 0.032)), "31× floor");
+  // A floor of exactly 0 and a value that is not: said, never a ratio to 0.
+  EXPECT_EQ(standing_text(standing(clear, 0)), "above a zero floor");
+  EXPECT_EQ(standing_text(standing({0.0, 0.0, 100, 8}, 0)), "interval includes 0");
   // Down to the floor but not to 0.
   const Standing on_floor = standing(clear, 0.95);
   EXPECT_FALSE(on_floor.includes_zero);
   EXPECT_TRUE(on_floor.below_floor);
-  EXPECT_EQ(standing_text(on_floor), "below the floor");
-  EXPECT_EQ(standing_text(standing(crosses_zero, 0.2)), "interval includes 0; below the floor");
+  EXPECT_EQ(standing_text(on_floor), "within the floor; 1.1× floor");
+  EXPECT_EQ(standing_text(standing(crosses_zero, 0.2, 0.1)),
+            "interval includes 0; within the floor; 5× floor");
   // Negative values (a component step) are read by their size; no floor, no floor statement.
   EXPECT_TRUE(standing({-1.0, 0.1, 10, 8}, 0.95).below_floor);
   EXPECT_FALSE(standing(clear, nan).below_floor);
@@ -109,6 +170,16 @@ TEST(AgainstFloor, TwoStatementsNeverOne) {
   EXPECT_TRUE(standing({0.3, nan, 10, 1}, 0.5).below_floor);
   EXPECT_DOUBLE_EQ(upper_end({0.2, 0.05, 1, 2}), 0.25);
   EXPECT_DOUBLE_EQ(upper_end({0.2, nan, 1, 1}), 0.2);
+}
+
+TEST(AgainstFloor, RatioIsWordedOnce) {
+  EXPECT_EQ(ratio_text(31.4), "31× floor");
+  EXPECT_EQ(ratio_text(1.5), "1.5× floor");
+  EXPECT_EQ(ratio_text(0.42), "0.42× floor");
+  EXPECT_EQ(ratio_text(2.5e7), "2.5e+07× floor");
+  EXPECT_EQ(ratio_text(0), "");
+  EXPECT_EQ(ratio_text(std::numeric_limits<double>::infinity()), "");
+  EXPECT_EQ(ratio_text(std::numeric_limits<double>::quiet_NaN()), "");
 }
 
 TEST(AgainstFloor, FewChunksAreFlagged) {

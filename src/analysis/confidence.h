@@ -1,7 +1,8 @@
 // KL and top-1 changes by arm A's confidence (its top-1 probability), as exllamav3's
 // model_diff buckets them: "the quant only hurts where the model was unsure" is read from it.
-// Buckets [0, .2), [.2, .4), [.4, .6), [.6, .8), [.8, .95), [.95, 1]; the floor (A re-split)
-// in the same buckets beside each, so that a bucket's KL can be read against its noise.
+// Buckets [0, .2), [.2, .4), [.4, .6), [.6, .8), [.8, .95), [.95, 1]; the run's floor (the
+// larger of A vs A′ and B vs B′, named) in the same buckets beside each, to read a bucket's KL
+// against.
 #pragma once
 #include <memory>
 

@@ -130,10 +130,10 @@ SummaryTable Lens::summarize(const std::vector<StoredRow>& rows) const {
   for (const auto& [layer, per_layer] : layers) {
     const auto& l = per_layer;  // clang before 16 captures no structured binding
     const auto mean = [&l](const std::vector<double>& x) { return cluster_mean(x, l.cluster); };
+    const auto rate = [&l](const std::vector<double>& x) { return cluster_rate(x, l.cluster); };
     const MeanCI ab = mean(l.kl_ab);
-    t.rows.push_back({int64_t{layer}, mean(l.agree_a).mean, mean(l.agree_b).mean,
-                      mean(l.kl_a).mean, mean(l.kl_b).mean, ab.mean, ab.ci95,
-                      mean(l.agree_ab).mean});
+    t.rows.push_back({int64_t{layer}, rate(l.agree_a), rate(l.agree_b), mean(l.kl_a).mean,
+                      mean(l.kl_b).mean, ab.mean, ab.ci95, rate(l.agree_ab)});
   }
   std::vector<int> lock_a, lock_b;
   size_t earlier = 0, later = 0;

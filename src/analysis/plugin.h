@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analysis/records.h"
+#include "analysis/stats.h"
 
 namespace hd::analysis {
 
@@ -23,6 +24,9 @@ struct ColumnDef {
   std::string name;
   Type type = Type::kReal;
   std::string meaning;  // one line, for docs/experiment-format.md and --help
+  // Added after files were written without it: only trailing columns may be; a row of such a
+  // file ends before them (row_fits), and summarize reads them only where the row has them.
+  bool added_later = false;
 };
 
 // The points of the model an analysis may read, as the survey proved them on it
@@ -50,9 +54,10 @@ struct ChunkInput {
   int n_vocab = 0;
   std::span<const float> logits_a, logits_b;
   const Comparison* diff = nullptr;   // A vs B, scored per position
-  const Comparison* floor = nullptr;  // A vs A re-split; null without the floor
-  // The rows an arm ('a', 'b', or 'f' for the floor: A re-split) computed at a point the
-  // analysis declared: empty for 'f' without the floor.
+  const Comparison* floor = nullptr;    // A vs A re-split; null without the floor
+  const Comparison* floor_b = nullptr;  // B vs B re-split; null without it
+  // The rows an arm ('a', 'b', 'f' for A's floor: A re-split, 'g' for B's: B re-split)
+  // computed at a point the analysis declared: empty for 'f' and 'g' without that floor.
   struct Rows {
     std::span<const float> data;  // [n - first_pos][width], row-major
     int64_t width = 0;
@@ -84,12 +89,17 @@ struct StoredRow {
   CellRow cells;
 };
 
+// A summary's cell: a count, a number, a label, or a rate with its interval inside [0, 1]
+// (stats.h), which report/ prints as "7.12 % (5.20–9.31)", "0 of 1,204 positions" or
+// "50 % (n/a: 1 chunk)" and writes to JSON with its bounds (null, and why, where it has none).
+using SummaryCell = std::variant<int64_t, double, std::string, RateCI>;
+
 // What a summary shows: a titled table and lines under it. Plain data; report/ renders it as
 // text, JSON, HTML and the web UI's table.
 struct SummaryTable {
   std::string title;
   std::vector<std::string> columns;
-  std::vector<std::vector<Cell>> rows;
+  std::vector<std::vector<SummaryCell>> rows;
   std::vector<std::string> notes;
 };
 

@@ -29,7 +29,9 @@ const ChunkAnalysis* find_chunk_analysis(const std::string& name) {
 }
 
 bool row_fits(const std::vector<ColumnDef>& columns, const CellRow& row) {
-  if (row.size() != columns.size()) return false;
+  if (row.size() > columns.size()) return false;
+  for (size_t i = row.size(); i < columns.size(); ++i)
+    if (!columns[i].added_later) return false;
   for (size_t i = 0; i < row.size(); ++i) {
     const auto t = columns[i].type;
     const bool ok = t == ColumnDef::Type::kInteger ? std::holds_alternative<int64_t>(row[i])

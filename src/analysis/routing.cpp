@@ -1,6 +1,6 @@
-// The routing analysis: at every MoE layer and scored position, how B's routing (and the
-// floor's: A re-split) differs from A's, summarized per layer with intervals and per position
-// against the output KL.
+// The routing analysis: at every MoE layer and scored position, how B's routing differs from
+// A's, and how each arm's differs from its own re-split (the floors), summarized per layer with
+// intervals, read against the larger floor, and per position against the output KL.
 #include "analysis/routing.h"
 
 #include <fmt/format.h>
@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "analysis/against_floor.h"
 #include "analysis/stats.h"
 
 namespace hd::analysis {
@@ -57,7 +58,9 @@ class Routing final : public ChunkAnalysis {
   }
   std::vector<ColumnDef> columns() const override {
     using T = ColumnDef::Type;
-    return {{"pair", T::kText, "b: A vs B; floor: A vs A re-split"},
+    return {{"pair", T::kText,
+             "b: A vs B; floor: A vs A re-split; floor_b: B vs B re-split (there the *_a "
+             "columns are B's)"},
             {"layer", T::kInteger, "the MoE layer"},
             {"pos", T::kInteger, "the scored position"},
             {"set_changed", T::kInteger, "1 where the other arm chose another set of experts"},
@@ -73,10 +76,13 @@ class Routing final : public ChunkAnalysis {
 
   std::vector<CellRow> compute(const ChunkInput& in) const override {
     std::vector<CellRow> rows;
-    for (const auto& [arm, pair, cmp] : {std::tuple{'b', "b", in.diff}, {'f', "floor", in.floor}}) {
+    // (the arm read against, the other arm, pair, the comparison whose positions are scored)
+    for (const auto& [base, arm, pair, cmp] :
+         {std::tuple{'a', 'b', "b", in.diff}, {'a', 'f', "floor", in.floor},
+          {'b', 'g', "floor_b", in.floor_b}}) {
       if (cmp == nullptr) continue;
       for (int l : routed_layers(*in.points)) {
-        const LayerRoutes a = routes_of(in, 'a', static_cast<size_t>(l));
+        const LayerRoutes a = routes_of(in, base, static_cast<size_t>(l));
         const LayerRoutes x = routes_of(in, arm, static_cast<size_t>(l));
         if (x.empty()) continue;
         for (const auto& p : cmp->positions) {
@@ -105,10 +111,12 @@ struct Series {
     chunk.push_back(c);
   }
   MeanCI mean() const { return cluster_mean(v, chunk); }
+  RateCI rate() const { return cluster_rate(v, chunk); }
 };
 
 struct LayerSeries {
-  Series set, top1, jaccard, router_kl, moved, margin, margin_changed, floor_set, floor_kl;
+  Series set, top1, jaccard, router_kl, moved, margin, margin_changed;
+  Series floor_set[2], floor_kl[2];  // A vs A′, B vs B′
 };
 
 // Per position of A vs B: whether any layer changed its experts, the first that did, its KL.
@@ -142,23 +150,49 @@ void position_notes(const std::map<std::pair<int, int>, PositionRouting>& positi
   }
 }
 
+// Which floor a layer is read against: the one that changes more expert sets (A's on a tie).
+size_t larger_floor(const Series (&floor)[2]) {
+  if (floor[1].v.empty()) return 0;
+  if (floor[0].v.empty()) return 1;
+  return floor[1].rate().rate > floor[0].rate().rate ? 1 : 0;
+}
+
+std::string floor_name(const Series (&floor)[2], size_t f) {
+  if (floor[f].v.empty()) return "";
+  return f == 0 ? "A vs A′" : "B vs B′";
+}
+
+std::string overall_note(const RateCI& b, const RateCI& floor, const std::string& name,
+                         size_t within, size_t layers) {
+  std::string s = fmt::format("B changes {:.3g} % of expert choices", 100 * b.rate);
+  if (floor.n == 0) return s + " (no floor measured)";
+  s += fmt::format("; the floor ({}) changes {:.3g} %", name, 100 * floor.rate);
+  if (within > 0) s += fmt::format("; {} of {} MoE layers do not clear the floor", within, layers);
+  return s;
+}
+
 SummaryTable Routing::summarize(const std::vector<StoredRow>& rows) const {
   std::map<int, LayerSeries> layers;
   std::map<std::pair<int, int>, PositionRouting> positions;  // (chunk, pos), A vs B
   std::set<int> chunks;
   bool have_floor = false;
+  Series all_set, all_floor[2];  // every MoE layer pooled
   for (const auto& r : rows) {
     const auto& c = r.cells;
     const int layer = static_cast<int>(std::get<int64_t>(c.at(kLayer)));
     const bool changed = std::get<int64_t>(c.at(kSet)) != 0;
     LayerSeries& s = layers[layer];
     chunks.insert(r.chunk);
-    if (std::get<std::string>(c.at(kPair)) == "floor") {
+    const std::string& pair = std::get<std::string>(c.at(kPair));
+    if (pair == "floor" || pair == "floor_b") {
       have_floor = true;
-      s.floor_set.add(changed, r.chunk);
-      s.floor_kl.add(cell_real(c.at(kRouterKl)), r.chunk);
+      const size_t arm = pair == "floor" ? 0 : 1;
+      s.floor_set[arm].add(changed, r.chunk);
+      s.floor_kl[arm].add(cell_real(c.at(kRouterKl)), r.chunk);
+      all_floor[arm].add(changed, r.chunk);
       continue;
     }
+    all_set.add(changed, r.chunk);
     s.set.add(changed, r.chunk);
     s.top1.add(cell_real(c.at(kTop1)), r.chunk);
     s.jaccard.add(cell_real(c.at(kJaccard)), r.chunk);
@@ -176,15 +210,26 @@ SummaryTable Routing::summarize(const std::vector<StoredRow>& rows) const {
   }
   SummaryTable t;
   t.title = "MoE routing, A vs B, per layer (means over scored positions)";
-  t.columns = {"layer",        "positions", "experts changed", "±95%",  "top-1 changed",
+  t.columns = {"layer",        "positions", "experts changed (95 %)", "top-1 changed (95 %)",
                "Jaccard",      "router KL", "weight moved",    "margin where changed",
-               "margin",       "floor changed", "floor router KL"};
+               "margin",       "floor changed (95 %)", "floor of", "floor router KL",
+               "against the floor"};
+  const auto m = [](const Series& x) { return x.v.empty() ? NAN : x.mean().mean; };
+  size_t within = 0;
   for (const auto& [layer, s] : layers) {
-    const MeanCI set = s.set.mean();
-    const auto m = [](const Series& x) { return x.v.empty() ? NAN : x.mean().mean; };
-    t.rows.push_back({int64_t{layer}, static_cast<int64_t>(set.n), set.mean, set.ci95,
-                      m(s.top1), m(s.jaccard), m(s.router_kl), m(s.moved), m(s.margin_changed),
-                      m(s.margin), m(s.floor_set), m(s.floor_kl)});
+    const size_t f = larger_floor(s.floor_set);
+    const RateCI floor = s.floor_set[f].rate();
+    const std::string standing = rate_standing_text(s.set.rate(), floor);
+    within += standing == kBelowFloor ? 1 : 0;
+    t.rows.push_back({int64_t{layer}, static_cast<int64_t>(s.set.v.size()), s.set.rate(),
+                      s.top1.rate(), m(s.jaccard), m(s.router_kl), m(s.moved),
+                      m(s.margin_changed), m(s.margin), floor, floor_name(s.floor_set, f),
+                      m(s.floor_kl[f]), standing});
+  }
+  if (!all_set.v.empty()) {
+    const size_t f = larger_floor(all_floor);
+    t.notes.push_back(overall_note(all_set.rate(), all_floor[f].rate(), floor_name(all_floor, f),
+                                   within, layers.size()));
   }
   position_notes(positions, t);
   t.notes.push_back(fmt::format("intervals: 95 %, cluster-robust over {} chunks", chunks.size()));

@@ -103,6 +103,56 @@ MeanCI cluster_mean_of_totals(std::span<const double> sums, std::span<const doub
   return r;
 }
 
+RateCI cluster_rate(std::span<const double> values, std::span<const int> cluster) {
+  std::map<int, std::pair<double, double>> by;  // chunk → (sum, count)
+  for (size_t i = 0; i < values.size(); ++i) {
+    by[cluster[i]].first += values[i];
+    by[cluster[i]].second += 1;
+  }
+  std::vector<double> sums, counts;
+  for (const auto& [g, sc] : by) {
+    sums.push_back(sc.first);
+    counts.push_back(sc.second);
+  }
+  return cluster_rate_of_totals(sums, counts);
+}
+
+RateCI cluster_rate_of_totals(std::span<const double> sums, std::span<const double> counts) {
+  RateCI r;
+  const MeanCI m = cluster_mean_of_totals(sums, counts);
+  r.n = m.n;
+  r.clusters = m.clusters;
+  r.lo = r.hi = std::numeric_limits<double>::quiet_NaN();
+  if (r.n == 0) {
+    r.rate = std::numeric_limits<double>::quiet_NaN();
+    return r;  // Why::kNone
+  }
+  for (size_t g = 0; g < sums.size(); ++g) r.hits += counts[g] > 0 ? sums[g] : 0;
+  r.rate = std::clamp(m.mean, 0.0, 1.0);
+  if (r.hits == 0 || r.hits == static_cast<double>(r.n)) {  // every value 0, or every one 1
+    r.why = RateCI::Why::kNoVariation;
+    return r;
+  }
+  if (r.clusters < 2) {
+    r.why = RateCI::Why::kOneChunk;
+    return r;
+  }
+  const double n = static_cast<double>(r.n), p = r.rate;
+  const double t = t_quantile_975(static_cast<double>(r.clusters) - 1);
+  // Var(mean) from the t half-width; a zero variance (every chunk at the same rate) counts
+  // every value as independent.
+  const double var = std::pow(m.ci95 / t, 2);
+  const double n_eff = var > 0 ? std::min(n, std::max(1.0, p * (1 - p) / var)) : n;
+  const double t2 = t * t;
+  const double denom = 1 + t2 / n_eff;
+  const double center = (p + t2 / (2 * n_eff)) / denom;
+  const double half = t * std::sqrt(p * (1 - p) / n_eff + t2 / (4 * n_eff * n_eff)) / denom;
+  r.lo = std::clamp(center - half, 0.0, p);
+  r.hi = std::clamp(center + half, p, 1.0);
+  r.why = RateCI::Why::kInterval;
+  return r;
+}
+
 std::vector<Percentile> kl_percentiles(std::vector<double> v) {
   std::vector<Percentile> out = {{"max", 1.0, 0},    {"99.9%", 0.999, 0}, {"99.0%", 0.99, 0},
                                  {"95.0%", 0.95, 0}, {"90.0%", 0.90, 0},  {"median", 0.5, 0},

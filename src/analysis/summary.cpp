@@ -28,6 +28,7 @@ ComparisonSummary summarize_comparison(const std::vector<const Comparison*>& chu
   s.bitwise_identical = identical && !kl.empty();
   s.kl = cluster_mean(kl, cluster);
   s.top1_change = cluster_mean(flip, cluster);
+  s.top1_rate = cluster_rate(flip, cluster);
   s.nll_a = cluster_mean(nll_a, cluster);
   s.nll_b = cluster_mean(nll_b, cluster);
   s.ppl_a = std::exp(s.nll_a.mean);
@@ -98,6 +99,7 @@ FloorFigures larger_floor(const ComparisonSummary& a, const ComparisonSummary* b
   };
   f.kl = larger(a.kl, b ? &b->kl : nullptr);
   f.top1_change = larger(a.top1_change, b ? &b->top1_change : nullptr);
+  f.top1_rate = b != nullptr && b->top1_rate.rate > a.top1_rate.rate ? b->top1_rate : a.top1_rate;
   f.kl_percentiles = a.kl_percentiles;
   for (size_t i = 0; b != nullptr && i < f.kl_percentiles.size() && i < b->kl_percentiles.size();
        ++i) {

@@ -11,7 +11,8 @@ struct ComparisonSummary {
   size_t n_scored = 0;
   MeanCI kl;
   std::vector<Percentile> kl_percentiles;
-  MeanCI top1_change;  // mean of [top1_a != top1_b]: the change rate, with its interval
+  MeanCI top1_change;  // mean of [top1_a != top1_b]: the change rate, with its t-interval
+  RateCI top1_rate;    // the same rate with an interval inside [0, 1]: what every view prints
   double ppl_a = 0;    // exp(mean NLL_a) over scored positions
   double ppl_b = 0;
   MeanCI nll_a;
@@ -34,6 +35,7 @@ struct LayerSummary {
 // by orders of magnitude: an F32 A is bitwise stable where a quantized B is not.
 struct FloorFigures {
   MeanCI kl, top1_change;
+  RateCI top1_rate;  // of the floor that changes more top-1 tokens
   std::vector<Percentile> kl_percentiles;  // the larger at each percentile
   bool bitwise_identical = false;          // every floor measured is bitwise
 };

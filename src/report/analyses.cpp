@@ -7,6 +7,7 @@
 
 #include "common/json_number.h"
 #include "errors.h"
+#include "report/rates.h"
 #include "store/experiment.h"
 
 namespace hd::report {
@@ -38,11 +39,14 @@ std::vector<NamedSummary> summarize_analyses(const store::Experiment& e) {
   return out;
 }
 
-static nlohmann::json cell_json(const analysis::Cell& c) {
+static nlohmann::json cell_json(const analysis::SummaryCell& c) {
   return std::visit(
       [](const auto& v) -> nlohmann::json {
-        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, double>)
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, double>)
           return std::isfinite(v) ? json_number(v) : nlohmann::json(nullptr);
+        else if constexpr (std::is_same_v<T, analysis::RateCI>)
+          return rate_json(v);
         else
           return v;
       },
@@ -60,7 +64,8 @@ nlohmann::json summary_table_json(const analysis::SummaryTable& t) {
 }
 
 // As show prints every number: four significant digits, "—" where there is none.
-static std::string cell_text(const analysis::Cell& c) {
+static std::string cell_text(const analysis::SummaryCell& c) {
+  if (const auto* r = std::get_if<analysis::RateCI>(&c)) return rate_text(*r);
   if (const auto* d = std::get_if<double>(&c)) {
     if (!std::isfinite(*d)) return "—";
     return *d == 0 ? "0" : fmt::format("{:.4g}", *d);

@@ -54,8 +54,8 @@ Shown show_diff(const std::string& path, const ShowRequest& r) {
     if (r.position) print_position(out, l, *r.position);  // the token asked about first
     if (flips) print_flips(out, l);
     print_summary(out, l);
-    if (r.transplants) print_transplants(out, *l.transplants, kl_floor_hi(l.summary));
-    if (r.components) print_components(out, *l.transplants, kl_floor_hi(l.summary));
+    if (r.transplants) print_transplants(out, *l.transplants, kl_floor(l.summary));
+    if (r.components) print_components(out, *l.transplants, kl_floor(l.summary));
     if (r.worst > 0) print_worst(out, l, r.worst);
   }
   return {out.str(), l.integrity == store::kIntegrityMismatch};
@@ -118,7 +118,7 @@ nlohmann::json diff_entry(const std::string& path) {
       {"b_bpw", b_size > 0 && b_params > 0 ? 8 * b_size / b_params : NAN},
       {"kl_mean", s.diff.kl.mean},
       {"kl_ci95", s.diff.kl.ci95},
-      {"top1_change_rate", s.diff.top1_change.mean},
+      {"top1_change_rate", s.diff.top1_rate.rate},
       {"ppl_a", s.diff.ppl_a},
       {"ppl_b", s.diff.ppl_b},
       {"floor_kl_mean", s.has_floor ? s.noise.kl.mean : NAN},

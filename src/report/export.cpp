@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <variant>
 
 #include "analysis/flips.h"
@@ -90,14 +91,16 @@ void positions(Writer& w, const Loaded& l) {
   }
 }
 
-// A plug-in analysis' rows (analysis/plugin.h): the chunk, then its own columns.
-void analysis_rows(Writer& w, const Loaded& l, const std::string& name) {
+// A plug-in analysis' rows (analysis/plugin.h): the chunk, then its own columns; a column added
+// after the file was written is empty (null) in its rows.
+void analysis_rows(Writer& w, const Loaded& l, const std::string& name, size_t n_columns) {
   for (const auto& c : l.chunks) {
     const auto it = c.analyses.find(name);
     if (it == c.analyses.end()) continue;
     for (const auto& row : it->second) {
       Row out{int64_t{c.chunk}};
       for (const auto& cell : row) std::visit([&](const auto& v) { out.emplace_back(v); }, cell);
+      while (out.size() < n_columns + 1) out.emplace_back(std::numeric_limits<double>::quiet_NaN());
       w.row(out);
     }
   }
@@ -198,7 +201,7 @@ void export_table(std::ostream& os, const Loaded& l, const std::string& table,
     std::vector<std::string> columns = {"chunk"};
     for (const auto& c : a->columns()) columns.push_back(c.name);
     Writer w(os, columns, format == "csv");
-    analysis_rows(w, l, table);
+    analysis_rows(w, l, table, columns.size() - 1);
     return;
   }
   std::string names;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "report/figures.h"
+#include "report/rates.h"
 
 namespace hd::report {
 
@@ -24,6 +25,16 @@ double hi(const analysis::Summary& s, const MeanCI& larger) {
   return s.noise.bitwise_identical ? 0 : analysis::upper_end(larger);
 }
 
+// The figure a ratio is taken to: the floor's mean (0 when it is bitwise).
+double floor_mean(const analysis::Summary& s, const MeanCI& larger) {
+  return s.noise.bitwise_identical ? 0 : larger.mean;
+}
+
+analysis::FloorRef floor_of(const analysis::Summary& s, const MeanCI& larger) {
+  if (!s.has_floor) return {};
+  return {hi(s, larger), floor_mean(s, larger)};
+}
+
 }  // namespace
 
 nlohmann::json comparison_json(const analysis::ComparisonSummary& s) {
@@ -33,8 +44,8 @@ nlohmann::json comparison_json(const analysis::ComparisonSummary& s) {
           {"kl_mean", s.kl.mean},
           {"kl_ci95", s.kl.ci95},
           {"kl_percentiles", pct},
-          {"top1_change_rate", s.top1_change.mean},
-          {"top1_change_rate_ci95", s.top1_change.ci95},
+          {"top1_change_rate", s.top1_rate.rate},
+          {"top1_change", rate_json(s.top1_rate)},
           {"ppl_a", s.ppl_a},
           {"ppl_b", s.ppl_b},
           {"bitwise_identical", s.bitwise_identical}};
@@ -61,15 +72,26 @@ void print_kl_table(std::ostream& os, const Loaded& l) {
       os << fmt::format("  {:<16} {}\n", label, with_ci(v, scale));
       return;
     }
-    const Standing st = analysis::standing(v, hi(s, fl));
+    const Standing st = analysis::standing(v, floor_of(s, fl));
     os << fmt::format("  {:<16} {:<28} {:<22} {:<22} {:<22} {}\n", label, with_ci(v, scale),
                       s.noise.bitwise_identical ? "0 (bitwise)" : with_ci(fl, scale),
                       floor_cell(s.floor, fa, scale),
                       s.has_floor_b ? floor_cell(s.floor_b, fb, scale) : "", standing_text(st));
   };
   row("mean KL", s.diff.kl, s.noise.kl, s.floor.kl, s.floor_b.kl, 1);
-  row("top-1 change %", s.diff.top1_change, s.noise.top1_change, s.floor.top1_change,
-      s.floor_b.top1_change, 100);
+  // A rate's interval stays inside [0, 1] (analysis::RateCI), and so is read against the floor's.
+  const auto rate = [](const analysis::ComparisonSummary& f) {
+    return f.bitwise_identical ? std::string("0 (bitwise)") : rate_text(f.top1_rate);
+  };
+  if (!s.has_floor) {
+    os << fmt::format("  {:<16} {}\n", "top-1 change", rate_text(s.diff.top1_rate));
+  } else {
+    os << fmt::format("  {:<16} {:<28} {:<22} {:<22} {:<22} {}\n", "top-1 change",
+                      rate_text(s.diff.top1_rate),
+                      s.noise.bitwise_identical ? "0 (bitwise)" : rate_text(s.noise.top1_rate),
+                      rate(s.floor), s.has_floor_b ? rate(s.floor_b) : "",
+                      analysis::rate_standing_text(s.diff.top1_rate, s.noise.top1_rate));
+  }
   // A floor's PPL is that of the re-split arm: A′ beside A, B′ beside B.
   const std::string pad(s.has_floor ? 22 : 0, ' ');
   os << fmt::format("  {:<16} {:<28} {}{}\n", "PPL A", fmt::format("{:.4f}", s.diff.ppl_a),
@@ -112,7 +134,18 @@ void print_layers(std::ostream& os, const analysis::Summary& s) {
 
 }  // namespace
 
-double kl_floor_hi(const analysis::Summary& s) { return hi(s, s.noise.kl); }
+analysis::FloorRef kl_floor(const analysis::Summary& s) {
+  return {hi(s, s.noise.kl), s.has_floor ? floor_mean(s, s.noise.kl) : hi(s, s.noise.kl)};
+}
+
+// The top-1 change rate's standing, as the text table words it (one statement or none).
+static nlohmann::json rate_standing_json(const analysis::Summary& s) {
+  nlohmann::json a = nlohmann::json::array();
+  if (!s.has_floor) return a;
+  const std::string t = analysis::rate_standing_text(s.diff.top1_rate, s.noise.top1_rate);
+  if (!t.empty()) a.push_back(t);
+  return a;
+}
 
 nlohmann::json standing_json(const Standing& s) {
   nlohmann::json a = nlohmann::json::array();
@@ -139,8 +172,8 @@ void add_floor_json(nlohmann::json& j, const Loaded& l) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   j["floor_kl_mean"] = s.has_floor ? s.noise.kl.mean : nan;
   j["floor_kl_ci95"] = s.has_floor ? s.noise.kl.ci95 : nan;
-  j["floor_top1_change_rate"] = s.has_floor ? s.noise.top1_change.mean : nan;
-  j["floor_top1_change_rate_ci95"] = s.has_floor ? s.noise.top1_change.ci95 : nan;
+  j["floor_top1_change_rate"] = s.has_floor ? s.noise.top1_rate.rate : nan;
+  j["floor_top1_change"] = s.has_floor ? rate_json(s.noise.top1_rate) : nlohmann::json();
   j["floor"] = nullptr;
   j["floor_a"] = s.has_floor ? comparison_json(s.floor) : nlohmann::json();
   j["floor_b"] = s.has_floor_b ? comparison_json(s.floor_b) : nlohmann::json();
@@ -150,8 +183,8 @@ void add_floor_json(nlohmann::json& j, const Loaded& l) {
     j["floor"] = {{"kl_mean", s.noise.kl.mean},
                   {"kl_ci95", s.noise.kl.ci95},
                   {"kl_percentiles", pct},
-                  {"top1_change_rate", s.noise.top1_change.mean},
-                  {"top1_change_rate_ci95", s.noise.top1_change.ci95},
+                  {"top1_change_rate", s.noise.top1_rate.rate},
+                  {"top1_change", rate_json(s.noise.top1_rate)},
                   {"bitwise_identical", s.noise.bitwise_identical},
                   {"ppl_a_resplit", s.floor.ppl_b},
                   {"ppl_b_resplit", s.has_floor_b ? s.floor_b.ppl_b : nan},
@@ -159,9 +192,8 @@ void add_floor_json(nlohmann::json& j, const Loaded& l) {
                   {"ubatch_b", l.provenance.value("floor_ubatch_b", 0)}};
   }
   j["standing"] = {
-      {"kl", standing_json(analysis::standing(s.diff.kl, hi(s, s.noise.kl)))},
-      {"top1_change", standing_json(analysis::standing(s.diff.top1_change,
-                                                       hi(s, s.noise.top1_change)))}};
+      {"kl", standing_json(analysis::standing(s.diff.kl, floor_of(s, s.noise.kl)))},
+      {"top1_change", rate_standing_json(s)}};
   const std::string note = analysis::few_chunks_note(s.n_chunks);
   j["intervals_note"] = note.empty() ? nlohmann::json() : nlohmann::json(note);
   j["layers"] = nlohmann::json::array();

@@ -1,6 +1,6 @@
 // A diff's figures beside its numerical floor: both arms' floors (A vs A′, B vs B′), the larger
 // of the two that each figure is read against, and the statements "interval includes 0" and
-// "below the floor" (analysis/against_floor.h) in the text table and in --json.
+// "within the floor" (analysis/against_floor.h) in the text table and in --json.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -28,8 +28,8 @@ nlohmann::json comparison_json(const analysis::ComparisonSummary& s);
 // The statements as a JSON array of strings (empty when none holds).
 nlohmann::json standing_json(const analysis::Standing& s);
 
-// The upper end of the KL floor that transplant and component values are read against: 0 for
-// a bitwise floor, NaN without one.
-double kl_floor_hi(const analysis::Summary& s);
+// The KL floor that transplant and component values are read against: its upper end (0 for a
+// bitwise floor, NaN without one) and its mean, which ratios are taken to.
+analysis::FloorRef kl_floor(const analysis::Summary& s);
 
 }  // namespace hd::report

@@ -11,6 +11,7 @@
 #include "report/analyses.h"
 #include "report/figures.h"
 #include "report/noise_floor.h"
+#include "report/rates.h"
 #include "report/routing_map.h"
 #include "report/stored_result.h"
 #include "report/transplants.h"
@@ -141,13 +142,13 @@ static std::string b_label(const Loaded& l) {
 }
 
 void print_ladder(std::ostream& os, const std::vector<Loaded>& runs) {
-  os << fmt::format("{:<22} {:>24} {:>20} {:>10} {:>10} {:>22} {:>9}\n", "B", "mean KL(A‖B)",
-                    "top-1 change %", "PPL A", "PPL B", "floor KL", "positions");
+  os << fmt::format("{:<22} {:>24} {:>22} {:>10} {:>10} {:>22} {:>9}\n", "B", "mean KL(A‖B)",
+                    "top-1 change (95 %)", "PPL A", "PPL B", "floor KL", "positions");
   for (const Loaded& l : runs) {
     const auto& s = l.summary;
     const std::string floor = floor_kl_cell(s);
-    os << fmt::format("{:<22} {:>24} {:>20} {:>10.4f} {:>10.4f} {:>22} {:>9}\n", b_label(l),
-                      with_ci(s.diff.kl), with_ci(s.diff.top1_change, 100), s.diff.ppl_a, s.diff.ppl_b, floor,
+    os << fmt::format("{:<22} {:>24} {:>22} {:>10.4f} {:>10.4f} {:>22} {:>9}\n", b_label(l),
+                      with_ci(s.diff.kl), rate_text(s.diff.top1_rate), s.diff.ppl_a, s.diff.ppl_b, floor,
                       s.diff.n_scored);
   }
 }
@@ -216,7 +217,7 @@ nlohmann::json summary_json(const Loaded& l, int worst) {
   j["integrity"] = l.integrity;
   j["n_chunks"] = s.n_chunks;
   add_floor_json(j, l);
-  if (l.transplants) add_transplants_json(j, *l.transplants, kl_floor_hi(s));
+  if (l.transplants) add_transplants_json(j, *l.transplants, kl_floor(s));
   if (!l.analyses.empty()) {
     j["analyses"] = nlohmann::json::object();
     for (const auto& [name, table] : l.analyses) j["analyses"][name] = summary_table_json(table);

@@ -20,14 +20,14 @@ static nlohmann::json interval(const MeanCI& m) {
 }
 
 // A value and, after it, what its interval says against the KL floor (analysis/against_floor).
-static std::string read(const MeanCI& m, double floor_hi, size_t width = 26) {
+static std::string read(const MeanCI& m, const analysis::FloorRef& floor_hi, size_t width = 26) {
   const std::string says = analysis::standing_text(analysis::standing(m, floor_hi));
   const std::string v = with_ci(m);
   if (says.empty()) return v;
   return fmt::format("{:<{}} ({})", v, width, says);
 }
 
-void print_transplants(std::ostream& os, const analysis::TransplantSummary& s, double floor_hi) {
+void print_transplants(std::ostream& os, const analysis::TransplantSummary& s, const analysis::FloorRef& floor_hi) {
   os << "\n  transplants: mean KL(A‖·) over scored positions after restoring each point\n";
   os << "    denoise: B's pass with A's tensor written there (falls to what the rest adds)\n";
   os << "    noise:   A's pass with B's tensor written there (rises to what the prefix carries)\n";
@@ -39,7 +39,7 @@ void print_transplants(std::ostream& os, const analysis::TransplantSummary& s, d
 }
 
 static void print_direction(std::ostream& os, const char* name,
-                            const analysis::DirectionComponents& c, double floor_hi) {
+                            const analysis::DirectionComponents& c, const analysis::FloorRef& floor_hi) {
   os << fmt::format("\n  {}: untouched {}  final {}  (steps sum to {})\n", name, num(c.untouched),
                     num(c.final),
                     std::string(name) == "denoise" ? "untouched − final" : "final − untouched");
@@ -56,7 +56,7 @@ static void print_direction(std::ostream& os, const char* name,
       with_ci(c.paired_diff), c.attention_share_min, c.attention_share_max);
 }
 
-void print_components(std::ostream& os, const analysis::TransplantSummary& s, double floor_hi) {
+void print_components(std::ostream& os, const analysis::TransplantSummary& s, const analysis::FloorRef& floor_hi) {
   if (!s.has_components) {
     os << "\n  components: not measured (run diff with --components)\n";
     return;
@@ -109,7 +109,7 @@ void print_position(std::ostream& os, const Loaded& l, const Position& where) {
                    "as --worst, export and the report do)");
 }
 
-static nlohmann::json curve_json(const std::vector<analysis::CurvePoint>& c, double floor_hi) {
+static nlohmann::json curve_json(const std::vector<analysis::CurvePoint>& c, const analysis::FloorRef& floor_hi) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& p : c)
     a.push_back({{"point", p.point},
@@ -119,7 +119,7 @@ static nlohmann::json curve_json(const std::vector<analysis::CurvePoint>& c, dou
   return a;
 }
 
-static nlohmann::json components_json(const analysis::DirectionComponents& c, double floor_hi) {
+static nlohmann::json components_json(const analysis::DirectionComponents& c, const analysis::FloorRef& floor_hi) {
   const auto says = [floor_hi](const MeanCI& m) {
     return standing_json(analysis::standing(m, floor_hi));
   };
@@ -152,7 +152,7 @@ static nlohmann::json components_json(const analysis::DirectionComponents& c, do
 }
 
 void add_transplants_json(nlohmann::json& j, const analysis::TransplantSummary& s,
-                          double floor_hi) {
+                          const analysis::FloorRef& floor_hi) {
   j["transplants"] = {{"denoise", curve_json(s.denoise, floor_hi)},
                       {"noise", curve_json(s.noise, floor_hi)}};
   if (s.has_components) {

@@ -4,14 +4,15 @@
 #include <ostream>
 #include <string>
 
+#include "analysis/against_floor.h"
 #include "analysis/transplant_summary.h"
 #include "report/show.h"
 
 namespace hd::report {
 
-// `floor_hi`: the upper end of the KL floor every value is read against (report/noise_floor.h).
-void print_transplants(std::ostream& os, const analysis::TransplantSummary& s, double floor_hi);
-void print_components(std::ostream& os, const analysis::TransplantSummary& s, double floor_hi);
+// `floor_hi`: the KL floor every value is read against, its upper end and mean (report/noise_floor.h).
+void print_transplants(std::ostream& os, const analysis::TransplantSummary& s, const analysis::FloorRef& floor_hi);
+void print_components(std::ostream& os, const analysis::TransplantSummary& s, const analysis::FloorRef& floor_hi);
 // `where` is "CHUNK:POS". InputError when it names no stored scored position.
 // --position CHUNK:POS, read strictly (whole numbers): InputError otherwise.
 struct Position {
@@ -22,6 +23,6 @@ void print_position(std::ostream& os, const Loaded& l, const Position& where);
 
 // {transplants: {denoise: [...], noise: [...]}, components: {denoise: {...}, noise: {...}}}
 void add_transplants_json(nlohmann::json& j, const analysis::TransplantSummary& s,
-                          double floor_hi);
+                          const analysis::FloorRef& floor_hi);
 
 }  // namespace hd::report

@@ -148,8 +148,9 @@ nlohmann::json held_out_row(const std::string& name, const std::string& diff_pat
           {"bpw", bits_per_weight(model_path)},
           {"kl_mean", s.diff.kl.mean},
           {"kl_ci95", s.diff.kl.ci95},
-          {"top1_change", s.diff.top1_change.mean},
-          {"top1_change_ci95", s.diff.top1_change.ci95},
+          {"top1_change", s.diff.top1_rate.rate},  // its 95 % interval, inside [0, 1]:
+          {"top1_change_lo", s.diff.top1_rate.lo},  // null where the rate has none
+          {"top1_change_hi", s.diff.top1_rate.hi},
           {"ppl_a", s.diff.ppl_a},
           {"ppl_b", s.diff.ppl_b},
           {"floor_kl", s.has_floor ? s.noise.kl.mean : NAN},

@@ -21,9 +21,10 @@ void Session::run_analyses(ChunkResult& r, std::span<const int32_t> tokens, int 
   in.logits_b = b_.logits;
   in.diff = &r.diff;
   in.floor = r.floor ? &*r.floor : nullptr;
+  in.floor_b = r.floor_b ? &*r.floor_b : nullptr;
   in.points = &model_points_;
   in.captured = [this](char arm, const std::string& point) {
-    const ArmRun& from = arm == 'a' ? a_ : arm == 'b' ? b_ : floor_;
+    const ArmRun& from = arm == 'a' ? a_ : arm == 'b' ? b_ : arm == 'g' ? floor_b_ : floor_;
     if (!from.arm) return analysis::ChunkInput::Rows{};
     return analysis::ChunkInput::Rows{from.hook.captured(point), from.hook.width(point),
                                       static_cast<int>(from.hook.first_row(point))};

@@ -56,6 +56,18 @@ static const char* sql_type(ColumnDef::Type t) {
   return "REAL";
 }
 
+// The columns a table was made with, after chunk and row: (name, declared type).
+static std::vector<std::pair<std::string, std::string>> own_columns(Database& db,
+                                                             const std::string& table) {
+  std::vector<std::pair<std::string, std::string>> out;
+  Statement q(db.handle(), "SELECT name, type FROM pragma_table_info(?) ORDER BY cid");
+  q.bind(1, std::string_view(table));
+  while (q.step()) out.emplace_back(q.text(0), q.text(1));
+  if (out.size() >= 2 && out[0].first == "chunk" && out[1].first == "row")
+    out.erase(out.begin(), out.begin() + 2);
+  return out;
+}
+
 void put_analysis_rows(Database& db, const std::string& name, int chunk,
                        const std::vector<CellRow>& rows) {
   const analysis::ChunkAnalysis* a = analysis::find_chunk_analysis(name);
@@ -69,12 +81,15 @@ void put_analysis_rows(Database& db, const std::string& name, int chunk,
     marks += ", ?";
   }
   db.exec(ddl + ", PRIMARY KEY (chunk, row)) WITHOUT ROWID");
+  // A file written before a column was added keeps its table: its rows go in without it.
+  const size_t kept = std::min(columns.size(), own_columns(db, table).size());
+  marks.resize(std::string("?, ?").size() + kept * std::string(", ?").size());
   Statement ins(db.handle(), "INSERT INTO " + table + " VALUES (" + marks + ")");
   for (size_t r = 0; r < rows.size(); ++r) {
-    if (!analysis::row_fits(columns, rows[r]))
+    if (!analysis::row_fits(columns, rows[r]) || rows[r].size() < kept)
       throw RuntimeError("a row of analysis '" + name + "' does not fit its columns");
     ins.bind(1, int64_t{chunk}).bind(2, static_cast<int64_t>(r));
-    for (size_t k = 0; k < rows[r].size(); ++k) {
+    for (size_t k = 0; k < kept; ++k) {
       const int i = static_cast<int>(k) + 3;
       std::visit(
           [&](const auto& v) {
@@ -92,16 +107,6 @@ void put_analysis_rows(Database& db, const std::string& name, int chunk,
 namespace {
 
 // A table's own columns after (chunk, row), with the type each was declared with.
-std::vector<std::pair<std::string, std::string>> own_columns(Database& db,
-                                                             const std::string& table) {
-  std::vector<std::pair<std::string, std::string>> out;
-  Statement q(db.handle(), "SELECT name, type FROM pragma_table_info(?) ORDER BY cid");
-  q.bind(1, std::string_view(table));
-  while (q.step()) out.emplace_back(q.text(0), q.text(1));
-  if (out.size() >= 2 && out[0].first == "chunk" && out[1].first == "row")
-    out.erase(out.begin(), out.begin() + 2);
-  return out;
-}
 
 // The value at `col`, of the type its column was declared with; nullopt when it is not.
 std::optional<Cell> read_cell(const Statement& q, int col, const std::string& type) {

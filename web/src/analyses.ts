@@ -2,10 +2,11 @@
 // without knowing which analysis it is (src/analysis/plugin.h, docs/extending.md).
 import { h } from "./dom";
 import { fmt, DASH } from "./format";
-import type { AnalysisTable, Summary } from "./types";
+import type { AnalysisCell, AnalysisTable, Summary } from "./types";
 
-function cell(v: string | number | null): string {
+function cell(v: AnalysisCell): string {
   if (v === null || v === undefined) return DASH;
+  if (typeof v === "object") return v.text;  // a rate with its interval (src/report/rates.h)
   return typeof v === "number" ? (Number.isInteger(v) ? String(v) : fmt(v)) : v;
 }
 

@@ -122,7 +122,8 @@ export function renderCompare(root: HTMLElement, results: NamedResult[]): () => 
     kl: r.s.kl_mean,
     kl_ci95: r.s.kl_ci95,
     top1: r.s.top1_change_rate,
-    top1_ci95: r.s.top1_change_rate_ci95,
+    top1_lo: r.s.top1_change?.lo ?? null,
+    top1_hi: r.s.top1_change?.hi ?? null,
     floor: klFloorHi(r.s),
   }));
   const plots: PlotHandle[] = overlaySpecs(rows).map(makePlot);

@@ -14,7 +14,8 @@ interface HeldOutRow {
   kl_mean: Num;
   kl_ci95: Num;
   top1_change: Num;
-  top1_change_ci95?: Num;
+  top1_change_lo?: Num;
+  top1_change_hi?: Num;
   ppl_b?: Num;
   floor_kl?: Num;
 }
@@ -110,7 +111,8 @@ export function renderRecommend(root: HTMLElement, r: RecommendDoc): void {
     kl: row.kl_mean,
     kl_ci95: row.kl_ci95,
     top1: row.top1_change,
-    top1_ci95: row.top1_change_ci95,
+    top1_lo: row.top1_change_lo ?? null,
+    top1_hi: row.top1_change_hi ?? null,
     floor: row.floor_kl, // the floor's mean: the held-out rows keep no interval for it
     highlight: i === 0, // the recipe comes first (src/run/recommend.cpp)
   }));

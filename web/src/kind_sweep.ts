@@ -51,7 +51,7 @@ function shown(name: string, v: unknown): string {
   return name === "model" ? s.replace(/^.*[\\/]/, "") : s;
 }
 
-/** The larger upper end of A's and B's floors, as the sweep's "below the floor" reads it
+/** The larger upper end of A's and B's floors, as the sweep's "within the floor" reads it
  *  (src/run/sweep_summary.cpp floor_row); sweeps from before B's floor have A's alone. */
 function floorHi(f: SweepFloor | null | undefined): number | null {
   if (!f) return null;
@@ -157,7 +157,7 @@ export function renderSweep(root: HTMLElement, r: SweepDoc): PlotHandle[] {
   const below = new Set(r.below_floor ?? []);
   const zero = new Set(r.interval_includes_0 ?? []);
   const says = (r.shapley_players ?? []).map((p) => {
-    const tags = [zero.has(p) ? "interval includes 0" : "", below.has(p) ? "below the floor" : ""].filter((t) => t);
+    const tags = [zero.has(p) ? "interval includes 0" : "", below.has(p) ? "within the floor" : ""].filter((t) => t);
     return tags.length ? h("li", null, `${short(p)}: ${tags.join(", ")}`) : null;
   });
   root.append(

@@ -13,7 +13,9 @@ export interface LadderEntry {
   kl: Num;
   kl_ci95: Num;
   top1: Num;
-  top1_ci95: Num;
+  /** The top-1 change rate's 95 % interval, inside [0, 1] (null where it has none). */
+  top1_lo: Num;
+  top1_hi: Num;
   /** The run's floor: the upper end of its interval where the run stored one, else its mean. */
   floor: Num;
   highlight?: boolean;
@@ -41,9 +43,13 @@ function draw(entries: LadderEntry[], xKey: XKey, metric: Metric, bpwLabel: stri
   const [x0, x1] = extent(xs);
   const px = (x: number) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
   const val = (e: LadderEntry) => (metric === "kl" ? e.kl : e.top1) as number;
-  const ci = (e: LadderEntry) => (metric === "kl" ? e.kl_ci95 : e.top1_ci95);
-  const lows = pts.map((e) => val(e) - (isNum(ci(e)) ? (ci(e) as number) : 0));
-  const highs = pts.map((e) => val(e) + (isNum(ci(e)) ? (ci(e) as number) : 0));
+  // The whisker's ends: mean ± half-width for KL, the rate's own interval for top-1 changes.
+  const whisker = (e: LadderEntry): [number, number] | null => {
+    if (metric === "kl") return isNum(e.kl_ci95) ? [val(e) - e.kl_ci95, val(e) + e.kl_ci95] : null;
+    return isNum(e.top1_lo) && isNum(e.top1_hi) ? [e.top1_lo, e.top1_hi] : null;
+  };
+  const lows = pts.map((e) => whisker(e)?.[0] ?? val(e));
+  const highs = pts.map((e) => whisker(e)?.[1] ?? val(e));
   let py: (y: number) => number;
   const ticks: { y: number; label: string }[] = [];
   if (metric === "kl") {
@@ -72,8 +78,8 @@ function draw(entries: LadderEntry[], xKey: XKey, metric: Metric, bpwLabel: stri
     const x = px(e[xKey] as number), y = val(e);
     const g = svg("g", { class: `ladder-point${e.highlight ? " highlight" : ""}`, "data-label": e.label, "data-x": e[xKey] as number, "data-y": y });
     if (metric === "kl" && isNum(e.floor) && e.floor > 0) g.append(svg("line", { x1: x - 9, x2: x + 9, y1: py(e.floor), y2: py(e.floor), class: "floor-tick", stroke: "#6b7280", "stroke-width": 3 }));
-    const c = ci(e);
-    if (isNum(c)) g.append(svg("line", { x1: x, x2: x, y1: py(y - c), y2: py(y + c), class: "whisker", stroke: "currentColor" }));
+    const wk = whisker(e);
+    if (wk) g.append(svg("line", { x1: x, x2: x, y1: py(wk[0]), y2: py(wk[1]), class: "whisker", stroke: "currentColor" }));
     g.append(svg("circle", { cx: x, cy: py(y), r: e.highlight ? 5.5 : 4, fill: e.highlight ? "#dc2626" : "#2563eb" }));
     g.append(svg("text", { x: x + 7, y: py(y) - (i % 2 ? -14 : 7), class: "point-label", fill: "currentColor", "font-size": 11 }, e.label));
     g.append(svg("title", {}, `${e.label}: ${metric === "kl" ? `mean KL ${fmt(e.kl)} ± ${fmt(e.kl_ci95)}` : `top-1 change ${fmtPct(e.top1, 3)}`}; ${fmt(e.bpw, 4)} bpw, ${fmtBytes(e.bytes)}; floor ${fmt(e.floor)}`));

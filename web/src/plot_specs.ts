@@ -33,7 +33,7 @@ export interface PlotSpec {
   bars: BarSpec[];
   note?: string;
   /** The floor, drawn as a grey band: [0, hi] for errors and KL, [−hi, hi] for signed steps
-   *  ("below the floor" means |value| − ci ≤ hi). One value, or one per x. */
+   *  ("within the floor" means |value| − ci ≤ hi). One value, or one per x. */
   floor?: { hi: number | (number | null)[]; signed: boolean };
 }
 

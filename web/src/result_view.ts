@@ -146,8 +146,9 @@ function cards(s: Summary): HTMLElement {
       ),
       card(
         "top-1 change rate",
-        fmtPct(s.top1_change_rate),
-        ci(s.top1_change_rate_ci95, (v) => fmtPct(v)),
+        // The rate and its interval inside [0, 1], in show's words ("0 of 1,204 positions").
+        s.top1_change?.text ?? fmtPct(s.top1_change_rate),
+        null,
         floorNote(() => `floor ${floorBitwise(s) ? "0 (bitwise)" : fmtPct(s.floor_top1_change_rate)} (${arms((f) => fmtPct(f.top1_change_rate))})`),
         standing(s.standing?.top1_change),
       ),

@@ -15,7 +15,7 @@ export interface LayerStat {
   floor_rel_err_mean?: Num;
   floor_a_rel_err_mean?: Num;
   floor_b_rel_err_mean?: Num;
-  /** "interval includes 0", "below the floor" (src/analysis/against_floor.h). */
+  /** "interval includes 0", "within the floor", "above a zero floor", "31× floor" (src/analysis/against_floor.h). */
   standing?: string[];
 }
 
@@ -70,7 +70,7 @@ export interface FloorSummary {
   kl_mean?: Num;
   kl_ci95?: Num;
   top1_change_rate?: Num;
-  top1_change_rate_ci95?: Num;
+  top1_change?: RateCell;
   bitwise_identical?: boolean;
   ppl_a_resplit?: Num;
   ppl_b_resplit?: Num;
@@ -83,7 +83,7 @@ export interface ArmFloor {
   kl_mean?: Num;
   kl_ci95?: Num;
   top1_change_rate?: Num;
-  top1_change_rate_ci95?: Num;
+  top1_change?: RateCell;
   bitwise_identical?: boolean;
   ppl_a?: Num;
   ppl_b?: Num;
@@ -107,11 +107,25 @@ export interface ArmInfo {
   n_layer?: number;
 }
 
+/** A rate with its interval inside [0, 1] (src/report/rates.h); lo and hi null, and why,
+ * where there is none. */
+export interface RateCell {
+  rate: number | null;
+  lo: number | null;
+  hi: number | null;
+  n: number;
+  chunks: number;
+  why: string | null;
+  text: string;
+}
+
+export type AnalysisCell = string | number | null | RateCell;
+
 /** A plug-in analysis' summary (src/report/analyses.h): a titled table and notes. */
 export interface AnalysisTable {
   title: string;
   columns: string[];
-  rows: (string | number | null)[][];
+  rows: AnalysisCell[][];
   notes: string[];
 }
 
@@ -119,7 +133,9 @@ export interface Summary {
   kl_mean: Num;
   kl_ci95: Num;
   top1_change_rate: Num;
-  top1_change_rate_ci95: Num;
+  /** The rate with its interval inside [0, 1] and the words show prints for it. */
+  top1_change?: RateCell;
+  floor_top1_change?: RateCell | null;
   ppl_a: Num;
   ppl_b: Num;
   n_scored?: Num;
