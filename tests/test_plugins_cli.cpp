@@ -82,6 +82,19 @@ TEST(Plugins, RunWithoutAnalysisStoresNone) {
   EXPECT_FALSE(j.at("config").contains("analyses"));  // the configuration reads as before
 }
 
+// A dense model routes nothing: the run says nothing of routing (it used to say "routing: no"
+// on every diff), while what the model cannot give otherwise is still said.
+TEST(Plugins, ADenseDiffSaysNothingOfRouting) {
+  HD_REQUIRE_SHARED();
+  const CliResult r = run_cli({"diff", "--a", shared_path("models/stories260K.gguf"), "--b-quant",
+                               "Q8_0", "-f", shared_path("corpora/tom-sawyer.txt"), "--chunk",
+                               "64", "--max-chunks", "1", "-o",
+                               temp_dir("plugins-cli") + "/dense.hdy", "--force"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("routing"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("wrote "), std::string::npos) << r.err;
+}
+
 TEST(Plugins, UnknownOrRepeatedAnalysisIsRefused) {
   HD_REQUIRE_SHARED();
   const std::string dir = temp_dir("plugins-cli");

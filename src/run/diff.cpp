@@ -50,9 +50,11 @@ static void note_prefix_reuse(store::Experiment& e, const Session& s, nlohmann::
   }
 }
 
-// What this model's points do not allow, one line each, before the run starts.
+// What this model's points do not allow, one line each, before the run starts; routing only
+// where the model has experts (a dense model routes nothing, and a line saying so is noise).
 static void note_unavailable(const engine::PointMap& m, const ProgressFn& progress) {
   for (const std::string& line : engine::capability_lines(m)) {
+    if (m.n_expert == 0 && line.rfind("routing", 0) == 0) continue;
     if (line.find(": no (") != std::string::npos) progress(line);
   }
 }
