@@ -169,8 +169,10 @@ static ChunkResult chunk_with_analysis(int id) {
   c.chunk = id;
   c.tokens = {1, 2, 3};
   c.analyses["confidence"] = {
-      {int64_t{0}, int64_t{2}, 0.1 / 3, int64_t{1}, int64_t{0}, 0.0, int64_t{0}},
-      {int64_t{1}, int64_t{0}, std::nextafter(0.0, 1.0), int64_t{0}, int64_t{0}, 0.0, int64_t{0}}};
+      {int64_t{0}, int64_t{2}, 0.1 / 3, int64_t{1}, int64_t{0}, 0.0, int64_t{0}, int64_t{2},
+       1e-7 / 3, int64_t{0}},
+      {int64_t{1}, int64_t{0}, std::nextafter(0.0, 1.0), int64_t{0}, int64_t{0}, 0.0, int64_t{0},
+       int64_t{0}, 0.0, int64_t{0}}};
   return c;
 }
 
