@@ -8,6 +8,7 @@
 #include "analysis/against_floor.h"
 #include "analysis/residual.h"
 #include "analysis/stats.h"
+#include "analysis/summary.h"
 
 using namespace hd::analysis;
 
@@ -187,4 +188,40 @@ TEST(AgainstFloor, FewChunksAreFlagged) {
   EXPECT_EQ(few_chunks_note(4), "4 chunks: intervals are wide");
   EXPECT_EQ(few_chunks_note(1), "1 chunk: no intervals");
   EXPECT_EQ(few_chunks_note(5), "");
+}
+
+// KL +inf at a position (B masks a token A gives mass): counted, the first one named by its
+// chunk and position, and left out of the mean and percentiles, which stay finite (issue 40).
+TEST(Summary, InfiniteKlPositionsAreCountedAndLeftOutOfTheMeans) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<ChunkResult> chunks(2);
+  for (int c = 0; c < 2; ++c) {
+    chunks[static_cast<size_t>(c)].chunk = 10 + c;
+    for (int p = 0; p < 4; ++p) {
+      PositionRow r;
+      r.pos = p;
+      r.scored = true;
+      r.score.kl = 0.01 * (p + 1);
+      r.score.nll_a = r.score.nll_b = 1.0;
+      chunks[static_cast<size_t>(c)].diff.positions.push_back(r);
+    }
+  }
+  chunks[1].diff.positions[2].score.kl = inf;
+  chunks[1].diff.positions[3].score.kl = inf;
+  chunks[0].diff.positions[0].score.nll_b = inf;
+  const Summary s = summarize(chunks);
+  EXPECT_EQ(s.diff.n_scored, 8u);
+  EXPECT_EQ(s.diff.n_kl_infinite, 2u);
+  EXPECT_EQ(s.diff.first_infinite_chunk, 11);
+  EXPECT_EQ(s.diff.first_infinite_pos, 2);
+  EXPECT_DOUBLE_EQ(s.diff.kl.mean, (0.01 + 0.02 + 0.03 + 0.04 + 0.01 + 0.02) / 6);
+  EXPECT_TRUE(std::isfinite(s.diff.kl.ci95));
+  for (const auto& p : s.diff.kl_percentiles) EXPECT_TRUE(std::isfinite(p.value)) << p.label;
+  EXPECT_EQ(s.diff.n_nll_infinite, 1u);
+  EXPECT_DOUBLE_EQ(s.diff.ppl_b, std::exp(1.0));
+  const std::string note = infinite_kl_note(s.diff);
+  EXPECT_NE(note.find("+inf at 2 of 8 positions (first: chunk 11 position 2)"), std::string::npos)
+      << note;
+  EXPECT_NE(note.find("1 positions, which the PPLs leave out"), std::string::npos) << note;
+  EXPECT_EQ(infinite_kl_note(summarize({chunks[0]}).diff).find("KL is +inf"), std::string::npos);
 }

@@ -235,3 +235,29 @@ TEST(Store, NewerSchemaAndForeignFilesAreRefused) {
   hd::test::write_file(dir + "/text.hdy", "hello");
   EXPECT_THROW(Experiment::open(dir + "/text.hdy", false), hd::InputError);
 }
+
+// A position where B masks a token A gives mass (KL +inf), or where an arm masks the next token
+// (NLL +inf), is stored and read back as such (issue 40); a NaN is still damage.
+TEST(Store, AnInfiniteKlOrNllReadsBackAsStored) {
+  const std::string path = hd::test::temp_dir("store-inf") + "/x.hdy";
+  ChunkResult c = sample_chunk(0);
+  c.diff.positions[1].score.kl = std::numeric_limits<double>::infinity();
+  c.diff.positions[2].score.nll_b = std::numeric_limits<double>::infinity();
+  {
+    Experiment e = Experiment::create(path, false, {});
+    e.put_chunk(c, {});
+    e.publish();
+  }
+  const ChunkResult back = Experiment::open(path, false).read_chunk(0);
+  EXPECT_EQ(back.diff.positions[1].score.kl, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(back.diff.positions[2].score.nll_b, std::numeric_limits<double>::infinity());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  // SQLite stores a NaN as NULL: what a damaged or edited file holds.
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE positions SET kl = NULL WHERE pos = 1", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  EXPECT_THAT(input_error([&] { Experiment::open(path, false).read_chunk(0); }),
+              testing::HasSubstr("holds a NaN, -inf or missing KL"));
+}

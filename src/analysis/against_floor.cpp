@@ -62,4 +62,21 @@ std::string few_chunks_note(size_t n_chunks) {
          (n_chunks == 1 ? "" : ": intervals are wide");
 }
 
+std::string infinite_kl_note(const ComparisonSummary& s) {
+  std::string out;
+  if (s.n_kl_infinite > 0) {
+    out = "KL is +inf at " + std::to_string(s.n_kl_infinite) + " of " +
+          std::to_string(s.n_scored) + " positions (first: chunk " +
+          std::to_string(s.first_infinite_chunk) + " position " +
+          std::to_string(s.first_infinite_pos) +
+          "), where B gives a token no probability (a -inf logit) that A gives some; the mean "
+          "KL, its interval and percentiles are over the other positions";
+  }
+  if (s.n_nll_infinite > 0) {
+    out += (out.empty() ? "" : "; ") + std::string("an arm gives the next token no probability at ") +
+           std::to_string(s.n_nll_infinite) + " positions, which the PPLs leave out";
+  }
+  return out;
+}
+
 }  // namespace hd::analysis

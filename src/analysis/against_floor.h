@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "analysis/stats.h"
+#include "analysis/summary.h"
 
 namespace hd::analysis {
 
@@ -55,5 +56,10 @@ std::string rate_standing_text(const RateCI& value, const RateCI& floor);
 
 // "2 chunks: intervals are wide" below kFewChunks chunks, else "".
 std::string few_chunks_note(size_t n_chunks);
+
+// Where KL(A || B) is +inf at some positions (B masks a token A gives mass), one line saying
+// how many, where the first is, and that the means leave them out; "" where there are none.
+// The same words in show, its JSON and the pages.
+std::string infinite_kl_note(const ComparisonSummary& s);
 
 }  // namespace hd::analysis

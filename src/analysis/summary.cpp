@@ -8,29 +8,43 @@
 
 namespace hd::analysis {
 
-ComparisonSummary summarize_comparison(const std::vector<const Comparison*>& chunks) {
+ComparisonSummary summarize_comparison(const std::vector<const Comparison*>& chunks,
+                                       const std::vector<int>& chunk_ids) {
   std::vector<double> kl, flip, nll_a, nll_b;
-  std::vector<int> cluster;
+  std::vector<int> cluster, kl_cluster, nll_cluster;
   bool identical = true;
+  ComparisonSummary s;
   for (size_t c = 0; c < chunks.size(); ++c) {
     for (const auto& row : chunks[c]->positions) {
       if (!row.scored) continue;
       identical = identical && row.score.kl == 0 && row.score.nll_a == row.score.nll_b;
-      kl.push_back(row.score.kl);
       flip.push_back(row.score.top_a.id[0] != row.score.top_b.id[0] ? 1.0 : 0.0);
-      nll_a.push_back(row.score.nll_a);
-      nll_b.push_back(row.score.nll_b);
       cluster.push_back(static_cast<int>(c));
+      if (std::isinf(row.score.kl)) {
+        if (s.n_kl_infinite++ == 0) {
+          s.first_infinite_chunk = chunk_ids[c];
+          s.first_infinite_pos = row.pos;
+        }
+      } else {
+        kl.push_back(row.score.kl);
+        kl_cluster.push_back(static_cast<int>(c));
+      }
+      if (std::isinf(row.score.nll_a) || std::isinf(row.score.nll_b)) {
+        ++s.n_nll_infinite;
+      } else {
+        nll_a.push_back(row.score.nll_a);
+        nll_b.push_back(row.score.nll_b);
+        nll_cluster.push_back(static_cast<int>(c));
+      }
     }
   }
-  ComparisonSummary s;
-  s.n_scored = kl.size();
-  s.bitwise_identical = identical && !kl.empty();
-  s.kl = cluster_mean(kl, cluster);
+  s.n_scored = flip.size();
+  s.bitwise_identical = identical && !flip.empty();
+  s.kl = cluster_mean(kl, kl_cluster);
   s.top1_change = cluster_mean(flip, cluster);
   s.top1_rate = cluster_rate(flip, cluster);
-  s.nll_a = cluster_mean(nll_a, cluster);
-  s.nll_b = cluster_mean(nll_b, cluster);
+  s.nll_a = cluster_mean(nll_a, nll_cluster);
+  s.nll_b = cluster_mean(nll_b, nll_cluster);
   s.ppl_a = std::exp(s.nll_a.mean);
   s.ppl_b = std::exp(s.nll_b.mean);
   s.kl_percentiles = kl_percentiles(kl);
@@ -113,16 +127,18 @@ Summary summarize(const std::vector<ChunkResult>& chunks) {
   Summary s;
   s.n_chunks = chunks.size();
   std::vector<const Comparison*> diff, floor, floor_b;
+  std::vector<int> ids;
   for (const auto& c : chunks) {
+    ids.push_back(c.chunk);
     diff.push_back(&c.diff);
     if (c.floor) floor.push_back(&*c.floor);
     if (c.floor_b) floor_b.push_back(&*c.floor_b);
   }
-  s.diff = summarize_comparison(diff);
+  s.diff = summarize_comparison(diff, ids);
   s.has_floor = !floor.empty() && floor.size() == chunks.size();
-  if (s.has_floor) s.floor = summarize_comparison(floor);
+  if (s.has_floor) s.floor = summarize_comparison(floor, ids);
   s.has_floor_b = s.has_floor && floor_b.size() == chunks.size();
-  if (s.has_floor_b) s.floor_b = summarize_comparison(floor_b);
+  if (s.has_floor_b) s.floor_b = summarize_comparison(floor_b, ids);
   if (s.has_floor) s.noise = larger_floor(s.floor, s.has_floor_b ? &s.floor_b : nullptr);
   s.layers = summarize_layers(chunks);
   return s;

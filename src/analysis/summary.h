@@ -18,6 +18,14 @@ struct ComparisonSummary {
   MeanCI nll_a;
   MeanCI nll_b;
   bool bitwise_identical = false;  // every scored KL is exactly 0 and both NLLs equal
+  // Positions where KL(A || B) is +inf: B gives a token no probability (a -inf logit, a
+  // masked token) that A gives some. The KL mean, interval and percentiles leave them out, and
+  // every view says how many there are and where the first one is.
+  size_t n_kl_infinite = 0;
+  int first_infinite_chunk = -1, first_infinite_pos = -1;
+  // Positions where an arm gives the actual next token no probability (its NLL is +inf): the
+  // NLL means and PPLs leave them out.
+  size_t n_nll_infinite = 0;
 };
 
 struct LayerSummary {
@@ -51,7 +59,9 @@ struct Summary {
   std::vector<LayerSummary> layers;
 };
 
-ComparisonSummary summarize_comparison(const std::vector<const Comparison*>& chunks);
+// chunk_ids[i]: the run's number of chunks[i] (where the first infinite KL is said to be).
+ComparisonSummary summarize_comparison(const std::vector<const Comparison*>& chunks,
+                                       const std::vector<int>& chunk_ids);
 FloorFigures larger_floor(const ComparisonSummary& a, const ComparisonSummary* b);
 Summary summarize(const std::vector<ChunkResult>& chunks);
 

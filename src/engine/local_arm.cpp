@@ -38,8 +38,14 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
   cp.cb_eval_user_data = this;
   cp.no_perf = true;
   fatal::set_activity("preparing a context for '" + settings_.model + "'");
+  watch_flash_attn_log();
   ctx_ = llama_init_from_model(weights_->handle(), cp);
+  const std::string fa_logged = flash_attn_logged();
   fatal::set_activity("");
+  // -fa on and off are what ran unless llama.cpp said otherwise (Grok); auto is what it chose.
+  flash_attn_resolved_ = !fa_logged.empty() ? fa_logged
+                         : settings_.flash_attn != "auto" ? settings_.flash_attn
+                                                          : "auto (llama.cpp did not say)";
   if (ctx_ == nullptr) {
     const std::string why = last_llama_error();
     throw InputError("llama.cpp refused the settings for '" + settings_.model + "'" +
@@ -71,11 +77,13 @@ bool LocalArm::eval_callback(ggml_tensor* t, bool ask, void* self) {
   return hook->on_eval(t, ask);
 }
 
-// Copies n floats and returns the index of the first that is NaN or infinite (all ones in the
-// exponent), or n. One pass with no early exit, which the compiler vectorizes: a patched pass
-// copies 19M logits at 128 positions of a 152k vocabulary, and a test per element with a branch
-// out cost about as much as the copy.
-static size_t copy_until_not_finite(const float* src, float* dst, size_t n) {
+// Copies n floats and returns the index of the first that is NaN or +inf, or n. A -inf logit
+// is a token the model masks (probability exactly 0: qwen3tts masks the ids past its codec
+// head), which the KL handles; every other non-finite value means broken numbers. One pass with
+// no early exit, which the compiler vectorizes: a patched pass copies 19M logits at 128
+// positions of a 152k vocabulary, and a test per element with a branch out cost about as much
+// as the copy. `masked_all` is set where every logit is -inf (no token has any probability).
+static size_t copy_until_not_finite(const float* src, float* dst, size_t n, bool& masked_all) {
   uint32_t any = 0;
   for (size_t k = 0; k < n; ++k) {
     uint32_t bits;
@@ -83,9 +91,11 @@ static size_t copy_until_not_finite(const float* src, float* dst, size_t n) {
     dst[k] = src[k];
     any |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
   }
+  masked_all = false;
   if (any == 0) return n;
-  size_t k = 0;
-  while (k < n && std::isfinite(src[k])) ++k;
+  size_t k = 0, finite = 0;
+  for (; k < n && (std::isfinite(src[k]) || src[k] < 0); ++k) finite += std::isfinite(src[k]);
+  masked_all = k == n && finite == 0;
   return k;
 }
 
@@ -153,10 +163,15 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
     const float* row = llama_get_logits_ith(ctx_, i);
     if (row == nullptr)
       throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(i));
-    // A NaN or inf logit makes every number downstream meaningless (KL would print as nan):
-    // refuse it here, where the position is still known.
+    // A NaN or +inf logit makes every number downstream meaningless (KL would print as nan):
+    // refuse it here, where the position is still known. -inf is a masked token.
+    bool masked_all = false;
     const size_t k = copy_until_not_finite(
-        row, logits.data() + static_cast<size_t>(i - first_output) * n_vocab, n_vocab);
+        row, logits.data() + static_cast<size_t>(i - first_output) * n_vocab, n_vocab, masked_all);
+    if (masked_all) {
+      throw RuntimeError("'" + settings_.model + "' gives every token a logit of -inf at position " +
+                         std::to_string(pos0 + i) + ": no token has any probability there");
+    }
     if (k < n_vocab) {
       throw RuntimeError("'" + settings_.model + "' produced a non-finite logit (" +
                          std::to_string(row[k]) + ") at position " + std::to_string(pos0 + i) +
@@ -166,7 +181,9 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
 }
 
 nlohmann::json LocalArm::facts() const {
-  return {{"process", "in-process"}, {"placement", placement_facts(weights_->placement())}};
+  return {{"process", "in-process"},
+          {"placement", placement_facts(weights_->placement())},
+          {"flash_attn", flash_attn_resolved_}};
 }
 
 }  // namespace hd::engine

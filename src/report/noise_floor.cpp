@@ -48,7 +48,13 @@ nlohmann::json comparison_json(const analysis::ComparisonSummary& s) {
           {"top1_change", rate_json(s.top1_rate)},
           {"ppl_a", s.ppl_a},
           {"ppl_b", s.ppl_b},
-          {"bitwise_identical", s.bitwise_identical}};
+          {"bitwise_identical", s.bitwise_identical},
+          {"kl_infinite_positions", s.n_kl_infinite},
+          {"first_kl_infinite",
+           s.n_kl_infinite == 0
+               ? nlohmann::json()
+               : nlohmann::json{{"chunk", s.first_infinite_chunk}, {"pos", s.first_infinite_pos}}},
+          {"nll_infinite_positions", s.n_nll_infinite}};
 }
 
 namespace {
@@ -163,6 +169,8 @@ void print_against_floor(std::ostream& os, const Loaded& l) {
   print_kl_table(os, l);
   if (const std::string note = analysis::few_chunks_note(s.n_chunks); !note.empty())
     os << "  " << note << "\n";
+  if (const std::string note = analysis::infinite_kl_note(s.diff); !note.empty())
+    os << "  " << note << "\n";
   print_percentiles(os, s);
   print_layers(os, s);
 }
@@ -196,6 +204,8 @@ void add_floor_json(nlohmann::json& j, const Loaded& l) {
       {"top1_change", rate_standing_json(s)}};
   const std::string note = analysis::few_chunks_note(s.n_chunks);
   j["intervals_note"] = note.empty() ? nlohmann::json() : nlohmann::json(note);
+  const std::string infinite = analysis::infinite_kl_note(s.diff);
+  j["infinite_note"] = infinite.empty() ? nlohmann::json() : nlohmann::json(infinite);
   j["layers"] = nlohmann::json::array();
   for (const auto& r : s.layers) {
     j["layers"].push_back(

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "common/utf8.h"
 #include "errors.h"
@@ -166,6 +167,13 @@ static bool finite_real(const Statement& q, int col) {
              : false;
 }
 
+// A KL or NLL a run can store: finite, or +inf where an arm gives a token no probability (a
+// -inf logit: KL(A || B) where B masks a token A does not, the NLL of a masked next token).
+static bool finite_or_plus_inf(const Statement& q, int col) {
+  return finite_real(q, col) ||
+         (q.type(col) == SQLITE_FLOAT && q.real(col) == std::numeric_limits<double>::infinity());
+}
+
 static std::optional<Comparison> read_comparison(Database& db, const std::string& path,
                                                  const char* name, int chunk, int64_t n_tokens) {
   Comparison c;
@@ -180,8 +188,8 @@ static std::optional<Comparison> read_comparison(Database& db, const std::string
       throw damaged(path, chunk, fmt::format("has a {} position {} outside its {} tokens", name,
                                              p, n_tokens));
     for (int col = 3; col <= 5; ++col) {
-      if (!finite_real(pos, col)) {
-        throw damaged(path, chunk, fmt::format("position {} ({}) holds a non-finite or missing "
+      if (!finite_or_plus_inf(pos, col)) {
+        throw damaged(path, chunk, fmt::format("position {} ({}) holds a NaN, -inf or missing "
                                                "{}",
                                                p, name, col == 3 ? "KL" : "NLL"));
       }
@@ -266,8 +274,8 @@ ChunkResult Experiment::read_chunk(int chunk) const {
     if (step < 1 || step > kMaxSteps || p < 0 || p >= n_tokens || tr.text(2).empty())
       throw damaged(path_, chunk, fmt::format("has a transplant row at step {} position {}",
                                               step, p));
-    if (!finite_real(tr, 4))
-      throw damaged(path_, chunk, fmt::format("holds a non-finite transplant KL at step {} "
+    if (!finite_or_plus_inf(tr, 4))
+      throw damaged(path_, chunk, fmt::format("holds a NaN, -inf or missing transplant KL at step {} "
                                               "position {}",
                                               step, p));
     const auto k = static_cast<size_t>(step - 1);

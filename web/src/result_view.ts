@@ -156,6 +156,7 @@ function cards(s: Summary): HTMLElement {
       card("PPL B", fmtFixed(s.ppl_b, 3), null, floorNote(() => (s.floor_b ? `floor: B re-split (B′) ${fmtFixed(fl.ppl_b_resplit, 3)}` : "floor: B re-split not measured"))),
     ),
     s.intervals_note ? h("p", { class: "intervals-note" }, s.intervals_note) : null,
+    s.infinite_note ? h("p", { class: "intervals-note" }, s.infinite_note) : null,
     h(
       "p",
       { class: "muted small" },

@@ -152,6 +152,8 @@ export interface Summary {
   standing?: { kl?: string[]; top1_change?: string[] };
   /** "3 chunks: intervals are wide" below 5 chunks, else null. */
   intervals_note?: string | null;
+  /** Where KL is +inf at some positions (B masks a token A gives mass): how many, the first, and that the means leave them out; else null. */
+  infinite_note?: string | null;
   kl_percentiles?: Record<string, Num>;
   layers?: LayerStat[];
   transplants?: Transplants | null;
