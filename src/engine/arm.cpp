@@ -79,6 +79,13 @@ void check_settings(const ArmSettings& s, const ModelInfo& m, int n_ctx) {
                      " values, which do not divide the head dimension " +
                      std::to_string(m.head_dim_v) + " of '" + m.path + "'");
   }
+  // llama_init_from_model forces flash attention off for Grok whatever -fa says, and then
+  // refuses a quantized V cache with "requires flash_attn", which reads as if -fa were off.
+  if (ggml_is_quantized(tv) && m.architecture == "grok") {
+    throw InputError("llama.cpp turns flash attention off for the grok architecture, so a "
+                     "quantized V cache (" + s.cache_type_v +
+                     ") cannot be used with it: use an f16 V cache");
+  }
   if (ggml_is_quantized(tv) && s.flash_attn == "off") {
     throw InputError("a quantized V cache (" + s.cache_type_v +
                      ") needs flash attention: use -fa on or auto, or an f16 V cache");

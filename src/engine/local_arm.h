@@ -30,6 +30,7 @@ class LocalArm : public ArmBackend {
   ArmSettings settings_;
   int n_ctx_ = 0;
   int n_threads_ = 0;
+  std::string flash_attn_resolved_;  // "on" or "off": what llama.cpp ran (-fa auto resolved)
   llama_context* ctx_ = nullptr;
   Hook* hook_ = nullptr;
 };

@@ -35,10 +35,37 @@ static void count_copy_buffer(const char* text) {
   }
 }
 
+// The lines llama_init_from_model logs where it settles flash attention (llama-context.cpp at
+// the pinned commit): resolve_fused_ops for -fa auto, the Grok override, a quantized V cache.
+thread_local bool t_watch_fa = false;
+thread_local std::string t_fa_logged;
+
+static void note_flash_attn(const char* text) {
+  if (!t_watch_fa) return;
+  if (std::strstr(text, "Flash Attention enabled") != nullptr ||
+      std::strstr(text, "enabling flash_attn since it is required") != nullptr) {
+    t_fa_logged = "on";
+  } else if (std::strstr(text, "Flash Attention not supported, set to disabled") != nullptr ||
+             std::strstr(text, "flash_attn is not compatible with") != nullptr) {
+    t_fa_logged = "off";
+  }
+}
+
+void watch_flash_attn_log() {
+  t_watch_fa = true;
+  t_fa_logged.clear();
+}
+
+std::string flash_attn_logged() {
+  t_watch_fa = false;
+  return t_fa_logged;
+}
+
 static void log_filter(ggml_log_level level, const char* text, void*) {
   static const bool verbose = std::getenv("HETERODYNE_LLAMA_LOG") != nullptr;
   if (verbose) fputs(text, stderr);
   count_copy_buffer(text);
+  note_flash_attn(text);
   if (level == GGML_LOG_LEVEL_ERROR) {
     std::lock_guard lock(g_log_mutex);
     g_last_error = text;

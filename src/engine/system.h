@@ -17,6 +17,13 @@ size_t weight_copy_buffers_logged();
 // reads it before and after must not overlap another (a training load copies every tensor).
 std::mutex& model_load_mutex();
 
+// What llama.cpp decided about flash attention while this thread created a context: it
+// resolves -fa auto per model and device, and turns it off for Grok whatever was asked; it says
+// so only in its log. Start watching before llama_init_from_model; the result is "on", "off"
+// or "" where the log said nothing of it.
+void watch_flash_attn_log();
+std::string flash_attn_logged();
+
 // A failed GGML_ASSERT (a malformed model can reach one) becomes a fatal exit (common/fatal.h):
 // one line naming the assertion and what was being done, no gdb backtrace, temporaries removed,
 // exit 1. For the CLI; the worker keeps ggml's own abort, which its parent reports.

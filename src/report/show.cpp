@@ -79,6 +79,17 @@ std::string piece_text(const Loaded& l, int32_t id) {
 static std::string piece(const Loaded& l, int32_t id) { return printable(piece_text(l, id)); }
 
 
+// -fa as asked, and what llama.cpp ran where that differs ("auto→on"; Grok: "on→off").
+std::string flash_attn_text(const nlohmann::json& arm) {
+  const std::string asked = arm.value("flash_attn", "?");
+  const auto& runs_on = arm.value("runs_on", nlohmann::json());
+  const std::string ran = runs_on.is_object() && runs_on.contains("flash_attn") &&
+                                  runs_on["flash_attn"].is_string()
+                              ? runs_on["flash_attn"].get<std::string>()
+                              : "";
+  return ran.empty() || ran == asked ? asked : asked + "→" + ran;
+}
+
 static std::string arm_line(const nlohmann::json& arm) {
   if (arm.is_null()) return "?";
   std::string where;  // only what differs from this binary's CPU, as the flags spell it
@@ -93,7 +104,7 @@ static std::string arm_line(const nlohmann::json& arm) {
   if (!build.empty()) where += " --llama-build " + build;
   return fmt::format("{}  [-ctk {} -ctv {} -fa {} -ub {} -t {}{}]", arm.value("model", "?"),
                      arm.value("cache_type_k", "?"), arm.value("cache_type_v", "?"),
-                     arm.value("flash_attn", "?"), arm.value("n_ubatch", 0),
+                     flash_attn_text(arm), arm.value("n_ubatch", 0),
                      arm.value("n_threads_used", 0), where);
 }
 

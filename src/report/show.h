@@ -57,6 +57,10 @@ void print_position_row(std::ostream& os, const Loaded& l, const analysis::Chunk
 // A token's stored text, or "<id>" when the file has none for it.
 std::string piece_text(const Loaded& l, int32_t id);
 
+// An arm's -fa as asked and, where llama.cpp ran another value, that one: "auto→on", "on→off"
+// (llama.cpp turns flash attention off for Grok). `arm`: the provenance's arms.a or arms.b.
+std::string flash_attn_text(const nlohmann::json& arm);
+
 // A token's text made printable on one line (newlines and tabs shown as escapes).
 std::string printable(const std::string& piece);
 

@@ -107,7 +107,11 @@ void answer_open(int fd, const wire::Message& m, Worker& w) {
   reply.arm = w.next_id++;
   reply.model_info_json = info_json(model->info()).dump();
   reply.n_threads = arm->n_threads();
-  reply.placement_json = arm->facts().at("placement").dump();
+  // The placement and what llama.cpp resolved flash attention to (WorkerArm reads both).
+  const nlohmann::json facts = arm->facts();
+  reply.placement_json =
+      nlohmann::json{{"placement", facts.at("placement")}, {"flash_attn", facts.at("flash_attn")}}
+          .dump();
   wire::send_message(fd, wire::encode(reply));
 }
 
