@@ -8,6 +8,26 @@
 
 namespace hd::report {
 
+namespace {
+
+double num(const nlohmann::json& v) { return v.is_number() ? v.get<double>() : NAN; }
+
+// Round 0 measured every group at every type from the stock base file: the group's ΔKL from the
+// base at its final type, which no later round's start changes (NaN where round 0 has none).
+double delta_from_base(const nlohmann::json& sensitivity, const std::string& group,
+                       const std::string& type) {
+  double base = NAN, at = NAN;
+  for (const auto& row : sensitivity) {
+    if (row.value("round", -1) != 0) continue;
+    if (row.value("group", "") == "(base)") base = num(row["kl_calibration"]);
+    if (row.value("group", "") == group && row.value("type", "") == type)
+      at = num(row["kl_calibration"]);
+  }
+  return at - base;
+}
+
+}  // namespace
+
 void add_recommend_rows(const store::Experiment& e, nlohmann::json& result) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : store::read_sensitivity(e)) {
@@ -20,12 +40,19 @@ void add_recommend_rows(const store::Experiment& e, nlohmann::json& result) {
                     {"kl_held_out", r.kl_held_out},
                     {"top1_calibration", r.top1_calibration}});
   }
+  // Each moved group's ΔKL from the base as well as from the last round's start (at which a
+  // group the start already gave its type moved nothing: 0).
+  if (result.contains("groups") && result["groups"].is_array()) {
+    for (auto& g : result["groups"]) {
+      if (!g.is_object() || !g.contains("group") || !g.contains("type")) continue;
+      const double d = delta_from_base(rows, g.value("group", ""), g.value("type", ""));
+      g["delta_kl_from_base"] = std::isnan(d) ? nlohmann::json() : nlohmann::json(d);
+    }
+  }
   result["sensitivity"] = rows;
 }
 
 namespace {
-
-double num(const nlohmann::json& v) { return v.is_number() ? v.get<double>() : NAN; }
 
 void print_held_out(std::ostream& os, const nlohmann::json& rows) {
   os << "on the held-out text, A against each (floor: the larger of A vs A′ and B vs B′):\n";
@@ -54,6 +81,27 @@ void print_held_out(std::ostream& os, const nlohmann::json& rows) {
   }
 }
 
+// The stock type a user compares the recipe with: the one the target size names, else the
+// smallest stock file at least the recipe's size (held-out rows: the recipe first).
+const nlohmann::json* stock_at_equal_size(const nlohmann::json& r) {
+  const auto& rows = r["held_out"];
+  if (!rows.is_array() || rows.size() < 2) return nullptr;
+  const auto& target = r["target"];
+  const std::string named = target.is_object() ? target.value("size", "") : "";
+  const nlohmann::json* best = nullptr;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    if (rows[i].value("name", "") == named) return &rows[i];
+    if (rows[i].value("bytes", uint64_t{0}) >= rows[0].value("bytes", uint64_t{0}) &&
+        (best == nullptr || rows[i].value("bytes", uint64_t{0}) < best->value("bytes", uint64_t{0})))
+      best = &rows[i];
+  }
+  return best;
+}
+
+std::string signed_or(double v, const char* otherwise) {
+  return std::isnan(v) ? otherwise : fmt::format("{:+.4g}", v);
+}
+
 }  // namespace
 
 void print_recommend(std::ostream& os, const LoadedResult& l) {
@@ -64,19 +112,32 @@ void print_recommend(std::ostream& os, const LoadedResult& l) {
                         ? fmt::format("size {} ({} bytes)", target["size"].get<std::string>(),
                                       target["bytes"].get<uint64_t>())
                         : fmt::format("mean KL {:.6g} (calibration)", num(target["kl"])));
-  os << fmt::format("base {}: mean KL {:.6g} on the calibration text\n\n",
+  os << fmt::format("base {}: mean KL {:.6g} on the calibration text\n",
                     r["base"].get<std::string>(), num(r["base_kl_calibration"]));
-  os << "the groups the recipe moves from the base (every group: --json):\n";
-  os << fmt::format("  {:<28} {:>10} {:>10} {:>7} {:>12} {:>16}\n", "group", "base", "start",
-                    "type", "bytes", "ΔKL from start");
+  // The comparison a user makes: the recipe against the stock type of its size, held out.
+  if (const nlohmann::json* stock = stock_at_equal_size(r)) {
+    const auto& recipe = r["held_out"][0];
+    os << fmt::format("held out: the recipe {} bytes, mean KL {:.5g}; stock {} {} bytes, mean KL "
+                      "{:.5g} (the recipe {:.3g} × the stock type's KL)\n",
+                      recipe.value("bytes", uint64_t{0}), num(recipe["kl_mean"]),
+                      stock->value("name", "?"), stock->value("bytes", uint64_t{0}),
+                      num((*stock)["kl_mean"]), num(recipe["kl_mean"]) / num((*stock)["kl_mean"]));
+  }
+  os << "\nthe groups the recipe moves from the base (every group: --json):\n";
+  os << fmt::format("  {:<28} {:>10} {:>10} {:>7} {:>12} {:>16} {:>16}\n", "group", "base",
+                    "start", "type", "bytes", "ΔKL from base", "ΔKL from start");
   int moved = 0;
   for (const auto& g : r["groups"]) {
-    if (g["type"] == g["base"]) continue;  // (ΔKL is from the last round's start)
+    if (g["type"] == g["base"]) continue;
     ++moved;
-    os << fmt::format("  {:<28} {:>10} {:>10} {:>7} {:>12} {:>+16.4g}\n",
+    // A group already at its type in the last round's start moved nothing from there.
+    const bool at_start = g["type"] == g["start"];
+    os << fmt::format("  {:<28} {:>10} {:>10} {:>7} {:>12} {:>16} {:>16}\n",
                       g["group"].get<std::string>(), g["base"].get<std::string>(),
                       g["start"].get<std::string>(), g["type"].get<std::string>(),
-                      g["bytes"].get<uint64_t>(), num(g["delta_kl"]));
+                      g["bytes"].get<uint64_t>(),
+                      signed_or(num(g.value("delta_kl_from_base", nlohmann::json())), "n/a"),
+                      at_start ? "(the start's)" : signed_or(num(g["delta_kl"]), "n/a"));
   }
   if (moved == 0) os << "  (none: the base is the best recipe for this target)\n";
   if (r["rounds"].size() > 1 && moved > 0)

@@ -27,6 +27,8 @@ interface Group {
   type: string;
   bytes: number;
   delta_kl: Num;
+  /** From the stock base file, as round 0 measured it (null where it has none). */
+  delta_kl_from_base?: Num;
 }
 
 interface Variant {
@@ -69,6 +71,10 @@ function heldOutTable(rows: HeldOutRow[]): HTMLElement {
   ).el;
 }
 
+function signed(v: Num | undefined): string {
+  return isNum(v) ? (v >= 0 ? "+" : "") + fmt(v) : "n/a";
+}
+
 function groupsTable(groups: Group[]): HTMLElement {
   const moved = groups.filter((g) => g.type !== g.base);
   if (moved.length === 0) return h("p", { class: "muted" }, "No group moved: the base is the best recipe for this target.");
@@ -79,7 +85,9 @@ function groupsTable(groups: Group[]): HTMLElement {
       { label: "start", key: (g) => g.start, cell: (g) => g.start },
       { label: "type", key: (g) => g.type, cell: (g) => g.type },
       { label: "bytes", numeric: true, key: (g) => g.bytes, cell: (g) => String(g.bytes) },
-      { label: "ΔKL from start", numeric: true, key: (g) => g.delta_kl, cell: (g) => (isNum(g.delta_kl) ? (g.delta_kl >= 0 ? "+" : "") + fmt(g.delta_kl) : fmt(g.delta_kl)) },
+      { label: "ΔKL from base", numeric: true, key: (g) => g.delta_kl_from_base ?? null, cell: (g) => signed(g.delta_kl_from_base) },
+      // A group the last round's start already gave its type moved nothing from there.
+      { label: "ΔKL from start", numeric: true, key: (g) => g.delta_kl, cell: (g) => (g.type === g.start ? "(the start's)" : signed(g.delta_kl)) },
     ],
     moved,
     { class: "groups" },
