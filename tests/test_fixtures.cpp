@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -306,6 +308,86 @@ TEST(FixtureEngine, FixturesRunThroughAnArmAsInLlamaCpp) {
     EXPECT_EQ(load_and_decode(file, arch).why, "") << file;
     expect_arm_decodes(file);
   }
+}
+
+// llama.cpp turns flash attention off for Grok whatever -fa says, and then refuses a quantized
+// V cache as "requires flash_attn": heterodyne says why before loading (issue 40), and records
+// what ran, "on→off", where -fa on was asked for.
+TEST(FixtureEngine, GrokRunsWithoutFlashAttentionAndSaysSo) {
+  const std::string file = hd::engine::ensure_fixture("grok", true, 1);
+  auto model = hd::engine::model_load(file);
+  hd::engine::ArmSettings s;
+  s.model = file;
+  s.n_threads = 2;
+  s.flash_attn = "on";
+  s.cache_type_v = "q8_0";
+  try {
+    hd::engine::Arm arm(model, s, 16);
+    ADD_FAILURE() << "a quantized V cache on grok was accepted";
+  } catch (const hd::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("llama.cpp turns flash attention off for the grok "
+                                         "architecture, so a quantized V cache (q8_0) cannot be "
+                                         "used with it"),
+              std::string::npos)
+        << e.what();
+  }
+  s.cache_type_v = "f16";
+  const hd::engine::Arm arm(model, s, 16);
+  EXPECT_EQ(arm.facts().value("flash_attn", ""), "off") << arm.facts().dump();
+}
+
+// -fa auto is resolved by llama.cpp per model and device; an arm records what ran (on this CPU
+// llama.cpp enables it), and -fa off stays off.
+TEST(FixtureEngine, AnArmRecordsTheFlashAttentionLlamaCppRan) {
+  const std::string file = hd::engine::ensure_fixture("llama", false, 1);
+  auto model = hd::engine::model_load(file);
+  for (const auto& [asked, ran] : {std::pair{"auto", "on"}, {"off", "off"}, {"on", "on"}}) {
+    hd::engine::ArmSettings s;
+    s.model = file;
+    s.n_threads = 2;
+    s.flash_attn = asked;
+    const hd::engine::Arm arm(model, s, 16);
+    EXPECT_EQ(arm.facts().value("flash_attn", ""), ran) << asked;
+  }
+}
+
+// qwen3tts masks the logits past its codec head at -inf: a masked token (probability 0), which
+// an arm passes on (it used to refuse the model as "weights may be corrupt"); its KL against
+// itself is exactly 0 and finite against its Q8_0.
+TEST(FixtureEngine, MaskedTokensAreNotRefused) {
+  const std::string file = hd::engine::ensure_fixture("qwen3tts", false, 1);
+  auto model = hd::engine::model_load(file);
+  hd::engine::ArmSettings s;
+  s.model = file;
+  s.n_threads = 2;
+  hd::engine::Arm arm(model, s, 16);
+  std::vector<int32_t> tokens(16);
+  for (int i = 0; i < 16; ++i) tokens[i] = i * 7 % 128;
+  std::vector<float> logits;
+  arm.run_chunk(tokens, nullptr, logits);
+  size_t masked = 0;
+  for (float x : logits) {
+    ASSERT_FALSE(std::isnan(x));
+    ASSERT_NE(x, std::numeric_limits<float>::infinity());
+    masked += std::isinf(x) ? 1 : 0;
+  }
+  EXPECT_GT(masked, 0u);
+  EXPECT_LT(masked, logits.size());
+  const std::string dir = hd::test::temp_dir("fixture-masked");
+  {
+    std::ofstream ids(dir + "/ids.txt");
+    for (int i = 0; i < 32; ++i) ids << (i * 29 + 5) % 128 << ' ';
+  }
+  const auto r = run_cli({"diff", "--a", file, "--b-quant", "Q8_0", "--tokens", dir + "/ids.txt",
+                          "--chunk", "16", "-t", "2", "-o", dir + "/tts.hdy", "--force"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto shown = run_cli({"show", dir + "/tts.hdy", "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  const auto j = nlohmann::json::parse(shown.out);
+  ASSERT_TRUE(j["kl_mean"].is_number()) << shown.out;
+  EXPECT_GT(j["kl_mean"].get<double>(), 0.0);
+  EXPECT_EQ(j["kl_infinite_positions"], 0) << "both arms mask the same tokens";
+  EXPECT_TRUE(j["floor_a"]["kl_mean"].is_number()) << shown.out;
 }
 
 // Every fixture the generator makes, made and run through llama.cpp: slow-ish (110 files,
