@@ -280,10 +280,9 @@ Decoded load_and_decode(const std::string& file, const std::string& arch) {
 
 namespace {
 
-// A fixture through heterodyne's own arm: 16 tokens, every logit finite.
-void expect_arm_decodes(const std::string& file) {
+// A fixture's logits through heterodyne's own arm at default settings: 16 tokens.
+std::vector<float> arm_logits(const std::string& file) {
   auto model = hd::engine::model_load(file);
-  EXPECT_EQ(model->info().n_vocab, 128) << file;
   hd::engine::ArmSettings s;
   s.model = file;
   s.n_threads = 2;
@@ -292,7 +291,14 @@ void expect_arm_decodes(const std::string& file) {
   for (int i = 0; i < 16; ++i) tokens[i] = i * 7 % 128;
   std::vector<float> logits;
   arm.run_chunk(tokens, nullptr, logits);
-  ASSERT_EQ(logits.size(), 16u * 128u) << file;
+  EXPECT_EQ(logits.size(), 16u * static_cast<size_t>(model->info().n_vocab)) << file;
+  return logits;
+}
+
+// ... a vocabulary of 128 ids, every logit finite.
+void expect_arm_decodes(const std::string& file) {
+  const std::vector<float> logits = arm_logits(file);
+  EXPECT_EQ(logits.size(), 16u * 128u) << file;
   for (float x : logits) ASSERT_TRUE(std::isfinite(x)) << file;
 }
 
@@ -351,20 +357,14 @@ TEST(FixtureEngine, AnArmRecordsTheFlashAttentionLlamaCppRan) {
   }
 }
 
-// qwen3tts masks the logits past its codec head at -inf: a masked token (probability 0), which
-// an arm passes on (it used to refuse the model as "weights may be corrupt"); its KL against
-// itself is exactly 0 and finite against its Q8_0.
+// qwen3tts pads its codec head's logits with -inf in front (ids 0..1023 of 4096, qwen3vl.cpp):
+// masked tokens (probability 0), which an arm passes on (it used to refuse the model as "weights
+// may be corrupt"). Its diff against its Q8_0 gives a finite KL above 0 with no +inf position
+// (both arms mask the same ids); every next token of ids below 128 is masked, so both NLLs are
+// +inf there: counted, and the PPLs are none (null) rather than NaN.
 TEST(FixtureEngine, MaskedTokensAreNotRefused) {
   const std::string file = hd::engine::ensure_fixture("qwen3tts", false, 1);
-  auto model = hd::engine::model_load(file);
-  hd::engine::ArmSettings s;
-  s.model = file;
-  s.n_threads = 2;
-  hd::engine::Arm arm(model, s, 16);
-  std::vector<int32_t> tokens(16);
-  for (int i = 0; i < 16; ++i) tokens[i] = i * 7 % 128;
-  std::vector<float> logits;
-  arm.run_chunk(tokens, nullptr, logits);
+  const std::vector<float> logits = arm_logits(file);
   size_t masked = 0;
   for (float x : logits) {
     ASSERT_FALSE(std::isnan(x));
@@ -387,6 +387,12 @@ TEST(FixtureEngine, MaskedTokensAreNotRefused) {
   ASSERT_TRUE(j["kl_mean"].is_number()) << shown.out;
   EXPECT_GT(j["kl_mean"].get<double>(), 0.0);
   EXPECT_EQ(j["kl_infinite_positions"], 0) << "both arms mask the same tokens";
+  EXPECT_EQ(j["nll_infinite_positions"], j["n_scored"]) << shown.out;
+  EXPECT_TRUE(j["ppl_a"].is_null()) << shown.out;
+  const auto text = run_cli({"show", dir + "/tts.hdy"});
+  EXPECT_NE(text.out.find("PPL A            n/a (every next token masked)"), std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.out.find("nan"), std::string::npos) << text.out;
   EXPECT_TRUE(j["floor_a"]["kl_mean"].is_number()) << shown.out;
 }
 

@@ -3,7 +3,9 @@
 // floor the floor explorer measures for B's model at that split, where A's (F16, no flash
 // attention) is far smaller; every figure is read against the larger.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "store/experiment.h"
@@ -66,33 +68,65 @@ TEST(Floors, AQuantizedBWithFlashAttentionGetsItsOwnFloor) {
   const int ub = j["provenance"]["floor_ubatch_b"];
   EXPECT_EQ(ub, 65);  // 128 tokens in ubatches of 512: the odd half, as for A
   EXPECT_EQ(j["provenance"]["floor_ubatch"], 65);
+  // The second split (odd chunks): the odd third.
+  EXPECT_EQ(j["provenance"]["floor_ubatch_2"], 43);
+  EXPECT_EQ(j["provenance"]["floor_ubatch_b_2"], 43);
   const double fa = j["floor_a"]["kl_mean"], fb = j["floor_b"]["kl_mean"];
   EXPECT_GT(fb, 0);
   EXPECT_GT(fb, 10 * fa) << "B's split noise (flash attention, Q4_K_M) dwarfs A's here";
-  EXPECT_EQ(j["floor"]["kl_mean"].get<double>(), fb);  // the larger, beside every figure
-  EXPECT_EQ(j["floor_kl_mean"].get<double>(), fb);
+  // Each split's floor is the larger of its arms' over its own chunks; the floor beside every
+  // figure is the larger split's.
+  const json& splits = j["floor"]["splits"];
+  ASSERT_EQ(splits.size(), 2u) << j["floor"].dump();
+  double larger = 0;
+  for (const json& sp : splits) {
+    EXPECT_EQ(sp["kl_mean"].get<double>(), std::max(sp["floor_a"]["kl_mean"].get<double>(),
+                                                    sp["floor_b"]["kl_mean"].get<double>()));
+    larger = std::max(larger, sp["kl_mean"].get<double>());
+  }
+  EXPECT_EQ(splits[0]["ubatch_b"], 65);
+  EXPECT_EQ(splits[1]["ubatch_b"], 43);
+  EXPECT_EQ(j["floor"]["kl_mean"].get<double>(), larger);
+  EXPECT_EQ(j["floor_kl_mean"].get<double>(), larger);
   EXPECT_FALSE(j["floor"]["bitwise_identical"].get<bool>());
+  EXPECT_TRUE(j["floor_splits_note"].is_string());
 
-  // The floor explorer on B's model at that split against the same reference finds the same.
+  // The floor explorer on B's model at the first split, on chunk 0 (measured at it), against
+  // the same reference finds what the diff stored for B′ there.
   const std::string b = j["provenance"]["arms"]["b"]["model"];
   const std::string fx = dir + "/fx.hdy";
   const auto f = test::run_cli({"floor", "-m", b, "--fa", "on", "--ub", std::to_string(ub),
-                                "-t", "2", "-f", text, "--chunk", "128", "--max-chunks", "4",
+                                "-t", "2", "-f", text, "--chunk", "128", "--max-chunks", "1",
                                 "-o", fx});
   ASSERT_EQ(f.exit_code, 0) << f.err;
+  double stored = 0;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(out.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db,
+                                 "SELECT avg(kl) FROM positions WHERE comparison = 'floor_b' AND "
+                                 "chunk = 0 AND scored = 1",
+                                 -1, &q, nullptr),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+    stored = sqlite3_column_double(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+  }
   const json x = shown(fx);
   bool found = false;
   for (const auto& row : x["floor"]["rows"]) {
     if (row["n_ubatch"] != ub) continue;
     found = true;
     EXPECT_FALSE(row["identical"].get<bool>());
-    EXPECT_NEAR(row["kl_mean"].get<double>(), fb, 1e-12 * fb);
+    EXPECT_NEAR(row["kl_mean"].get<double>(), stored, 1e-12 * stored);
   }
   EXPECT_TRUE(found) << x.dump();
 
-  // The same text in show: both floors beside the figures.
+  // The same text in show: both floors beside the figures, on both splits.
   const auto s = test::run_cli({"show", out});
-  EXPECT_NE(s.out.find("B vs B′ (ub 65)"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("B vs B′ (ub 65, 43)"), std::string::npos) << s.out;
   EXPECT_EQ(test::run_cli({"verify", out}).exit_code, 0);
 }
 

@@ -1,6 +1,7 @@
 // What a user reads back: show --json, export, and the file itself from Python's standard
 // library as docs/experiment-format.md describes it.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -77,8 +78,15 @@ TEST(Report, ShowTableNamesTheFloorAndLayers) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("mean KL"), std::string::npos);
   // Both arms re-split by the same rule, and the few chunks flagged.
-  EXPECT_NE(r.out.find("A vs A′ (ub 33)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("B vs B′ (ub 33)"), std::string::npos) << r.out;
+  // ... on two splits, chunks alternating, each named (issue 40: one split can be bitwise
+  // where another is not).
+  EXPECT_NE(r.out.find("A vs A′ (ub 33, 21)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("B vs B′ (ub 33, 21)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("floor: two splits, chunks alternating: A′ at ubatch 33, B′ at 33 (even "
+                       "chunks, KL "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("A′ at ubatch 21, B′ at 21 (odd chunks, KL "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("3 chunks: intervals are wide"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("residual after each layer"), std::string::npos);
   EXPECT_NE(r.out.find("largest KL"), std::string::npos);
@@ -243,4 +251,44 @@ TEST(Report, ThePagesOwnScriptHoldsNoMarkupThatWouldEndIt) {
   EXPECT_EQ(report::script_markup("// <!-- old"), "<!--");
   EXPECT_EQ(report::script_markup("s = '<sCript'"), "<script");
   EXPECT_EQ(report::script_markup("a < b && c > d"), std::nullopt);
+}
+
+// A position whose KL is +inf (B gives a token no probability that A gives some) is counted and
+// named in show, --json and --worst, and the means are over the others (issue 40): here one
+// stored KL made +inf by hand.
+TEST(Report, AnInfiniteKlIsCountedAndNamedInEveryView) {
+  HD_REQUIRE_SHARED();
+  const std::string path = test::temp_dir("report-inf") + "/inf.hdy";
+  std::filesystem::copy_file(experiment(), path, std::filesystem::copy_options::overwrite_existing);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "UPDATE positions SET kl = 9e999 WHERE comparison = 'diff' AND chunk = 1 "
+                         "AND pos = 40",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  const auto text = test::run_cli({"show", path, "--worst", "2"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("KL is +inf at 1 of 189 positions (first: chunk 1 position 40)"),
+            std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.out.find("nan"), std::string::npos) << text.out;
+  const auto r = test::run_cli({"show", path, "--json", "--worst", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["kl_infinite_positions"], 1);
+  EXPECT_EQ(j["first_kl_infinite"], (nlohmann::json{{"chunk", 1}, {"pos", 40}}));
+  EXPECT_TRUE(j["infinite_note"].is_string());
+  EXPECT_EQ(j["worst"][0]["kl"], "inf");
+  // The mean is the plain mean of the other stored KLs.
+  double sum = 0;
+  size_t n = 0;
+  for (const auto& c : store::Experiment::open(experiment(), false).read_all()) {
+    for (const auto& p : c.diff.positions) {
+      if (p.scored && !(c.chunk == 1 && p.pos == 40)) sum += p.score.kl, ++n;
+    }
+  }
+  EXPECT_EQ(n, 188u);
+  EXPECT_DOUBLE_EQ(j["kl_mean"].get<double>(), sum / static_cast<double>(n));
 }

@@ -222,6 +222,43 @@ TEST(Summary, InfiniteKlPositionsAreCountedAndLeftOutOfTheMeans) {
   const std::string note = infinite_kl_note(s.diff);
   EXPECT_NE(note.find("+inf at 2 of 8 positions (first: chunk 11 position 2)"), std::string::npos)
       << note;
-  EXPECT_NE(note.find("1 positions, which the PPLs leave out"), std::string::npos) << note;
+  EXPECT_NE(note.find("at 1 position, which the PPLs leave out"), std::string::npos) << note;
   EXPECT_EQ(infinite_kl_note(summarize({chunks[0]}).diff).find("KL is +inf"), std::string::npos);
+}
+
+// The floor on two splits, chunk c at split c % 2: each split summarized over its chunks, the
+// floor the larger of all, and a split that is bitwise where the other is not said so (issue 40:
+// one split alone can understate the noise by 10^4).
+TEST(Summary, TwoSplitFloorsAreEachSummarizedAndTheLargerIsTheFloor) {
+  std::vector<ChunkResult> chunks(4);
+  for (int c = 0; c < 4; ++c) {
+    ChunkResult& r = chunks[static_cast<size_t>(c)];
+    r.chunk = c;
+    r.floor = Comparison{};
+    r.floor_b = Comparison{};
+    for (int p = 0; p < 3; ++p) {
+      PositionRow row;
+      row.pos = p;
+      row.scored = true;
+      row.score.kl = 0.1;
+      r.diff.positions.push_back(row);
+      row.score.kl = 0;  // A vs A′: bitwise on both splits
+      r.floor->positions.push_back(row);
+      row.score.kl = c % 2 == 1 ? 1e-4 * (p + 1) : 0;  // B vs B′: only the second split moves
+      r.floor_b->positions.push_back(row);
+    }
+  }
+  const Summary one = summarize(chunks);
+  EXPECT_TRUE(one.splits.empty());
+  const Summary two = summarize(chunks, true);
+  ASSERT_EQ(two.splits.size(), 2u);
+  EXPECT_EQ(two.splits[0].kl, 0.0);
+  EXPECT_DOUBLE_EQ(two.splits[1].kl, 2e-4);
+  EXPECT_EQ(two.splits[1].b.n_scored, 6u);  // chunks 1 and 3
+  EXPECT_TRUE(std::isinf(two.split_ratio));
+  EXPECT_DOUBLE_EQ(two.noise.kl.mean, 2e-4);  // the second split's B, over its own chunks
+  EXPECT_DOUBLE_EQ(one.noise.kl.mean, 1e-4);  // pooled: half of it
+  EXPECT_FALSE(two.noise.bitwise_identical);
+  // One chunk: one split measured, as a run of one split.
+  EXPECT_TRUE(summarize({chunks[0]}, true).splits.empty());
 }

@@ -74,7 +74,8 @@ std::string infinite_kl_note(const ComparisonSummary& s) {
   }
   if (s.n_nll_infinite > 0) {
     out += (out.empty() ? "" : "; ") + std::string("an arm gives the next token no probability at ") +
-           std::to_string(s.n_nll_infinite) + " positions, which the PPLs leave out";
+           std::to_string(s.n_nll_infinite) + (s.n_nll_infinite == 1 ? " position" : " positions") +
+           ", which the PPLs leave out";
   }
   return out;
 }

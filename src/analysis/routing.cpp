@@ -135,12 +135,18 @@ void position_notes(const std::map<std::pair<int, int>, PositionRouting>& positi
     if (p.first_changed >= 0) ++first[p.first_changed];
   }
   const size_t n = positions.size(), changed = changed_kl.v.size();
-  const MeanCI c = changed_kl.mean(), k = kept_kl.mean();
+  // A mean over no position is none, and one chunk gives no interval: said, not "nan".
+  const auto kl = [](const Series& s) {
+    if (s.v.empty()) return std::string("none");
+    const MeanCI m = s.mean();
+    return std::isnan(m.ci95) ? fmt::format("{:.4g} (no interval: 1 chunk)", m.mean)
+                              : fmt::format("{:.4g} ± {:.3g}", m.mean, m.ci95);
+  };
   t.notes.push_back(fmt::format(
       "positions whose experts changed at some MoE layer: {} of {} ({:.4g} %); output KL there "
-      "{:.4g} ± {:.3g}, elsewhere {:.4g} ± {:.3g}",
+      "{}, elsewhere {}",
       changed, n, n ? 100.0 * static_cast<double>(changed) / static_cast<double>(n) : 0.0,
-      c.mean, c.ci95, k.mean, k.ci95));
+      kl(changed_kl), kl(kept_kl)));
   if (!first.empty()) {
     std::string list;
     for (const auto& [layer, count] : first) {

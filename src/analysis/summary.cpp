@@ -106,24 +106,59 @@ static std::vector<LayerSummary> summarize_layers(const std::vector<ChunkResult>
   return out;
 }
 
-FloorFigures larger_floor(const ComparisonSummary& a, const ComparisonSummary* b) {
+FloorFigures larger_floor(const std::vector<const ComparisonSummary*>& floors) {
   FloorFigures f;
-  const auto larger = [](const MeanCI& x, const MeanCI* y) {
-    return y != nullptr && y->mean > x.mean ? *y : x;
-  };
-  f.kl = larger(a.kl, b ? &b->kl : nullptr);
-  f.top1_change = larger(a.top1_change, b ? &b->top1_change : nullptr);
-  f.top1_rate = b != nullptr && b->top1_rate.rate > a.top1_rate.rate ? b->top1_rate : a.top1_rate;
-  f.kl_percentiles = a.kl_percentiles;
-  for (size_t i = 0; b != nullptr && i < f.kl_percentiles.size() && i < b->kl_percentiles.size();
-       ++i) {
-    f.kl_percentiles[i].value = std::max(f.kl_percentiles[i].value, b->kl_percentiles[i].value);
+  const ComparisonSummary& first = *floors.front();
+  f.kl = first.kl;
+  f.top1_change = first.top1_change;
+  f.top1_rate = first.top1_rate;
+  f.kl_percentiles = first.kl_percentiles;
+  f.bitwise_identical = true;
+  for (const ComparisonSummary* c : floors) {
+    if (c->kl.mean > f.kl.mean) f.kl = c->kl;
+    if (c->top1_change.mean > f.top1_change.mean) f.top1_change = c->top1_change;
+    if (c->top1_rate.rate > f.top1_rate.rate) f.top1_rate = c->top1_rate;
+    for (size_t i = 0; i < f.kl_percentiles.size() && i < c->kl_percentiles.size(); ++i) {
+      f.kl_percentiles[i].value = std::max(f.kl_percentiles[i].value, c->kl_percentiles[i].value);
+    }
+    f.bitwise_identical = f.bitwise_identical && c->bitwise_identical;
   }
-  f.bitwise_identical = a.bitwise_identical && (b == nullptr || b->bitwise_identical);
   return f;
 }
 
-Summary summarize(const std::vector<ChunkResult>& chunks) {
+// Each split's floors over the chunks measured at it, and how far the splits are apart.
+static void summarize_splits(Summary& s, const std::vector<ChunkResult>& chunks) {
+  for (int split = 0; split < 2; ++split) {
+    std::vector<const Comparison*> a, b;
+    std::vector<int> ids;
+    for (const auto& c : chunks) {
+      if (c.chunk % 2 != split || !c.floor) continue;
+      ids.push_back(c.chunk);
+      a.push_back(&*c.floor);
+      if (c.floor_b) b.push_back(&*c.floor_b);
+    }
+    if (a.empty()) continue;
+    SplitFloor f;
+    f.split = split;
+    f.a = summarize_comparison(a, ids);
+    f.has_b = s.has_floor_b && b.size() == a.size();
+    if (f.has_b) f.b = summarize_comparison(b, ids);
+    const auto kl_of = [](const ComparisonSummary& c) { return c.bitwise_identical ? 0.0 : c.kl.mean; };
+    f.kl = std::max(kl_of(f.a), f.has_b ? kl_of(f.b) : 0.0);
+    s.splits.push_back(f);
+  }
+  if (s.splits.size() < 2) {
+    s.splits.clear();  // one chunk: one split measured, as a run of one split
+    return;
+  }
+  const double hi = std::max(s.splits[0].kl, s.splits[1].kl);
+  const double lo = std::min(s.splits[0].kl, s.splits[1].kl);
+  s.split_ratio = hi == 0 ? std::numeric_limits<double>::quiet_NaN()
+                  : lo == 0 ? std::numeric_limits<double>::infinity()
+                            : hi / lo;
+}
+
+Summary summarize(const std::vector<ChunkResult>& chunks, bool two_splits) {
   Summary s;
   s.n_chunks = chunks.size();
   std::vector<const Comparison*> diff, floor, floor_b;
@@ -139,7 +174,17 @@ Summary summarize(const std::vector<ChunkResult>& chunks) {
   if (s.has_floor) s.floor = summarize_comparison(floor, ids);
   s.has_floor_b = s.has_floor && floor_b.size() == chunks.size();
   if (s.has_floor_b) s.floor_b = summarize_comparison(floor_b, ids);
-  if (s.has_floor) s.noise = larger_floor(s.floor, s.has_floor_b ? &s.floor_b : nullptr);
+  if (s.has_floor && two_splits) summarize_splits(s, chunks);
+  if (!s.splits.empty()) {
+    std::vector<const ComparisonSummary*> floors;
+    for (const SplitFloor& f : s.splits) {
+      floors.push_back(&f.a);
+      if (f.has_b) floors.push_back(&f.b);
+    }
+    s.noise = larger_floor(floors);
+  } else if (s.has_floor) {
+    s.noise = s.has_floor_b ? larger_floor({&s.floor, &s.floor_b}) : larger_floor({&s.floor});
+  }
   s.layers = summarize_layers(chunks);
   return s;
 }

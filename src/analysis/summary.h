@@ -48,6 +48,20 @@ struct FloorFigures {
   bool bitwise_identical = false;          // every floor measured is bitwise
 };
 
+// The floor of one split (run/config.h floor_arm): A vs A′ and B vs B′ over the chunks measured
+// at it, chunk c at split c % 2.
+struct SplitFloor {
+  int split = 0;
+  ComparisonSummary a;
+  bool has_b = false;
+  ComparisonSummary b;
+  double kl = 0;  // the larger mean KL of the two (0 where both are bitwise)
+};
+
+// Two splits disagree when one's KL is above this many times the other's (or one is 0 and the
+// other not): then one split alone would have understated the noise, and every view says so.
+inline constexpr double kSplitsDisagree = 10;
+
 struct Summary {
   size_t n_chunks = 0;
   ComparisonSummary diff;
@@ -55,14 +69,21 @@ struct Summary {
   ComparisonSummary floor;
   bool has_floor_b = false;  // B vs B′ on every chunk
   ComparisonSummary floor_b;
-  FloorFigures noise;  // when has_floor
+  FloorFigures noise;  // when has_floor: with two splits, the larger over both splits and arms
+  // With two splits measured (a run of two chunks or more): each split's floors, by split, and
+  // the larger split's KL over the smaller's (+inf where the smaller is 0 and the larger not,
+  // NaN where both are 0).
+  std::vector<SplitFloor> splits;
+  double split_ratio = 0;
   std::vector<LayerSummary> layers;
 };
 
 // chunk_ids[i]: the run's number of chunks[i] (where the first infinite KL is said to be).
 ComparisonSummary summarize_comparison(const std::vector<const Comparison*>& chunks,
                                        const std::vector<int>& chunk_ids);
-FloorFigures larger_floor(const ComparisonSummary& a, const ComparisonSummary* b);
-Summary summarize(const std::vector<ChunkResult>& chunks);
+// Per figure, the larger over the floors given (A's and B's; with two splits, each split's).
+FloorFigures larger_floor(const std::vector<const ComparisonSummary*>& floors);
+// `two_splits`: the floor of chunk c was measured at split c % 2 (provenance floor_ubatch_2).
+Summary summarize(const std::vector<ChunkResult>& chunks, bool two_splits = false);
 
 }  // namespace hd::analysis

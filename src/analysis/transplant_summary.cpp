@@ -1,6 +1,7 @@
 #include "analysis/transplant_summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -63,7 +64,14 @@ std::optional<Table> build_table(const std::vector<ChunkResult>& chunks) {
     for (const auto& r : chunk.transplants->noise) {
       if (n.count(r.pos)) n[r.pos][static_cast<size_t>(r.step)] = r.kl;
     }
+    // A position whose KL is +inf at some step (a masked token, analysis/summary.h) is left out
+    // of the curves, as the diff's means leave it out: one would make every mean +inf and every
+    // step between two of them NaN.
+    const auto finite = [](const std::vector<double>& v) {
+      return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+    };
     for (auto& [pos, row] : d) {
+      if (!finite(row) || !finite(n[pos])) continue;
       t.d.push_back(std::move(row));
       t.n.push_back(std::move(n[pos]));
       t.cluster.push_back(static_cast<int>(c));

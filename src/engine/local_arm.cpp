@@ -38,14 +38,16 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
   cp.cb_eval_user_data = this;
   cp.no_perf = true;
   fatal::set_activity("preparing a context for '" + settings_.model + "'");
-  watch_flash_attn_log();
-  ctx_ = llama_init_from_model(weights_->handle(), cp);
-  const std::string fa_logged = flash_attn_logged();
+  {
+    const FlashAttnLogWatch watch;
+    ctx_ = llama_init_from_model(weights_->handle(), cp);
+    // -fa on and off are what ran unless llama.cpp said otherwise (Grok); auto is what it chose,
+    // and stays unknown ("") where it said nothing.
+    flash_attn_resolved_ = !watch.logged().empty()       ? watch.logged()
+                           : settings_.flash_attn != "auto" ? settings_.flash_attn
+                                                          : "";
+  }
   fatal::set_activity("");
-  // -fa on and off are what ran unless llama.cpp said otherwise (Grok); auto is what it chose.
-  flash_attn_resolved_ = !fa_logged.empty() ? fa_logged
-                         : settings_.flash_attn != "auto" ? settings_.flash_attn
-                                                          : "auto (llama.cpp did not say)";
   if (ctx_ == nullptr) {
     const std::string why = last_llama_error();
     throw InputError("llama.cpp refused the settings for '" + settings_.model + "'" +
@@ -78,24 +80,27 @@ bool LocalArm::eval_callback(ggml_tensor* t, bool ask, void* self) {
 }
 
 // Copies n floats and returns the index of the first that is NaN or +inf, or n. A -inf logit
-// is a token the model masks (probability exactly 0: qwen3tts masks the ids past its codec
-// head), which the KL handles; every other non-finite value means broken numbers. One pass with
-// no early exit, which the compiler vectorizes: a patched pass copies 19M logits at 128
-// positions of a 152k vocabulary, and a test per element with a branch out cost about as much
-// as the copy. `masked_all` is set where every logit is -inf (no token has any probability).
+// is a token the model masks (probability exactly 0: the qwen3tts fixture pads ids 0..1023 of
+// its 4096 with -inf in front of its codec head), which the KL handles; every other non-finite
+// value means broken numbers. One pass with no early exit, which the compiler vectorizes: a
+// patched pass copies 19M logits at 128 positions of a 152k vocabulary, and a test per element
+// with a branch out cost about as much as the copy; a masking model stays on that pass.
+// `masked_all` is set where every logit is -inf (no token has any probability).
 static size_t copy_until_not_finite(const float* src, float* dst, size_t n, bool& masked_all) {
-  uint32_t any = 0;
+  constexpr uint32_t kExponent = 0x7f800000u, kMinusInf = 0xff800000u;
+  uint32_t broken = 0, finite = 0;
   for (size_t k = 0; k < n; ++k) {
     uint32_t bits;
     std::memcpy(&bits, src + k, sizeof bits);
     dst[k] = src[k];
-    any |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+    const uint32_t special = static_cast<uint32_t>((bits & kExponent) == kExponent);
+    broken |= special & static_cast<uint32_t>(bits != kMinusInf);
+    finite |= special ^ 1u;
   }
-  masked_all = false;
-  if (any == 0) return n;
-  size_t k = 0, finite = 0;
-  for (; k < n && (std::isfinite(src[k]) || src[k] < 0); ++k) finite += std::isfinite(src[k]);
-  masked_all = k == n && finite == 0;
+  masked_all = finite == 0;
+  if (broken == 0) return n;
+  size_t k = 0;
+  while (k < n && (std::isfinite(src[k]) || src[k] < 0)) ++k;
   return k;
 }
 
@@ -181,9 +186,10 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
 }
 
 nlohmann::json LocalArm::facts() const {
-  return {{"process", "in-process"},
-          {"placement", placement_facts(weights_->placement())},
-          {"flash_attn", flash_attn_resolved_}};
+  nlohmann::json f = {{"process", "in-process"},
+                      {"placement", placement_facts(weights_->placement())}};
+  if (!flash_attn_resolved_.empty()) f["flash_attn"] = flash_attn_resolved_;
+  return f;
 }
 
 }  // namespace hd::engine

@@ -30,7 +30,8 @@ class LocalArm : public ArmBackend {
   ArmSettings settings_;
   int n_ctx_ = 0;
   int n_threads_ = 0;
-  std::string flash_attn_resolved_;  // "on" or "off": what llama.cpp ran (-fa auto resolved)
+  // "on" or "off": what llama.cpp ran (-fa auto resolved); "" where its log did not say.
+  std::string flash_attn_resolved_;
   llama_context* ctx_ = nullptr;
   Hook* hook_ = nullptr;
 };

@@ -37,8 +37,8 @@ static void count_copy_buffer(const char* text) {
 
 // The lines llama_init_from_model logs where it settles flash attention (llama-context.cpp at
 // the pinned commit): resolve_fused_ops for -fa auto, the Grok override, a quantized V cache.
-thread_local bool t_watch_fa = false;
-thread_local std::string t_fa_logged;
+static thread_local bool t_watch_fa = false;
+static thread_local std::string t_fa_logged;
 
 static void note_flash_attn(const char* text) {
   if (!t_watch_fa) return;
@@ -51,15 +51,14 @@ static void note_flash_attn(const char* text) {
   }
 }
 
-void watch_flash_attn_log() {
+FlashAttnLogWatch::FlashAttnLogWatch() {
   t_watch_fa = true;
   t_fa_logged.clear();
 }
 
-std::string flash_attn_logged() {
-  t_watch_fa = false;
-  return t_fa_logged;
-}
+FlashAttnLogWatch::~FlashAttnLogWatch() { t_watch_fa = false; }
+
+std::string FlashAttnLogWatch::logged() const { return t_fa_logged; }
 
 static void log_filter(ggml_log_level level, const char* text, void*) {
   static const bool verbose = std::getenv("HETERODYNE_LLAMA_LOG") != nullptr;

@@ -19,10 +19,16 @@ std::mutex& model_load_mutex();
 
 // What llama.cpp decided about flash attention while this thread created a context: it
 // resolves -fa auto per model and device, and turns it off for Grok whatever was asked; it says
-// so only in its log. Start watching before llama_init_from_model; the result is "on", "off"
-// or "" where the log said nothing of it.
-void watch_flash_attn_log();
-std::string flash_attn_logged();
+// so only in its log. Held around llama_init_from_model; logged() is "on", "off" or "" where
+// the log said nothing of it. Watching stops when it goes, also when the call throws.
+class FlashAttnLogWatch {
+ public:
+  FlashAttnLogWatch();
+  ~FlashAttnLogWatch();
+  FlashAttnLogWatch(const FlashAttnLogWatch&) = delete;
+  FlashAttnLogWatch& operator=(const FlashAttnLogWatch&) = delete;
+  std::string logged() const;
+};
 
 // A failed GGML_ASSERT (a malformed model can reach one) becomes a fatal exit (common/fatal.h):
 // one line naming the assertion and what was being done, no gdb backtrace, temporaries removed,

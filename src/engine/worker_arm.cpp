@@ -136,17 +136,17 @@ WorkerArm::WorkerArm(const ModelInfo& host, const ArmSettings& s, int n_ctx) {
                        std::to_string(host.n_layer) + " × " + std::to_string(host.n_embd) +
                        ", " + std::to_string(host.n_vocab));
   }
-  // {"placement", "flash_attn"} from this source's worker; the placement alone from a worker
-  // built before it.
+  // {"placement", "flash_attn" where llama.cpp said} from this source's worker; the placement
+  // alone from a worker built before it.
   const auto placed = nlohmann::json::parse(opened.placement_json);
-  const bool both = placed.is_object() && placed.contains("placement") &&
-                    placed.contains("flash_attn");
+  const bool both = placed.is_object() && placed.contains("placement") && placed.size() <= 2 &&
+                    (placed.size() == 1 || placed.contains("flash_attn"));
   facts_ = {{"process", "worker"},
             {"worker", conn_->exe()},
             {"llama_build", s.llama_build.empty() ? "this binary's" : s.llama_build},
             {"build", conn_->build()},
             {"placement", both ? placed.at("placement") : placed}};
-  if (both) facts_["flash_attn"] = placed.at("flash_attn");
+  if (both && placed.contains("flash_attn")) facts_["flash_attn"] = placed.at("flash_attn");
 }
 
 WorkerArm::~WorkerArm() { conn_->close_arm(id_); }

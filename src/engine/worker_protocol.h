@@ -69,7 +69,9 @@ struct Opened {
   uint32_t arm = 0;  // the id later messages name
   std::string model_info_json;  // engine::ModelInfo's fields
   int32_t n_threads = 0;
-  std::string placement_json;  // devices the weights and the compute live on
+  // {"placement": devices the weights and the compute live on, "flash_attn": what llama.cpp
+  // resolved -fa to, where it said}; a worker built before it sends the placement alone.
+  std::string placement_json;
 };
 
 struct Patch {

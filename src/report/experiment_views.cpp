@@ -116,7 +116,8 @@ nlohmann::json diff_entry(const std::string& path) {
       {"status", l.status},
       {"b_size", b_size > 0 ? b_size : NAN},
       {"b_bpw", b_size > 0 && b_params > 0 ? 8 * b_size / b_params : NAN},
-      {"kl_mean", s.diff.kl.mean},
+      {"kl_mean", s.diff.kl.mean},  // over the positions where KL is finite:
+      {"kl_infinite_positions", s.diff.n_kl_infinite},  // the others
       {"kl_ci95", s.diff.kl.ci95},
       {"top1_change_rate", s.diff.top1_rate.rate},
       {"ppl_a", s.diff.ppl_a},

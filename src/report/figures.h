@@ -10,7 +10,17 @@
 
 namespace hd::report {
 
-inline std::string num(double v) { return v == 0 ? "0" : fmt::format("{:.4g}", v); }
+// NaN (a mean of no value, a floor not measured) is written "n/a", never "nan".
+inline std::string num(double v) {
+  if (std::isnan(v)) return "n/a";
+  return v == 0 ? "0" : fmt::format("{:.4g}", v);
+}
+
+// A perplexity: NaN where no position is left to take it over (an arm gives every next token
+// no probability: infinite_kl_note says how many it left out).
+inline std::string ppl_text(double ppl) {
+  return std::isnan(ppl) ? "n/a (every next token masked)" : fmt::format("{:.4f}", ppl);
+}
 
 inline std::string with_ci(const analysis::MeanCI& m, double scale = 1) {
   if (std::isnan(m.ci95)) return num(m.mean * scale);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "analysis/flips.h"
+#include "report/figures.h"
 
 namespace hd::report {
 
@@ -29,9 +30,11 @@ void print_flips(std::ostream& os, const Loaded& l, int max_rows) {
   const analysis::FlipReport r = analysis::flip_report(l.chunks);
   const auto& s = l.summary.diff;
   const double pct = r.n_scored > 0 ? 100.0 * static_cast<double>(r.flips.size()) / r.n_scored : 0;
-  os << fmt::format("top-1 flips: {} of {} scored positions ({:.3g} %)   PPL A {:.4f}  B {:.4f}  ({:+.3g} %)\n",
-                    r.flips.size(), r.n_scored, pct, s.ppl_a, s.ppl_b,
-                    s.ppl_a > 0 ? 100.0 * (s.ppl_b / s.ppl_a - 1) : 0.0);
+  os << fmt::format("top-1 flips: {} of {} scored positions ({:.3g} %)   PPL A {}  B {}{}\n",
+                    r.flips.size(), r.n_scored, pct, ppl_text(s.ppl_a), ppl_text(s.ppl_b),
+                    s.ppl_a > 0 && !std::isnan(s.ppl_b)
+                        ? fmt::format("  ({:+.3g} %)", 100.0 * (s.ppl_b / s.ppl_a - 1))
+                        : "");
   if (r.flips.empty()) {
     os << "  no greedy answer changed on this text\n\n";
     return;

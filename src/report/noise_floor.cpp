@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/json_number.h"
 #include "report/figures.h"
 #include "report/rates.h"
 
@@ -35,7 +36,44 @@ analysis::FloorRef floor_of(const analysis::Summary& s, const MeanCI& larger) {
   return {hi(s, larger), floor_mean(s, larger)};
 }
 
+// "A′ at ubatch 65, B′ at 65" for one split; the splits' ubatches from the provenance.
+std::string split_ubatches(const Loaded& l, int split) {
+  const char* a = split == 0 ? "floor_ubatch" : "floor_ubatch_2";
+  const char* b = split == 0 ? "floor_ubatch_b" : "floor_ubatch_b_2";
+  std::string out = fmt::format("A′ at ubatch {}", l.provenance.value(a, 0));
+  if (l.provenance.value(b, 0) > 0) out += fmt::format(", B′ at {}", l.provenance.value(b, 0));
+  return out;
+}
+
 }  // namespace
+
+// Which splits the floor was measured on, and where they disagree by more than
+// analysis::kSplitsDisagree, that one split alone would have understated the noise.
+std::string floor_splits_note(const Loaded& l) {
+  const auto& s = l.summary;
+  if (!s.has_floor) return "";
+  if (s.splits.empty()) {
+    return fmt::format("floor: one split ({}; {})", split_ubatches(l, 0),
+                       l.provenance.contains("floor_ubatch_2")
+                           ? "one chunk: the second split is measured on odd chunks"
+                           : "no second: the chunk is too short for one, or the file is from "
+                             "before it");
+  }
+  const auto kl = [](double v) { return v == 0 ? std::string("0 (bitwise)") : fmt::format("{:.3g}", v); };
+  std::string out = fmt::format("floor: two splits, chunks alternating: {} (even chunks, KL {}); {} "
+                                "(odd chunks, KL {}); each figure is read against the larger",
+                                split_ubatches(l, 0), kl(s.splits[0].kl), split_ubatches(l, 1),
+                                kl(s.splits[1].kl));
+  // NaN: both bitwise, no disagreement; +inf: one bitwise, the other not.
+  if (std::isinf(s.split_ratio)) {
+    out += "; the splits disagree: one is bitwise, the other not";
+  } else if (s.split_ratio > analysis::kSplitsDisagree) {
+    out += fmt::format("; the splits disagree by {:.0f}×: one split alone would have understated "
+                       "the noise",
+                       s.split_ratio);
+  }
+  return out;
+}
 
 nlohmann::json comparison_json(const analysis::ComparisonSummary& s) {
   nlohmann::json pct;
@@ -61,11 +99,15 @@ namespace {
 
 void print_kl_table(std::ostream& os, const Loaded& l) {
   const auto& s = l.summary;
-  const int ub_a = l.provenance.value("floor_ubatch", 0);
-  const int ub_b = l.provenance.value("floor_ubatch_b", 0);
-  const std::string head_a = fmt::format("A vs A′ (ub {})", ub_a);
-  const std::string head_b = s.has_floor_b ? fmt::format("B vs B′ (ub {})", ub_b)
-                                           : "B vs B′: not measured";
+  // "ub 65" for one split, "ub 65, 43" for two (the columns pool both; the note below splits them).
+  const auto ubs = [&](const char* first, const char* second) {
+    const int u1 = l.provenance.value(first, 0), u2 = l.provenance.value(second, 0);
+    return s.splits.empty() || u2 == 0 ? fmt::format("ub {}", u1) : fmt::format("ub {}, {}", u1, u2);
+  };
+  const std::string head_a = fmt::format("A vs A′ ({})", ubs("floor_ubatch", "floor_ubatch_2"));
+  const std::string head_b = s.has_floor_b
+                                 ? fmt::format("B vs B′ ({})", ubs("floor_ubatch_b", "floor_ubatch_b_2"))
+                                 : "B vs B′: not measured";
   if (!s.has_floor) {
     os << fmt::format("\n  {:<16} {:<28} {}\n", "", "A vs B", "floor: not measured");
   } else {
@@ -100,10 +142,10 @@ void print_kl_table(std::ostream& os, const Loaded& l) {
   }
   // A floor's PPL is that of the re-split arm: A′ beside A, B′ beside B.
   const std::string pad(s.has_floor ? 22 : 0, ' ');
-  os << fmt::format("  {:<16} {:<28} {}{}\n", "PPL A", fmt::format("{:.4f}", s.diff.ppl_a),
-                    pad, s.has_floor ? fmt::format("{:.4f} (A′)", s.floor.ppl_b) : "");
-  os << fmt::format("  {:<16} {:<28} {}{:<22} {}\n", "PPL B", fmt::format("{:.4f}", s.diff.ppl_b),
-                    pad, "", s.has_floor_b ? fmt::format("{:.4f} (B′)", s.floor_b.ppl_b) : "");
+  os << fmt::format("  {:<16} {:<28} {}{}\n", "PPL A", ppl_text(s.diff.ppl_a), pad,
+                    s.has_floor ? ppl_text(s.floor.ppl_b) + " (A′)" : "");
+  os << fmt::format("  {:<16} {:<28} {}{:<22} {}\n", "PPL B", ppl_text(s.diff.ppl_b), pad, "",
+                    s.has_floor_b ? ppl_text(s.floor_b.ppl_b) + " (B′)" : "");
 }
 
 void print_percentiles(std::ostream& os, const analysis::Summary& s) {
@@ -132,9 +174,12 @@ void print_layers(std::ostream& os, const analysis::Summary& s) {
                     "against the floor");
   for (const auto& r : s.layers) {
     const Standing st = analysis::standing(r.rel_err, r.floor_rel_err_mean);
-    os << fmt::format("  {:>5}  {:<26} {:>10.6f} {:>12.5g} {:>14.3g} {:>10.3g} {:>10.3g}  {}\n",
-                      r.layer, with_ci(r.rel_err), r.cosine_mean, r.max_abs, r.floor_rel_err_mean,
-                      r.floor_a_rel_err_mean, r.floor_b_rel_err_mean, standing_text(st));
+    // A floor not measured (a model that keeps no KV cache cannot be re-split) is "n/a".
+    const auto floor = [](double v) { return std::isnan(v) ? "n/a" : fmt::format("{:.3g}", v); };
+    os << fmt::format("  {:>5}  {:<26} {:>10.6f} {:>12.5g} {:>14} {:>10} {:>10}  {}\n", r.layer,
+                      with_ci(r.rel_err), r.cosine_mean, r.max_abs, floor(r.floor_rel_err_mean),
+                      floor(r.floor_a_rel_err_mean), floor(r.floor_b_rel_err_mean),
+                      standing_text(st));
   }
 }
 
@@ -171,6 +216,7 @@ void print_against_floor(std::ostream& os, const Loaded& l) {
     os << "  " << note << "\n";
   if (const std::string note = analysis::infinite_kl_note(s.diff); !note.empty())
     os << "  " << note << "\n";
+  if (const std::string note = floor_splits_note(l); !note.empty()) os << "  " << note << "\n";
   print_percentiles(os, s);
   print_layers(os, s);
 }
@@ -197,8 +243,23 @@ void add_floor_json(nlohmann::json& j, const Loaded& l) {
                   {"ppl_a_resplit", s.floor.ppl_b},
                   {"ppl_b_resplit", s.has_floor_b ? s.floor_b.ppl_b : nan},
                   {"ubatch_a", l.provenance.value("floor_ubatch", 0)},
-                  {"ubatch_b", l.provenance.value("floor_ubatch_b", 0)}};
+                  {"ubatch_b", l.provenance.value("floor_ubatch_b", 0)},
+                  {"splits", nlohmann::json::array()},
+                  {"split_ratio", s.splits.empty() ? nlohmann::json() : json_number(s.split_ratio)}};
+    for (const analysis::SplitFloor& f : s.splits) {
+      const bool second = f.split == 1;
+      j["floor"]["splits"].push_back(
+          {{"split", f.split},
+           {"chunks", second ? "odd" : "even"},
+           {"ubatch_a", l.provenance.value(second ? "floor_ubatch_2" : "floor_ubatch", 0)},
+           {"ubatch_b", l.provenance.value(second ? "floor_ubatch_b_2" : "floor_ubatch_b", 0)},
+           {"kl_mean", f.kl},
+           {"floor_a", comparison_json(f.a)},
+           {"floor_b", f.has_b ? comparison_json(f.b) : nlohmann::json()}});
+    }
   }
+  const std::string splits_note = floor_splits_note(l);
+  j["floor_splits_note"] = splits_note.empty() ? nlohmann::json() : nlohmann::json(splits_note);
   j["standing"] = {
       {"kl", standing_json(analysis::standing(s.diff.kl, floor_of(s, s.noise.kl)))},
       {"top1_change", rate_standing_json(s)}};

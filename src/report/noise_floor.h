@@ -19,6 +19,11 @@ void print_against_floor(std::ostream& os, const Loaded& l);
 // floor_b, standing {kl, top1_change}, intervals_note; and each layer's floor columns.
 void add_floor_json(nlohmann::json& j, const Loaded& l);
 
+// Which splits the floor was measured on ("floor: two splits, chunks alternating: A′ at ubatch
+// 65, B′ at 65 (even chunks, KL 1.2e-4); A′ at ubatch 43 …") and whether they disagree by more
+// than 10×; "" without a floor. show, --json (floor_splits_note) and the result page.
+std::string floor_splits_note(const Loaded& l);
+
 // "0 (bitwise)", "m ± ci" or "not measured": the floor a ladder row prints.
 std::string floor_kl_cell(const analysis::Summary& s);
 

@@ -26,34 +26,6 @@ double delta_from_base(const nlohmann::json& sensitivity, const std::string& gro
   return at - base;
 }
 
-}  // namespace
-
-void add_recommend_rows(const store::Experiment& e, nlohmann::json& result) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : store::read_sensitivity(e)) {
-    rows.push_back({{"round", r.round},
-                    {"group", r.group},
-                    {"type", r.type},
-                    {"bytes", r.bytes},
-                    {"status", r.status},
-                    {"kl_calibration", r.kl_calibration},
-                    {"kl_held_out", r.kl_held_out},
-                    {"top1_calibration", r.top1_calibration}});
-  }
-  // Each moved group's ΔKL from the base as well as from the last round's start (at which a
-  // group the start already gave its type moved nothing: 0).
-  if (result.contains("groups") && result["groups"].is_array()) {
-    for (auto& g : result["groups"]) {
-      if (!g.is_object() || !g.contains("group") || !g.contains("type")) continue;
-      const double d = delta_from_base(rows, g.value("group", ""), g.value("type", ""));
-      g["delta_kl_from_base"] = std::isnan(d) ? nlohmann::json() : nlohmann::json(d);
-    }
-  }
-  result["sensitivity"] = rows;
-}
-
-namespace {
-
 void print_held_out(std::ostream& os, const nlohmann::json& rows) {
   os << "on the held-out text, A against each (floor: the larger of A vs A′ and B vs B′):\n";
   os << fmt::format("  {:<8} {:>12} {:>6} {:>24} {:>9} {:>10} {:>11}\n", "model", "bytes", "bpw",
@@ -103,6 +75,31 @@ std::string signed_or(double v, const char* otherwise) {
 }
 
 }  // namespace
+
+void add_recommend_rows(const store::Experiment& e, nlohmann::json& result) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : store::read_sensitivity(e)) {
+    rows.push_back({{"round", r.round},
+                    {"group", r.group},
+                    {"type", r.type},
+                    {"bytes", r.bytes},
+                    {"status", r.status},
+                    {"kl_calibration", r.kl_calibration},
+                    {"kl_held_out", r.kl_held_out},
+                    {"top1_calibration", r.top1_calibration}});
+  }
+  // Each moved group's ΔKL from the base as well as from the last round's start (at which a
+  // group the start already gave its type moved nothing: 0).
+  if (result.contains("groups") && result["groups"].is_array()) {
+    for (auto& g : result["groups"]) {
+      if (!g.is_object() || !g.contains("group") || !g.contains("type")) continue;
+      const double d = delta_from_base(rows, g.value("group", ""), g.value("type", ""));
+      g["delta_kl_from_base"] = std::isnan(d) ? nlohmann::json() : nlohmann::json(d);
+    }
+  }
+  result["sensitivity"] = rows;
+}
+
 
 void print_recommend(std::ostream& os, const LoadedResult& l) {
   const auto& r = l.result;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "analysis/consistency.h"
+#include "common/json_number.h"
 #include "errors.h"
 #include "report/analyses.h"
 #include "report/figures.h"
@@ -39,7 +40,8 @@ Loaded load_experiment(const std::string& path, bool position_rows) {
   if (const auto problem = analysis::chunks_problem(l.chunks))
     throw InputError("'" + path + "' is damaged: " + *problem);
   l.pieces = e.pieces();
-  l.summary = analysis::summarize(l.chunks);
+  // A run that measured its floor on two splits records the second's ubatch (run/diff.cpp).
+  l.summary = analysis::summarize(l.chunks, l.provenance.contains("floor_ubatch_2"));
   l.transplants = analysis::summarize_transplants(l.chunks);
   l.analyses = summarize_analyses(e);
   for (const auto& name : e.analyses()) {
@@ -158,8 +160,13 @@ void print_ladder(std::ostream& os, const std::vector<Loaded>& runs) {
   for (const Loaded& l : runs) {
     const auto& s = l.summary;
     const std::string floor = floor_kl_cell(s);
-    os << fmt::format("{:<22} {:>24} {:>22} {:>10.4f} {:>10.4f} {:>22} {:>9}\n", b_label(l),
-                      with_ci(s.diff.kl), rate_text(s.diff.top1_rate), s.diff.ppl_a, s.diff.ppl_b, floor,
+    // A run with positions of KL +inf says so in its row: its mean is over the others.
+    const std::string kl = with_ci(s.diff.kl) + (s.diff.n_kl_infinite > 0
+                                                      ? fmt::format(" (+inf at {})", s.diff.n_kl_infinite)
+                                                      : "");
+    const auto ppl = [](double v) { return std::isnan(v) ? std::string("n/a") : fmt::format("{:.4f}", v); };
+    os << fmt::format("{:<22} {:>24} {:>22} {:>10} {:>10} {:>22} {:>9}\n", b_label(l), kl,
+                      rate_text(s.diff.top1_rate), ppl(s.diff.ppl_a), ppl(s.diff.ppl_b), floor,
                       s.diff.n_scored);
   }
 }
@@ -252,9 +259,9 @@ nlohmann::json summary_json(const Loaded& l, int worst) {
                             {"pos", r.pos},
                             {"token_id", r.target},
                             {"token_text", piece_text(l, r.target)},
-                            {"kl", r.score.kl},
-                            {"nll_a", r.score.nll_a},
-                            {"nll_b", r.score.nll_b},
+                            {"kl", json_number(r.score.kl)},  // +inf as "inf", not null
+                            {"nll_a", json_number(r.score.nll_a)},
+                            {"nll_b", json_number(r.score.nll_b)},
                             {"top5_a", top(r.score.top_a)},
                             {"top5_b", top(r.score.top_b)}});
     }

@@ -98,9 +98,19 @@ int floor_ubatch_for(int chunk, int a_ubatch) {
   return std::max(ub, 1);
 }
 
-engine::ArmSettings floor_arm(const DiffConfig& c, const engine::ArmSettings& arm) {
+int second_floor_ubatch(int chunk, int arm_ubatch, int first) {
+  const int effective = std::min(arm_ubatch, chunk);
+  for (const int parts : {3, 5, 7}) {
+    const int ub = (effective / parts) | 1;
+    if (ub > 1 && ub != first && ub < effective) return ub;
+  }
+  return 0;
+}
+
+engine::ArmSettings floor_arm(const DiffConfig& c, const engine::ArmSettings& arm, int split) {
   engine::ArmSettings fs = arm;
   fs.n_ubatch = c.floor_ubatch > 0 ? c.floor_ubatch : floor_ubatch_for(c.chunk, arm.n_ubatch);
+  if (split == 1) fs.n_ubatch = second_floor_ubatch(c.chunk, arm.n_ubatch, fs.n_ubatch);
   return fs;
 }
 

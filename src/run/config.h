@@ -53,9 +53,16 @@ int first_scored_target(const std::string& score_from, int n);
 
 // An odd ubatch that splits the chunk differently from arm A's: the numerical floor's arm.
 int floor_ubatch_for(int chunk, int a_ubatch);
-// `arm` re-split as its floor arm: --floor-ub when given, else floor_ubatch_for(chunk, its
-// ubatch). The same rule for A and B, in diff and sweep.
-engine::ArmSettings floor_arm(const DiffConfig& c, const engine::ArmSettings& arm);
+// The floor's second split: another odd ubatch, neither the first nor the arm's own, so that
+// the floor is measured on two splits (one split can be bitwise where another is not: the demo's
+// Q4_K_M with flash attention gave 1.03e-4 at ubatch 65 of a 128-token chunk and 1e-8 at 129 of
+// a 256-token one). 0 where the chunk is too short for a second (never 1: single-token kernels
+// are a decode question, check --decode).
+int second_floor_ubatch(int chunk, int arm_ubatch, int first);
+// `arm` re-split as its floor arm. Split 0: --floor-ub when given, else floor_ubatch_for(chunk,
+// its ubatch). Split 1: second_floor_ubatch from there (n_ubatch 0 where there is none). A
+// diff's chunk c is measured at split c % 2 (the split a run has with one chunk: 0).
+engine::ArmSettings floor_arm(const DiffConfig& c, const engine::ArmSettings& arm, int split = 0);
 
 // Throws InputError for values no run can use.
 void validate(const DiffConfig& c);

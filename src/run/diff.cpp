@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 
 #include "errors.h"
 #include "run/input.h"
@@ -21,6 +22,10 @@ static nlohmann::json provenance(const Session& s, const Input& input,
   p["arms"] = s.arms_provenance();
   p["floor_ubatch"] = s.floor_ubatch();
   if (s.floor_ubatch_b() > 0) p["floor_ubatch_b"] = s.floor_ubatch_b();
+  if (s.floor_ubatch_2() > 0) {  // the second split's, chunk c measured at split c % 2
+    p["floor_ubatch_2"] = s.floor_ubatch_2();
+    if (s.floor_ubatch_b_2() > 0) p["floor_ubatch_b_2"] = s.floor_ubatch_b_2();
+  }
   p["points"] = engine::to_json(s.points());
   return p;
 }
@@ -104,7 +109,7 @@ static RunEnd run_missing(store::Experiment& e, Session& s,
     double kl = 0;
     size_t n = 0;
     for (const auto& p : r.diff.positions) {
-      if (p.scored) kl += p.score.kl, ++n;
+      if (p.scored && std::isfinite(p.score.kl)) kl += p.score.kl, ++n;  // as the summary
     }
     return ChunkDone{r.seconds, n ? kl / static_cast<double>(n) : 0.0};
   };
@@ -172,7 +177,8 @@ RunEnd diff_resume(const std::string& path, const std::string& command_line,
   // The text the run read (checked by its sha256), before minutes of loading the models.
   const Input input = read_stored_input({config.text_file, config.token_ids}, prov, again,
                                         "heterodyne diff --resume " + path);
-  Session s(config, prov.contains("floor_ubatch_b"));  // a file from before B's floor: without it
+  // A file from before B's floor, or before the floor's second split: without them.
+  Session s(config, prov.contains("floor_ubatch_b"), prov.contains("floor_ubatch_2"));
   // The models a stored run used must be the ones on disk now.
   if (auto change = s.model_change(prov["arms"])) throw InputError(*change + ": cannot resume");
   if (auto change = s.points_change(prov)) throw InputError(*change + ": cannot resume");

@@ -138,7 +138,7 @@ json split_host(const json& v, bool keep_host) {
 std::pair<json, json> run_and_host(const json& p) {
   json run, host;
   for (const char* key : {"heterodyne", "llama_cpp", "text", "tokens", "points", "floor_ubatch",
-                          "floor_ubatch_b"}) {
+                          "floor_ubatch_b", "floor_ubatch_2", "floor_ubatch_b_2"}) {
     if (p.contains(key)) run[key] = p[key];
   }
   run["text"].erase("path");  // the same text may be reached by another path on another node

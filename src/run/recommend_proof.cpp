@@ -140,13 +140,15 @@ std::vector<std::pair<std::string, std::string>> stock_neighbours(const Recommen
 
 nlohmann::json held_out_row(const std::string& name, const std::string& diff_path,
                             const std::string& model_path) {
-  const auto chunks = store::Experiment::open(diff_path, false).read_all();
-  const analysis::Summary s = analysis::summarize(chunks);
+  const store::Experiment e = store::Experiment::open(diff_path, false);
+  const auto prov = nlohmann::json::parse(e.meta("provenance").value_or("{}"));
+  const analysis::Summary s = analysis::summarize(e.read_all(), prov.contains("floor_ubatch_2"));
   return {{"name", name},
           {"file", fs::path(diff_path).lexically_relative(fs::path(diff_path).parent_path().parent_path()).string()},
           {"bytes", fs::file_size(model_path)},
           {"bpw", bits_per_weight(model_path)},
-          {"kl_mean", s.diff.kl.mean},
+          {"kl_mean", s.diff.kl.mean},  // over the positions where KL is finite:
+          {"kl_infinite_positions", s.diff.n_kl_infinite},  // the others
           {"kl_ci95", s.diff.kl.ci95},
           {"top1_change", s.diff.top1_rate.rate},  // its 95 % interval, inside [0, 1]:
           {"top1_change_lo", s.diff.top1_rate.lo},  // null where the rate has none

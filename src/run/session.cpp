@@ -20,7 +20,8 @@ namespace hd::run {
 using analysis::ChunkResult;
 using analysis::Comparison;
 
-Session::Session(DiffConfig config, bool floor_b) : config_(std::move(config)) {
+Session::Session(DiffConfig config, bool floor_b, bool two_splits)
+    : config_(std::move(config)), floor_b_wanted_(floor_b) {
   validate(config_);
   resolve_quantized_b(config_);
   std::map<std::string, std::shared_ptr<engine::Model>> models;  // one load per file
@@ -73,11 +74,21 @@ Session::Session(DiffConfig config, bool floor_b) : config_(std::move(config)) {
   if (config_.floor && map_.floor()) {  // otherwise the run says why (capability_lines)
     // Each arm re-split by the same rule from its own ubatch: B's kernels (a quantized matmul,
     // flash attention) can be split-sensitive where A's are bitwise stable.
+    model_a_ = model_a;
+    model_b_ = model_b;
     floor_ = make_run(model_a, floor_arm(config_, config_.a));
-    floor_ub_ = floor_.arm->settings().n_ubatch;
+    floor_ub_[0] = floor_.arm->settings().n_ubatch;
     if (floor_b) {
       floor_b_ = make_run(model_b, floor_arm(config_, config_.b));
-      floor_ub_b_ = floor_b_.arm->settings().n_ubatch;
+      floor_ub_b_[0] = floor_b_.arm->settings().n_ubatch;
+    }
+    // A second split where both arms have one: the floor of one split alone can be bitwise where
+    // another's is not (run/config.h second_floor_ubatch).
+    const int second_a = floor_arm(config_, config_.a, 1).n_ubatch;
+    const int second_b = floor_arm(config_, config_.b, 1).n_ubatch;
+    if (two_splits && second_a > 0 && (!floor_b || second_b > 0)) {
+      floor_ub_[1] = second_a;
+      floor_ub_b_[1] = floor_b ? second_b : 0;
     }
   }
   for (const auto& [path, m] : models) sha256_[path] = sha256_file(path);
@@ -267,6 +278,7 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
     }
   }
   if (floor_.arm) {
+    use_floor_split(floor_ub_[1] > 0 ? chunk % 2 : 0);
     run(floor_, tokens, first_output);
     r.floor = compare(a_, floor_, tokens, first_output);
     if (floor_b_.arm) {
@@ -277,6 +289,18 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
   run_analyses(r, tokens, first_output);
   if (!points_.empty()) r.transplants = transplant(tokens, first_output);
   return r;
+}
+
+void Session::use_floor_split(int split) {
+  if (split == floor_split_) return;
+  // The old context goes before the new one is made: one floor context per arm at a time.
+  floor_ = {};
+  floor_ = make_run(model_a_, floor_arm(config_, config_.a, split));
+  if (floor_b_wanted_) {
+    floor_b_ = {};
+    floor_b_ = make_run(model_b_, floor_arm(config_, config_.b, split));
+  }
+  floor_split_ = split;
 }
 
 std::map<int32_t, std::string> Session::pieces_of(const ChunkResult& c) const {

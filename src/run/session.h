@@ -28,14 +28,19 @@ class Session {
   // Loads the models (B quantized from A first when config.b_quant is set), checks that both
   // arms share one vocabulary, and creates the arms. Throws InputError / RuntimeError.
   // `floor_b`: re-split B too (false for a file stored before B's floor, whose provenance has
-  // no floor_ubatch_b: its resume and verify compute what it holds).
-  explicit Session(DiffConfig config, bool floor_b = true);
+  // no floor_ubatch_b: its resume and verify compute what it holds). `two_splits`: measure the
+  // floor of chunk c at split c % 2 (run/config.h floor_arm); false for a file stored before
+  // (no floor_ubatch_2), whose every chunk has the first.
+  explicit Session(DiffConfig config, bool floor_b = true, bool two_splits = true);
 
   const DiffConfig& config() const { return config_; }
   const engine::Arm& arm_a() const { return *a_.arm; }
   const engine::Arm& arm_b() const { return *b_.arm; }
-  int floor_ubatch() const { return floor_ub_; }
-  int floor_ubatch_b() const { return floor_ub_b_; }
+  int floor_ubatch() const { return floor_ub_[0]; }
+  int floor_ubatch_b() const { return floor_ub_b_[0]; }
+  // The second split's ubatches; 0 where the floor has one split.
+  int floor_ubatch_2() const { return floor_ub_[1]; }
+  int floor_ubatch_b_2() const { return floor_ub_b_[1]; }
   // A's points as the survey proved them (engine/point_survey.h): which analyses can run.
   const engine::PointMap& points() const { return map_; }
 
@@ -75,6 +80,9 @@ class Session {
   analysis::Comparison compare(const ArmRun& a, const ArmRun& b, std::span<const int32_t> tokens,
                                int first_output) const;
   ArmRun make_run(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings) const;
+  // The floor arms at `split` (0 or 1), made anew where they are at the other: one context per
+  // arm at a time, so the second split costs no memory, only a context per change of split.
+  void use_floor_split(int split);
   analysis::Transplants transplant(std::span<const int32_t> tokens, int first_output);
   // The patched pass at points_[k]; its logits in patched_logits_.
   void patched_pass(bool denoise, size_t k, std::span<const int32_t> tokens, int first_output);
@@ -93,7 +101,10 @@ class Session {
 
   DiffConfig config_;
   ArmRun a_, b_, floor_, floor_b_;
-  int floor_ub_ = 0, floor_ub_b_ = 0;
+  std::shared_ptr<engine::Model> model_a_, model_b_;  // what the floor arms are made from
+  bool floor_b_wanted_ = true;
+  int floor_ub_[2] = {0, 0}, floor_ub_b_[2] = {0, 0};  // by split; [1] 0: one split
+  int floor_split_ = 0;                                // the split floor_ and floor_b_ are at
   std::vector<analysis::RestorePoint> points_;  // empty without --transplants
   std::vector<const analysis::ChunkAnalysis*> analyses_;  // the plug-ins asked for
   engine::PointMap map_;

@@ -4,6 +4,7 @@
 #pragma once
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -124,6 +125,15 @@ class Sweeper {
         const size_t off = static_cast<size_t>(p - first_output) * v;
         const auto s = analysis::score_position({ref.data() + off, v}, {into.data() + off, v},
                                                 tokens[p + 1], scratch_);
+        // A masked token (-inf logit) can make a KL or NLL +inf: a Shapley share of an infinite
+        // KL means nothing, so a sweep stops there, saying where (a diff counts such positions).
+        if (std::isinf(s.kl) || std::isinf(s.nll_b) || std::isinf(out.nll_a[static_cast<size_t>(p - first_output)])) {
+          throw InputError(fmt::format(
+              "sweep: at chunk {} position {} an arm gives a token no probability (a -inf "
+              "logit), so KL or NLL is +inf and the attribution has no meaning; heterodyne diff "
+              "counts such positions and leaves them out",
+              chunk, p));
+        }
         r.kl.push_back(s.kl);
         r.nll.push_back(s.nll_b);
         r.flips += s.top_a.id[0] != s.top_b.id[0];

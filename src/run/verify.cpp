@@ -49,7 +49,8 @@ void diff_verify(const std::string& path, const VerifyOptions& options,
     progress(config.token_ids ? "tokens: the ids this run read (sha256 matches)"
                               : "text: the one this run read (sha256 matches)");
   }
-  Session s(config, prov.contains("floor_ubatch_b"));  // a file from before B's floor: without it
+  // A file from before B's floor, or before the floor's second split: without them.
+  Session s(config, prov.contains("floor_ubatch_b"), prov.contains("floor_ubatch_2"));
   if (auto change = s.model_change(prov["arms"]); change && !options.force) {
     throw InputError(*change + " (--force to compare anyway)");
   }

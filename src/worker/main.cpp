@@ -109,9 +109,9 @@ void answer_open(int fd, const wire::Message& m, Worker& w) {
   reply.n_threads = arm->n_threads();
   // The placement and what llama.cpp resolved flash attention to (WorkerArm reads both).
   const nlohmann::json facts = arm->facts();
-  reply.placement_json =
-      nlohmann::json{{"placement", facts.at("placement")}, {"flash_attn", facts.at("flash_attn")}}
-          .dump();
+  nlohmann::json placed = {{"placement", facts.at("placement")}};
+  if (facts.contains("flash_attn")) placed["flash_attn"] = facts["flash_attn"];
+  reply.placement_json = placed.dump();
   wire::send_message(fd, wire::encode(reply));
 }
 

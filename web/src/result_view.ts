@@ -157,6 +157,7 @@ function cards(s: Summary): HTMLElement {
     ),
     s.intervals_note ? h("p", { class: "intervals-note" }, s.intervals_note) : null,
     s.infinite_note ? h("p", { class: "intervals-note" }, s.infinite_note) : null,
+    s.floor_splits_note ? h("p", { class: "intervals-note" }, s.floor_splits_note) : null,
     h(
       "p",
       { class: "muted small" },

@@ -154,6 +154,8 @@ export interface Summary {
   intervals_note?: string | null;
   /** Where KL is +inf at some positions (B masks a token A gives mass): how many, the first, and that the means leave them out; else null. */
   infinite_note?: string | null;
+  /** Which splits the floor was measured on (two, chunks alternating, or one and why), and whether they disagree by more than 10×. */
+  floor_splits_note?: string | null;
   kl_percentiles?: Record<string, Num>;
   layers?: LayerStat[];
   transplants?: Transplants | null;
