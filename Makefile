@@ -44,8 +44,12 @@ configure: $(BUILD)/build.ninja
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Every test on every core; then the ten slowest, whatever the outcome, and ctest's closing
+# lines again so that they stay the last (the exit code is ctest's).
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@bash -c 'set -o pipefail; cd $(BUILD) && ctest --output-on-failure -j $(JOBS) | tee ctest-output.txt; \
+	  status=$$?; cd $(CURDIR) && scripts/slowest-tests $(BUILD) && \
+	  grep -E "tests passed|Total Test time" $(BUILD)/ctest-output.txt | tail -2; exit $$status'
 
 # The whole suite with AddressSanitizer + UndefinedBehaviorSanitizer on every target of ours
 # (docs/reliability.md). Leak reports are off: llama.cpp's backends keep process-lifetime
