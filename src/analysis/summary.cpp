@@ -106,6 +106,11 @@ static std::vector<LayerSummary> summarize_layers(const std::vector<ChunkResult>
   return out;
 }
 
+// x where it is the larger, or where the current is NaN (a floor with no value) and x is not.
+static bool larger(double x, double current) {
+  return x > current || (std::isnan(current) && !std::isnan(x));
+}
+
 FloorFigures larger_floor(const std::vector<const ComparisonSummary*>& floors) {
   FloorFigures f;
   const ComparisonSummary& first = *floors.front();
@@ -115,18 +120,20 @@ FloorFigures larger_floor(const std::vector<const ComparisonSummary*>& floors) {
   f.kl_percentiles = first.kl_percentiles;
   f.bitwise_identical = true;
   for (const ComparisonSummary* c : floors) {
-    if (c->kl.mean > f.kl.mean) f.kl = c->kl;
-    if (c->top1_change.mean > f.top1_change.mean) f.top1_change = c->top1_change;
-    if (c->top1_rate.rate > f.top1_rate.rate) f.top1_rate = c->top1_rate;
+    if (larger(c->kl.mean, f.kl.mean)) f.kl = c->kl;
+    if (larger(c->top1_change.mean, f.top1_change.mean)) f.top1_change = c->top1_change;
+    if (larger(c->top1_rate.rate, f.top1_rate.rate)) f.top1_rate = c->top1_rate;
     for (size_t i = 0; i < f.kl_percentiles.size() && i < c->kl_percentiles.size(); ++i) {
-      f.kl_percentiles[i].value = std::max(f.kl_percentiles[i].value, c->kl_percentiles[i].value);
+      if (larger(c->kl_percentiles[i].value, f.kl_percentiles[i].value))
+        f.kl_percentiles[i].value = c->kl_percentiles[i].value;
     }
     f.bitwise_identical = f.bitwise_identical && c->bitwise_identical;
   }
   return f;
 }
 
-// Each split's floors over the chunks measured at it, and how far the splits are apart.
+// Each split present's floors over the chunks measured at it (a part of a sharded run, or a run
+// of one chunk, holds one), and how far two are apart.
 static void summarize_splits(Summary& s, const std::vector<ChunkResult>& chunks) {
   for (int split = 0; split < 2; ++split) {
     std::vector<const Comparison*> a, b;
@@ -143,19 +150,18 @@ static void summarize_splits(Summary& s, const std::vector<ChunkResult>& chunks)
     f.a = summarize_comparison(a, ids);
     f.has_b = s.has_floor_b && b.size() == a.size();
     if (f.has_b) f.b = summarize_comparison(b, ids);
-    const auto kl_of = [](const ComparisonSummary& c) { return c.bitwise_identical ? 0.0 : c.kl.mean; };
-    f.kl = std::max(kl_of(f.a), f.has_b ? kl_of(f.b) : 0.0);
+    const auto kl_of = [](const ComparisonSummary& c) {
+      return c.bitwise_identical ? 0.0 : c.kl.mean;
+    };
+    f.kl = f.has_b && larger(kl_of(f.b), kl_of(f.a)) ? kl_of(f.b) : kl_of(f.a);
     s.splits.push_back(f);
   }
-  if (s.splits.size() < 2) {
-    s.splits.clear();  // one chunk: one split measured, as a run of one split
-    return;
-  }
+  s.split_ratio = std::numeric_limits<double>::quiet_NaN();
+  if (s.splits.size() < 2) return;
   const double hi = std::max(s.splits[0].kl, s.splits[1].kl);
   const double lo = std::min(s.splits[0].kl, s.splits[1].kl);
-  s.split_ratio = hi == 0 ? std::numeric_limits<double>::quiet_NaN()
-                  : lo == 0 ? std::numeric_limits<double>::infinity()
-                            : hi / lo;
+  if (std::isnan(hi) || std::isnan(lo) || hi == 0) return;  // both bitwise: no disagreement
+  s.split_ratio = lo == 0 ? std::numeric_limits<double>::infinity() : hi / lo;
 }
 
 Summary summarize(const std::vector<ChunkResult>& chunks, bool two_splits) {
@@ -175,7 +181,12 @@ Summary summarize(const std::vector<ChunkResult>& chunks, bool two_splits) {
   s.has_floor_b = s.has_floor && floor_b.size() == chunks.size();
   if (s.has_floor_b) s.floor_b = summarize_comparison(floor_b, ids);
   if (s.has_floor && two_splits) summarize_splits(s, chunks);
-  if (!s.splits.empty()) {
+  // Each split read alone needs an interval of its own: with a split of one chunk the floor
+  // pools them, as a run of one split (a split's floor of one chunk has no upper end but its
+  // mean, and the pooled one has).
+  s.splits_read_alone = s.splits.size() == 2;
+  for (const SplitFloor& f : s.splits) s.splits_read_alone = s.splits_read_alone && f.a.kl.clusters >= 2;
+  if (s.splits_read_alone) {
     std::vector<const ComparisonSummary*> floors;
     for (const SplitFloor& f : s.splits) {
       floors.push_back(&f.a);

@@ -70,11 +70,14 @@ struct Summary {
   bool has_floor_b = false;  // B vs B′ on every chunk
   ComparisonSummary floor_b;
   FloorFigures noise;  // when has_floor: with two splits, the larger over both splits and arms
-  // With two splits measured (a run of two chunks or more): each split's floors, by split, and
-  // the larger split's KL over the smaller's (+inf where the smaller is 0 and the larger not,
-  // NaN where both are 0).
+  // In a run of two splits: each split present's floors (a run of one chunk, or a part of a
+  // sharded run, holds one), and the larger split's KL over the smaller's (+inf where the smaller
+  // is 0 and the larger not; NaN where both are 0 or one split is present).
   std::vector<SplitFloor> splits;
   double split_ratio = 0;
+  // Both splits present with 2 chunks or more each: the KL and top-1 floors are the larger
+  // split's; otherwise they pool the splits.
+  bool splits_read_alone = false;
   std::vector<LayerSummary> layers;
 };
 

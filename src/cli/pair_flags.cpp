@@ -26,9 +26,10 @@ void add_pair_flags(CLI::App& cmd, PairFlags& f, run::DiffConfig& cfg) {
   add_two_arm_flags(cmd, f.shared, f.own_a, f.own_b);
   in_group(cmd, "Analyses", [&] {
     cmd.add_flag("--no-floor", f.no_floor,
-                 "skip the numerical floor (arm A re-split into other ubatches)");
+                 "skip the numerical floor (arms A and B re-split into other ubatches)");
     cmd.add_option("--floor-ub", cfg.floor_ubatch,
-                   "ubatch of the floor arm (default: an odd split of the chunk)");
+                   "one ubatch for the floor arms (default: two odd splits of the chunk, "
+                   "chunks alternating)");
   });
 }
 

@@ -173,14 +173,15 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
     bool masked_all = false;
     const size_t k = copy_until_not_finite(
         row, logits.data() + static_cast<size_t>(i - first_output) * n_vocab, n_vocab, masked_all);
-    if (masked_all) {
-      throw RuntimeError("'" + settings_.model + "' gives every token a logit of -inf at position " +
-                         std::to_string(pos0 + i) + ": no token has any probability there");
-    }
     if (k < n_vocab) {
       throw RuntimeError("'" + settings_.model + "' produced a non-finite logit (" +
                          std::to_string(row[k]) + ") at position " + std::to_string(pos0 + i) +
                          ": its weights may be corrupt, or a setting overflows");
+    }
+    // After NaN and +inf, which set no finite bit either: a row of -inf alone is masked_all.
+    if (masked_all) {
+      throw RuntimeError("'" + settings_.model + "' gives every token a logit of -inf at position " +
+                         std::to_string(pos0 + i) + ": no token has any probability there");
     }
   }
 }

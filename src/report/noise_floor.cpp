@@ -53,18 +53,26 @@ std::string floor_splits_note(const Loaded& l) {
   const auto& s = l.summary;
   if (!s.has_floor) return "";
   if (s.splits.empty()) {
-    return fmt::format("floor: one split ({}; {})", split_ubatches(l, 0),
-                       l.provenance.contains("floor_ubatch_2")
-                           ? "one chunk: the second split is measured on odd chunks"
-                           : "no second: the chunk is too short for one, or the file is from "
-                             "before it");
+    return fmt::format("floor: one split ({}; no second: the chunk is too short for one, "
+                       "--floor-ub names one, or the file is from before two)",
+                       split_ubatches(l, 0));
   }
-  const auto kl = [](double v) { return v == 0 ? std::string("0 (bitwise)") : fmt::format("{:.3g}", v); };
-  std::string out = fmt::format("floor: two splits, chunks alternating: {} (even chunks, KL {}); {} "
-                                "(odd chunks, KL {}); each figure is read against the larger",
-                                split_ubatches(l, 0), kl(s.splits[0].kl), split_ubatches(l, 1),
-                                kl(s.splits[1].kl));
-  // NaN: both bitwise, no disagreement; +inf: one bitwise, the other not.
+  const auto kl = [](double v) { return v == 0 ? std::string("0 (bitwise)") : num(v); };
+  const auto part = [&](const analysis::SplitFloor& f) {
+    return fmt::format("{} ({} chunks, KL {})", split_ubatches(l, f.split),
+                       f.split == 0 ? "even" : "odd", kl(f.kl));
+  };
+  if (s.splits.size() == 1) {  // a run of one chunk, or a part of a sharded run
+    return fmt::format("floor: one split in this file: {}; the run alternates two, chunk by chunk",
+                       part(s.splits[0]));
+  }
+  std::string out = fmt::format("floor: two splits, chunks alternating: {}; {}; ",
+                                part(s.splits[0]), part(s.splits[1]));
+  out += s.splits_read_alone
+             ? "the KL and top-1 floors are the larger split's, the layers' and the analyses' "
+               "pool both"
+             : "a split of one chunk has no interval, so every floor pools both";
+  // NaN: both bitwise (or a value missing), no disagreement; +inf: one bitwise, the other not.
   if (std::isinf(s.split_ratio)) {
     out += "; the splits disagree: one is bitwise, the other not";
   } else if (s.split_ratio > analysis::kSplitsDisagree) {
@@ -100,9 +108,15 @@ namespace {
 void print_kl_table(std::ostream& os, const Loaded& l) {
   const auto& s = l.summary;
   // "ub 65" for one split, "ub 65, 43" for two (the columns pool both; the note below splits them).
+  // "ub 65" for one split, "ub 65, 43" for two: the splits this file holds (the columns pool
+  // them; the note below splits them).
   const auto ubs = [&](const char* first, const char* second) {
-    const int u1 = l.provenance.value(first, 0), u2 = l.provenance.value(second, 0);
-    return s.splits.empty() || u2 == 0 ? fmt::format("ub {}", u1) : fmt::format("ub {}, {}", u1, u2);
+    const int u[2] = {l.provenance.value(first, 0), l.provenance.value(second, 0)};
+    if (s.splits.empty()) return fmt::format("ub {}", u[0]);
+    std::string out = "ub";
+    for (const analysis::SplitFloor& f : s.splits)
+      out += (out == "ub" ? " " : ", ") + std::to_string(u[f.split]);
+    return out;
   };
   const std::string head_a = fmt::format("A vs A′ ({})", ubs("floor_ubatch", "floor_ubatch_2"));
   const std::string head_b = s.has_floor_b

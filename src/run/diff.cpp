@@ -182,6 +182,7 @@ RunEnd diff_resume(const std::string& path, const std::string& command_line,
   // The models a stored run used must be the ones on disk now.
   if (auto change = s.model_change(prov["arms"])) throw InputError(*change + ": cannot resume");
   if (auto change = s.points_change(prov)) throw InputError(*change + ": cannot resume");
+  if (auto change = s.floor_change(prov)) throw InputError(*change + ": cannot resume");
   const auto chunks = input_chunks(s.arm_a().model(), input, config.skip_unencodable, config.chunk,
                                    config.max_chunks, progress);
   nlohmann::json resumed = {{"command_line", command_line}, {"at", now_utc()}};

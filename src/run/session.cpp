@@ -83,10 +83,10 @@ Session::Session(DiffConfig config, bool floor_b, bool two_splits)
       floor_ub_b_[0] = floor_b_.arm->settings().n_ubatch;
     }
     // A second split where both arms have one: the floor of one split alone can be bitwise where
-    // another's is not (run/config.h second_floor_ubatch).
+    // another's is not (run/config.h second_floor_ubatch). --floor-ub names the one split.
     const int second_a = floor_arm(config_, config_.a, 1).n_ubatch;
     const int second_b = floor_arm(config_, config_.b, 1).n_ubatch;
-    if (two_splits && second_a > 0 && (!floor_b || second_b > 0)) {
+    if (two_splits && config_.floor_ubatch == 0 && second_a > 0 && (!floor_b || second_b > 0)) {
       floor_ub_[1] = second_a;
       floor_ub_b_[1] = floor_b ? second_b : 0;
     }
@@ -277,8 +277,10 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
       }
     }
   }
-  if (floor_.arm) {
+  if (floor_ub_[0] > 0) {  // the run has a floor: never a chunk without it
     use_floor_split(floor_ub_[1] > 0 ? chunk % 2 : 0);
+    if (!floor_.arm || (floor_b_wanted_ && !floor_b_.arm))
+      throw RuntimeError("the floor's arms could not be made for chunk " + std::to_string(chunk));
     run(floor_, tokens, first_output);
     r.floor = compare(a_, floor_, tokens, first_output);
     if (floor_b_.arm) {
@@ -293,6 +295,7 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
 
 void Session::use_floor_split(int split) {
   if (split == floor_split_) return;
+  floor_split_ = -1;  // until both are made: a failure leaves no arm at a stale split
   // The old context goes before the new one is made: one floor context per arm at a time.
   floor_ = {};
   floor_ = make_run(model_a_, floor_arm(config_, config_.a, split));
@@ -327,6 +330,22 @@ nlohmann::json Session::arms_provenance() const {
   if (floor_.arm) j["floor"] = arm_facts(*floor_.arm, sha256_.at(config_.a.model));
   if (floor_b_.arm) j["floor_b"] = arm_facts(*floor_b_.arm, sha256_.at(config_.b.model));
   return j;
+}
+
+std::optional<std::string> Session::floor_change(const nlohmann::json& provenance) const {
+  // The keys a run records (run/diff.cpp), each 0 where it has none.
+  const std::pair<const char*, int> now[] = {{"floor_ubatch", floor_ub_[0]},
+                                             {"floor_ubatch_b", floor_ub_b_[0]},
+                                             {"floor_ubatch_2", floor_ub_[1]},
+                                             {"floor_ubatch_b_2", floor_ub_b_[1]}};
+  for (const auto& [key, value] : now) {
+    const auto& stored = provenance.value(key, nlohmann::json(0));
+    if (!stored.is_number_integer() || stored.get<int>() != value) {
+      return "the run's floor has " + std::string(key) + " " + stored.dump() + ", this build's " +
+             std::to_string(value);
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> Session::points_change(const nlohmann::json& provenance) const {

@@ -65,6 +65,9 @@ class Session {
   // Where a model on disk is not the file a stored run used (`stored` is its provenance
   // "arms"), a one-line description; nullopt when both hash as recorded.
   std::optional<std::string> model_change(const nlohmann::json& stored) const;
+  // Where the floor's ubatches now (both arms, both splits) are not those a stored run recorded
+  // (provenance floor_ubatch, _b, _2, _b_2), a one-line description naming the first.
+  std::optional<std::string> floor_change(const nlohmann::json& provenance) const;
   // Where the points proven now are not those a stored run recorded (provenance "points", absent
   // in files from before them), a one-line description naming the first key that differs.
   std::optional<std::string> points_change(const nlohmann::json& provenance) const;

@@ -57,6 +57,7 @@ void diff_verify(const std::string& path, const VerifyOptions& options,
   if (auto change = s.points_change(prov); change && !options.force) {
     throw InputError(*change + " (--force to compare anyway)");
   }
+  if (auto change = s.floor_change(prov)) throw InputError(*change + ": it cannot be recomputed");
   const auto chunks = e.finished_chunks();
   // Each recomputed chunk is stored again, in memory, by the same code that wrote the file:
   // then every column of every row (the run time aside) is compared, not only those a
