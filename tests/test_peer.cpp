@@ -64,7 +64,9 @@ TEST_P(Peer, AgreesWithLlamaPerplexity) {
   const std::string quant = dir + "/q.gguf";
   engine::quantize_model(model, quant, type, 2);
 
-  const std::string peer = std::string(HD_LLAMA_PERPLEXITY) + " -c 128 -b 128 -t 2 -f " + text;
+  // One thread each: ctest runs two tests at once on two cores, where spin-waiting threads cost
+  // far more than they give (this test took 277 s under it with -t 2).
+  const std::string peer = std::string(HD_LLAMA_PERPLEXITY) + " -c 128 -b 128 -t 1 -f " + text;
   const std::string base = run_peer(
       peer + " -m " + model + " --kl-divergence-base " + dir + "/base.kld", "Final estimate");
   const std::string kld =
@@ -77,7 +79,7 @@ TEST_P(Peer, AgreesWithLlamaPerplexity) {
 
   const auto r =
       test::run_cli({"diff", "--a", model, "--b", quant, "--text-file", text, "--chunk", "128",
-                     "--score-from", "half", "-t", "2", "--no-floor", "-o", dir + "/run.hdy"});
+                     "--score-from", "half", "-t", "1", "--no-floor", "-o", dir + "/run.hdy"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto l = report::load_experiment(dir + "/run.hdy");
   const auto& s = l.summary.diff;
