@@ -144,7 +144,8 @@ TEST(Floors, AFileFromBeforeBsFloorStillVerifiesAndShows) {
   test::sql(out,
             "DELETE FROM positions WHERE comparison = 'floor_b';"
             "DELETE FROM layers WHERE comparison = 'floor_b';"
-            "UPDATE meta SET value = json_remove(value, '$.floor_ubatch_b', '$.arms.floor_b') "
+            "UPDATE meta SET value = json_remove(value, '$.floor_ubatch_b', '$.floor_ubatch_b_2', "
+            "'$.arms.floor_b') "
             "WHERE key = 'provenance';");
   store::Experiment::open(out, true).seal();
   const auto v = test::run_cli({"verify", out});

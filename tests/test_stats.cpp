@@ -259,6 +259,13 @@ TEST(Summary, TwoSplitFloorsAreEachSummarizedAndTheLargerIsTheFloor) {
   EXPECT_DOUBLE_EQ(two.noise.kl.mean, 2e-4);  // the second split's B, over its own chunks
   EXPECT_DOUBLE_EQ(one.noise.kl.mean, 1e-4);  // pooled: half of it
   EXPECT_FALSE(two.noise.bitwise_identical);
-  // One chunk: one split measured, as a run of one split.
-  EXPECT_TRUE(summarize({chunks[0]}, true).splits.empty());
+  // One chunk (or a part of a sharded run holding one parity): that split alone, named, and the
+  // floor pooled, which is that split's.
+  const Summary odd = summarize({chunks[1], chunks[3]}, true);
+  ASSERT_EQ(odd.splits.size(), 1u);
+  EXPECT_EQ(odd.splits[0].split, 1);
+  EXPECT_FALSE(odd.splits_read_alone);
+  EXPECT_TRUE(std::isnan(odd.split_ratio));
+  EXPECT_DOUBLE_EQ(odd.noise.kl.mean, 2e-4);
+  EXPECT_TRUE(two.splits_read_alone);
 }

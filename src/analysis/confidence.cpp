@@ -43,7 +43,9 @@ Totals bucket_totals(const Comparison* c, const Comparison& by) {
     throw std::invalid_argument("confidence: the floor and the diff score other positions");
   for (size_t i = 0; i < c->positions.size(); ++i) {
     const PositionRow& p = c->positions[i];
-    if (!p.scored) continue;
+    // A position of KL +inf (a masked token) is left out, as the diff's means leave it out
+    // (analysis/summary.h): one would make its bucket's mean +inf and its share NaN.
+    if (!p.scored || std::isinf(p.score.kl)) continue;
     const auto b = static_cast<size_t>(confidence_bucket(by.positions[i].score.top_a.p[0]));
     ++t.n[b];
     t.kl[b] += p.score.kl;

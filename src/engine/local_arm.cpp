@@ -104,6 +104,25 @@ static size_t copy_until_not_finite(const float* src, float* dst, size_t n, bool
   return k;
 }
 
+// One position's row of logits into `dst`. A NaN or +inf logit makes every number downstream
+// meaningless (KL would print as nan): refused here, where the position is still known; -inf
+// is a masked token, and a row of nothing else has no token to predict.
+static void copy_logits(const float* row, float* dst, size_t n_vocab, const std::string& model,
+                        int pos) {
+  bool masked_all = false;
+  const size_t k = copy_until_not_finite(row, dst, n_vocab, masked_all);
+  if (k < n_vocab) {
+    throw RuntimeError("'" + model + "' produced a non-finite logit (" + std::to_string(row[k]) +
+                       ") at position " + std::to_string(pos) +
+                       ": its weights may be corrupt, or a setting overflows");
+  }
+  // After NaN and +inf, which set no finite bit either: a row of -inf alone is masked_all.
+  if (masked_all) {
+    throw RuntimeError("'" + model + "' gives every token a logit of -inf at position " +
+                       std::to_string(pos) + ": no token has any probability there");
+  }
+}
+
 void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) {
   const int32_t n = in.n, pos0 = in.pos0;
   const int first_output = in.first_output;
@@ -168,21 +187,8 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
     const float* row = llama_get_logits_ith(ctx_, i);
     if (row == nullptr)
       throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(i));
-    // A NaN or +inf logit makes every number downstream meaningless (KL would print as nan):
-    // refuse it here, where the position is still known. -inf is a masked token.
-    bool masked_all = false;
-    const size_t k = copy_until_not_finite(
-        row, logits.data() + static_cast<size_t>(i - first_output) * n_vocab, n_vocab, masked_all);
-    if (k < n_vocab) {
-      throw RuntimeError("'" + settings_.model + "' produced a non-finite logit (" +
-                         std::to_string(row[k]) + ") at position " + std::to_string(pos0 + i) +
-                         ": its weights may be corrupt, or a setting overflows");
-    }
-    // After NaN and +inf, which set no finite bit either: a row of -inf alone is masked_all.
-    if (masked_all) {
-      throw RuntimeError("'" + settings_.model + "' gives every token a logit of -inf at position " +
-                         std::to_string(pos0 + i) + ": no token has any probability there");
-    }
+    copy_logits(row, logits.data() + static_cast<size_t>(i - first_output) * n_vocab, n_vocab,
+                settings_.model, pos0 + i);
   }
 }
 

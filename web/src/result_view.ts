@@ -85,7 +85,8 @@ function arms(s: Summary): HTMLElement {
     const settings = [
       `K cache ${a.cache_type_k ?? DASH}`,
       `V cache ${a.cache_type_v ?? DASH}`,
-      `flash attn ${a.flash_attn ?? DASH}`,
+      // As asked, and what llama.cpp ran where that differs ("auto→on"), as show prints it.
+      `flash attn ${a.flash_attn ?? DASH}${a.runs_on?.flash_attn && a.runs_on.flash_attn !== a.flash_attn ? `→${a.runs_on.flash_attn}` : ""}`,
       `ubatch ${a.n_ubatch ?? DASH}`,
       `threads ${a.n_threads === 0 ? "default" : (a.n_threads ?? DASH)}`,
     ].join(" · ");

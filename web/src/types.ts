@@ -105,6 +105,8 @@ export interface ArmInfo {
   model_size?: number;
   n_params?: number;
   n_layer?: number;
+  /** Where and how it ran; flash_attn: what llama.cpp resolved -fa to, where its log said. */
+  runs_on?: { process?: string; flash_attn?: string; [k: string]: unknown };
 }
 
 /** A rate with its interval inside [0, 1] (src/report/rates.h); lo and hi null, and why,
