@@ -6,7 +6,7 @@
 # (inline and header-only code links without the library).
 #
 # Lowest first; a layer may only use layers listed before it, so the graph has no cycles.
-set(HD_LAYERS common engine analysis store run report demo serve cli worker)
+set(HD_LAYERS common engine analysis store run report demo kinds serve cli worker)
 set(HD_LAYER_USES_common)                                        # files, hashes, UTF-8, exits
 set(HD_LAYER_USES_engine common)                                 # the only one with llama.cpp
 set(HD_LAYER_USES_analysis)                                      # pure math
@@ -14,8 +14,9 @@ set(HD_LAYER_USES_store analysis common)                         # the experimen
 set(HD_LAYER_USES_run analysis common engine store)              # the pipelines
 set(HD_LAYER_USES_report analysis store)                         # rendering stored results
 set(HD_LAYER_USES_demo analysis common engine)                   # the self-trained demo model
-set(HD_LAYER_USES_serve common engine report run)                # the web UI's server
-set(HD_LAYER_USES_cli common demo engine report run serve)       # the heterodyne command
+set(HD_LAYER_USES_kinds analysis common engine report run store)  # experiment kinds, registered
+set(HD_LAYER_USES_serve common engine kinds report run)          # the web UI's server
+set(HD_LAYER_USES_cli common demo engine kinds report run serve)  # the heterodyne command
 set(HD_LAYER_USES_worker engine)                                 # heterodyne-worker
 
 set(_seen)

@@ -9,7 +9,7 @@
 #include "engine/arm.h"
 #include "engine/model.h"
 #include "errors.h"
-#include "report/experiment_views.h"
+#include "kinds/views.h"
 #include "report/html.h"
 #include "run/slurm_jobs.h"
 #include "run/input.h"
@@ -58,17 +58,17 @@ void experiment(const std::string& bytes) {
     } catch (const RuntimeError&) {
     }
   };
-  report::ShowRequest text;
+  kinds::ShowRequest text;
   text.worst = 3;
-  report::ShowRequest json;
+  kinds::ShowRequest json;
   json.json = true;
-  each([&] { (void)report::show_experiment(path, text); });
-  each([&] { (void)report::show_experiment(path, json); });
+  each([&] { (void)kinds::show_experiment(path, text); });
+  each([&] { (void)kinds::show_experiment(path, json); });
   each([&] {
-    (void)report::result_document(path).dump(-1, ' ', false,
+    (void)kinds::result_document(path).dump(-1, ' ', false,
                                              nlohmann::json::error_handler_t::replace);
   });
-  each([&] { (void)report::catalog_entry(path); });
+  each([&] { (void)kinds::catalog_entry(path); });
 }
 
 void manifest(const std::string& bytes) {

@@ -14,9 +14,9 @@
 #include "engine/model.h"
 #include "engine/point_survey.h"
 #include "errors.h"
-#include "report/experiment_views.h"
+#include "kinds/views.h"
 #include "run/capture.h"
-#include "run/diff.h"
+#include "kinds/diff/diff_run.h"
 #include "run/gate.h"
 #include "run/session.h"
 #include "test_support.h"
@@ -321,20 +321,20 @@ void check_views(const Fixture& f, const run::DiffConfig& same, const engine::Po
   for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
   const std::string out = dir + "/" + name + ".hdy";
   run::diff_run(c, out, true, "test", [](const Progress&) {});
-  report::ShowRequest text;
-  expect_printable(report::show_experiment(out, text).text, "show");
-  report::ShowRequest json;
+  kinds::ShowRequest text;
+  expect_printable(kinds::show_experiment(out, text).text, "show");
+  kinds::ShowRequest json;
   json.json = true;
-  expect_possible(nlohmann::json::parse(report::show_experiment(out, json).text), "show --json");
+  expect_possible(nlohmann::json::parse(kinds::show_experiment(out, json).text), "show --json");
   if (m.routing()) {
-    report::ShowRequest routing;
+    kinds::ShowRequest routing;
     routing.routing = true;
-    expect_printable(report::show_experiment(out, routing).text, "show --routing");
+    expect_printable(kinds::show_experiment(out, routing).text, "show --routing");
   }
   if (m.transplants()) {
-    report::ShowRequest lens;
+    kinds::ShowRequest lens;
     lens.lens = true;
-    expect_printable(report::show_experiment(out, lens).text, "show --lens");
+    expect_printable(kinds::show_experiment(out, lens).text, "show --lens");
   }
 }
 

@@ -10,13 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
-#include "cli/arm_flags.h"
+#include "kinds/command_line/arm_flags.h"
 #include "engine/arm_settings.h"
 #include "engine/worker_protocol.h"
 #include "errors.h"
 #include "run/config.h"
-#include "run/floor.h"
-#include "run/sweep.h"
+#include "kinds/floor/floor.h"
+#include "kinds/sweep/sweep.h"
 #include "store/experiment.h"
 #include "test_support.h"
 

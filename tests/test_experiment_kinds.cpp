@@ -7,10 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "report/experiment_views.h"
+#include "kinds/views.h"
 #include "serve/catalog.h"
 #include "serve/public_paths.h"
 #include "store/experiment.h"
+#include "kinds/registry.h"
 #include "store/experiment_kind.h"
 #include "test_support.h"
 
@@ -50,15 +51,15 @@ void set_kind(const std::string& path, const std::string& kind) {
 
 }  // namespace
 
-TEST(ExperimentKindTable, NamesAreUniqueAndIndexedByTheirKind) {
+TEST(ExperimentKindRegistry, NamesAreUniqueAndFoundByName) {
   std::set<std::string_view> names;
-  for (size_t i = 0; i < hd::store::experiment_kinds().size(); ++i) {
-    const auto& k = hd::store::experiment_kinds()[i];
-    EXPECT_EQ(static_cast<size_t>(k.kind), i);
-    EXPECT_EQ(&hd::store::kind_info(k.kind), &k);
-    EXPECT_TRUE(names.insert(k.name).second) << k.name;
+  for (const auto& k : hd::kinds::run_kinds()) {
+    EXPECT_TRUE(names.insert(k->name()).second) << k->name();
+    EXPECT_EQ(hd::kinds::kind_named(k->name()), k.get());
+    EXPECT_FALSE(k->description().empty()) << k->name();
   }
-  EXPECT_EQ(hd::store::finish_hint(hd::store::Kind::kSweep, "s.hdy"),
+  EXPECT_EQ(hd::kinds::kind_named("no-such-kind"), nullptr);
+  EXPECT_EQ(hd::store::finish_hint("sweep", "s.hdy"),
             "finish it with heterodyne sweep --resume s.hdy");
 }
 
@@ -110,7 +111,7 @@ TEST_F(ExperimentKinds, EveryKindShowsReportsAndIsListed) {
 TEST_F(ExperimentKinds, DiffFlagsOnASweepAreRefusedNamingItsKind) {
   hd::test::expect_refused({"show", path("s.hdy"), "--worst", "3"}, "is a sweep: --worst");
   hd::test::expect_refused({"show", path("f.hdy"), "--transplants"}, "is a floor: --worst");
-  hd::test::expect_refused({"show", path("d.hdy"), path("s.hdy")}, "is a sweep, not a diff");
+  hd::test::expect_refused({"show", path("d.hdy"), path("s.hdy")}, "is a sweep, not one of the diffs");
 }
 
 // A file of a kind from a later version: every reader says so in one line, and serve does not
@@ -136,7 +137,7 @@ TEST_F(ExperimentKinds, AnUnknownKindIsOneClearLineEverywhere) {
 TEST_F(ExperimentKinds, ServeShowsNoAbsolutePathOfASweepOrFloor) {
   const hd::serve::PublicPaths paths("/nowhere/models", *dir_);
   for (const char* name : {"s.hdy", "f.hdy"}) {
-    json doc = hd::report::result_document(path(name));
+    json doc = hd::kinds::result_document(path(name));
     ASSERT_NE(doc.dump().find(*dir_), std::string::npos) << "the test needs a path to scrub";
     paths.scrub(doc);
     EXPECT_EQ(doc.dump().find(*dir_), std::string::npos) << doc.dump();

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/sha256.h"
-#include "run/sweep_summary.h"
+#include "kinds/sweep/sweep_summary.h"
 #include "store/experiment.h"
 #include "test_support.h"
 

@@ -1,7 +1,7 @@
 // heterodyne capture --model m.gguf [-ctk … -fa … -ub … -t N]
 //                    --text-file golden.txt | --tokens IDS
 //                    [--decode N] -o ref/
-#include "cli/arm_flags.h"
+#include "kinds/command_line/arm_flags.h"
 #include "cli/commands.h"
 #include "errors.h"
 #include "run/capture.h"

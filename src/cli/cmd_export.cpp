@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "common/output_file.h"
 #include "errors.h"
+#include "kinds/views.h"
 #include "report/export.h"
 #include "store/experiment.h"
 
@@ -48,7 +49,7 @@ void add_export(CLI::App& app, Context& ctx) {
     }
     const OutputPolicy policy{o->force, {o->file}};
     if (!is_stdout(o->out)) check_output_path(o->out, policy);
-    const report::Loaded l = report::load_experiment(o->file);
+    const report::Loaded l = kinds::load_positions(o->file);
     if (is_stdout(o->out)) {
       report::export_table(std::cout, l, table, o->format);
     } else {

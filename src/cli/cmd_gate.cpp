@@ -4,7 +4,7 @@
 //                  [--per-head] [--all-taps] [--json-out FILE]
 #include <iostream>
 
-#include "cli/arm_flags.h"
+#include "kinds/command_line/arm_flags.h"
 #include "cli/commands.h"
 #include "common/output_file.h"
 #include "errors.h"

@@ -3,7 +3,7 @@
 //                         --lengths 16,64,256,1024 [--format human|json]
 #include <iostream>
 
-#include "cli/arm_flags.h"
+#include "kinds/command_line/arm_flags.h"
 #include "cli/commands.h"
 #include "errors.h"
 #include "report/length_curve.h"

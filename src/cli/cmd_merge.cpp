@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "kinds/registry.h"
 #include "run/merge.h"
 
 namespace hd::cli {
@@ -19,6 +20,10 @@ void add_merge(CLI::App& app, Context& ctx) {
                 "merge parts from hosts whose CPUs, threads or devices differ (recorded)");
   cmd->callback([rq, &ctx] {
     rq->command_line = ctx.command_line;
+    rq->sharding_of = [](const std::string& kind) -> const run::Sharding* {
+      const kinds::RunKind* k = kinds::kind_named(kind);
+      return k ? k->sharding() : nullptr;
+    };
     const run::MergeResult r = run::merge_parts(*rq, progress_line);
     for (const auto& m : r.mixed) progress_line("mixed hosts, allowed: " + m);
     std::cout << fmt::format("merged {} parts ({} chunks) into {}\nrows sha256 {}\n", r.parts,

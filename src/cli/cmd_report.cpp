@@ -6,7 +6,7 @@
 #include "cli/commands.h"
 #include "common/output_file.h"
 #include "errors.h"
-#include "report/experiment_views.h"
+#include "kinds/views.h"
 #include "report/html.h"
 #include "report/reference_view.h"
 #include "store/experiment.h"
@@ -58,8 +58,8 @@ void add_report(CLI::App& app, Context& ctx) {
     if (!o->data.empty() && !is_stdout(o->data)) check_output_path(o->data, data_policy);
     const nlohmann::json result = reference ? report::reference_document(o->files[0], o->check)
                                   : o->files.size() == 1
-                                      ? report::result_document(o->files[0])
-                                      : report::compare_document(o->files);
+                                      ? kinds::result_document(o->files[0])
+                                      : kinds::compare_document(o->files);
     const auto write = [](const std::string& path, const std::string& text,
                           const OutputPolicy& policy) {
       if (is_stdout(path)) {
@@ -77,7 +77,7 @@ void add_report(CLI::App& app, Context& ctx) {
       if (!is_stdout(o->out)) progress_line("wrote " + o->out);
     }
     // The page leads with the same line (web/src/dom.ts integrityWarning).
-    for (const auto& f : report::altered_files(result)) progress_line(store::integrity_warning(f));
+    for (const auto& f : kinds::altered_files(result)) progress_line(store::integrity_warning(f));
     ctx.exit_code = 0;
   });
 }

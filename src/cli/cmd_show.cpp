@@ -4,7 +4,7 @@
 
 #include "cli/commands.h"
 #include "errors.h"
-#include "report/experiment_views.h"
+#include "kinds/views.h"
 #include "report/show.h"
 #include "store/experiment.h"
 
@@ -19,7 +19,7 @@ void show_several(const std::vector<std::string>& files, bool single_file_option
         "--json, --worst, --transplants, --components, --routing, --lens and --position take one file");
   }
   std::vector<report::Loaded> runs;
-  for (const std::string& f : files) runs.push_back(report::load_experiment(f));
+  for (const std::string& f : files) runs.push_back(kinds::load_positions(f));
   std::ostringstream out;
   report::print_ladder(out, runs);
   for (const auto& l : runs) {
@@ -33,7 +33,7 @@ void show_several(const std::vector<std::string>& files, bool single_file_option
 void add_show(CLI::App& app, Context& ctx) {
   struct Opts {
     std::vector<std::string> files;
-    report::ShowRequest r;  // all but the position, which is parsed once the flags are read
+    kinds::ShowRequest r;  // all but the position, which is parsed once the flags are read
     std::string position;
   };
   auto o = std::make_shared<Opts>();
@@ -66,7 +66,7 @@ void add_show(CLI::App& app, Context& ctx) {
       return;
     }
     if (!o->position.empty()) o->r.position = report::parse_position(o->position);
-    const report::Shown shown = report::show_experiment(o->files.front(), o->r);
+    const kinds::Shown shown = kinds::show_experiment(o->files.front(), o->r);
     // Only once nothing can fail: an error is then the one line on stderr.
     if (shown.modified) warn_modified(o->files.front());
     std::cout << shown.text;

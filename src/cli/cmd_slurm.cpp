@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "kinds/registry.h"
 #include "common/output_file.h"
 #include "errors.h"
 #include "run/shard.h"
@@ -154,6 +155,18 @@ std::vector<std::string> with_absolute_paths(std::vector<std::string> args) {
   return args;
 }
 
+// "diff or a sweep": the kinds whose runs shard, as the message names them.
+std::string sharded_kind_names() {
+  std::vector<std::string> names;
+  for (const auto& k : kinds::run_kinds()) {
+    if (k->sharding()) names.emplace_back(k->name());
+  }
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or a " : ", a ") + names[i];
+  return out;
+}
+
 // The command's flags, parsed and checked as the command would (nothing runs).
 void check_command(const std::string& command, std::vector<std::string> args,
                    const std::string& part, int shards) {
@@ -166,8 +179,7 @@ void check_command(const std::string& command, std::vector<std::string> args,
   CLI::App app;
   Context ctx;
   ctx.plan_only = true;
-  add_diff(app, ctx);
-  add_sweep(app, ctx);
+  kinds::kind_named(command)->add_command(app, ctx);
   args.insert(args.begin(), {"heterodyne", command});
   for (const char* a : {"-o", part.c_str(), "--shard"}) args.push_back(a);
   args.push_back("0/" + std::to_string(shards));
@@ -304,9 +316,10 @@ void add_slurm(CLI::App& app, Context& /*ctx*/) {
               "--shards 16 --gres gpu:1 -o run.hdy (docs/cluster.md)");
   cmd->callback([o, shards, owned, cmd] {
     std::vector<std::string> words = cmd->remaining();
-    if (words.empty() || (words.front() != "diff" && words.front() != "sweep")) {
-      throw InputError("heterodyne slurm runs a diff or a sweep: heterodyne slurm diff <diff's "
-                       "flags> --shards N -o run.hdy");
+    const kinds::RunKind* kind = words.empty() ? nullptr : kinds::kind_named(words.front());
+    if (kind == nullptr || kind->sharding() == nullptr) {
+      throw InputError("heterodyne slurm runs a " + sharded_kind_names() +
+                       ": heterodyne slurm diff <diff's flags> --shards N -o run.hdy");
     }
     const std::string command = words.front();
     const auto args = take_owned({words.begin() + 1, words.end()}, *owned);

@@ -1,6 +1,6 @@
 // heterodyne verify run.hdy [--integrity-only] [--force] [-f TEXT|- | --tokens IDS|-]
 #include "cli/commands.h"
-#include "run/verify.h"
+#include "kinds/registry.h"
 
 namespace hd::cli {
 
@@ -23,7 +23,7 @@ void add_verify(CLI::App& app, Context& ctx) {
                   "; for a run of --tokens, its ids again");
   cmd->callback([o, &ctx] {
     o->options.input = o->input.given("verify");
-    ctx.exit_code = run::verify(o->file, o->options, progress_line);
+    ctx.exit_code = kinds::verify(o->file, o->options, progress_line);
   });
 }
 

@@ -7,8 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "build_info.h"
-#include "cli/arm_flags.h"
+#include "kinds/command_line/arm_flags.h"
 #include "cli/commands.h"
+#include "kinds/registry.h"
 #include "commit.h"
 #include "common/fatal.h"
 #include "common/output_file.h"
@@ -109,19 +110,6 @@ std::string refusal_before_parse(CLI::App& app, const std::vector<std::string>& 
 
 }  // namespace
 
-namespace hd::cli {
-// HETERODYNE_PROGRESS=json: every line as JSON (what serve reads from its children).
-void progress_line(const Progress& p) {
-  static const bool json = [] {
-    const char* v = std::getenv("HETERODYNE_PROGRESS");
-    return v != nullptr && std::string(v) == "json";
-  }();
-  const std::string line = json ? progress_json(p) : p.text;
-  std::fprintf(stderr, "%s\n", line.c_str());
-  std::fflush(stderr);
-}
-
-}  // namespace hd::cli
 
 int main(int argc, char** argv) {
   hd::cli::Context ctx;
@@ -134,7 +122,7 @@ int main(int argc, char** argv) {
                                         hd::build::kCommit + ", llama.cpp " +
                                         hd::build::kLlamaCommit + ")");
   app.require_subcommand(1);
-  hd::cli::add_diff(app, ctx);
+  hd::kinds::add_kind_commands(app, ctx);  // diff first: the command most users want
   hd::cli::add_show(app, ctx);
   hd::cli::add_export(app, ctx);
   hd::cli::add_verify(app, ctx);
@@ -148,9 +136,6 @@ int main(int argc, char** argv) {
   hd::cli::add_gate(app, ctx);
   hd::cli::add_quant_risk(app, ctx);
   hd::cli::add_length_curve(app, ctx);
-  hd::cli::add_sweep(app, ctx);
-  hd::cli::add_floor(app, ctx);
-  hd::cli::add_recommend(app, ctx);
   hd::cli::add_merge(app, ctx);
   hd::cli::add_slurm(app, ctx);
 

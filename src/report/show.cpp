@@ -17,7 +17,6 @@
 #include "report/stored_result.h"
 #include "report/transplants.h"
 #include "store/experiment.h"
-#include "store/experiment_kind.h"
 
 namespace hd::report {
 
@@ -29,10 +28,6 @@ Loaded load_experiment(const std::string& path, bool position_rows) {
   Loaded l;
   l.path = path;
   l.status = e.meta("status").value_or("unknown");
-  if (const store::Kind kind = store::kind_of(e); kind != store::Kind::kDiff) {
-    throw InputError("'" + path + "' is a " + std::string(store::kind_info(kind).name) +
-                     ", not a diff (show prints it alone)");
-  }
   l.integrity = e.integrity_verdict();
   l.config = stored_object(e, "config", e.stored_config());
   l.provenance = stored_object(e, "provenance", e.meta("provenance").value_or("{}"));

@@ -38,6 +38,7 @@ struct Loaded {
 };
 
 // position_rows: also the per-position plug-in rows (only the result document draws them).
+// The file must be of a kind that holds per-position rows: kinds::load_positions checks that.
 Loaded load_experiment(const std::string& path, bool position_rows = false);
 
 nlohmann::json summary_json(const Loaded& l, int worst);

@@ -30,7 +30,7 @@ LoadedResult load_result(const std::string& path, const std::string& kind, AddRo
   const auto result = e.meta(kind);
   if (!result) {
     throw InputError("'" + path + "' is an unfinished " + kind + " (" +
-                     store::finish_hint(store::kind_of(e), path) + ")");
+                     store::finish_hint(e) + ")");
   }
   l.result = stored_object(e, kind, *result);
   l.provenance = stored_object(e, "provenance", e.meta("provenance").value_or("{}"));

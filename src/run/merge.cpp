@@ -12,7 +12,6 @@
 #include "errors.h"
 #include "run/chunk_loop.h"
 #include "run/shard.h"
-#include "run/sweep.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
 
@@ -29,7 +28,8 @@ namespace {
 struct Part {
   std::string path;
   Shard shard;
-  store::Kind kind;
+  std::string kind;  // meta "kind"
+  const Sharding* sharding = nullptr;
   std::vector<int> chunks;                         // the chunks it holds
   std::map<std::string, std::string> chunk_hashes;  // their meta "chunk_sha256/N" values
   std::string integrity;                           // meta "integrity_sha256"
@@ -43,30 +43,22 @@ struct ReadPart {
   json provenance;
 };
 
-// The meta key of a stored chunk's hash: a diff's, a sweep's.
-constexpr const char* kChunkHash[] = {"chunk_sha256/", "sweep_rows_sha256/"};
-
-bool chunk_hash_key(const std::string& key) {
-  for (const char* prefix : kChunkHash) {
-    if (key.rfind(prefix, 0) == 0) return true;
-  }
-  return false;
+// The meta a part has of its own (the rest is the run's, the same in every part): its chunks'
+// hashes, and what its kind names (a sweep's summary is of the part's chunks; the merge
+// computes the run's).
+bool own_meta(const std::string& key, const Sharding& sharding) {
+  static const std::set<std::string> own = {"shard",          "provenance",     "status",
+                                            "format",         "schema_version", "integrity_sha256"};
+  return own.count(key) || key.rfind(sharding.chunk_hash_prefix, 0) == 0 ||
+         std::count(sharding.own_meta.begin(), sharding.own_meta.end(), key) > 0;
 }
 
-// The meta a part has of its own (the rest is the run's, the same in every part): a sweep's
-// summary ("sweep") is of the part's chunks, and the merge computes the run's.
-bool own_meta(const std::string& key) {
-  static const std::set<std::string> own = {"shard",  "provenance",     "status",          "sweep",
-                                            "format", "schema_version", "integrity_sha256"};
-  return own.count(key) || chunk_hash_key(key);
-}
-
-// The chunks a part holds: a diff's rows, a sweep's hashed chunks (one per stored chunk).
-std::vector<int> stored_chunks(const store::Experiment& e, store::Kind kind,
+// The chunks a part holds: as its kind reads them, or those whose hashes it keeps.
+std::vector<int> stored_chunks(const store::Experiment& e, const Sharding& sharding,
                                const std::map<std::string, std::string>& meta) {
-  if (kind == store::Kind::kDiff) return e.finished_chunks();
+  if (sharding.stored_chunks) return sharding.stored_chunks(e, meta);
   std::vector<int> out;
-  const std::string prefix = kChunkHash[1];
+  const std::string& prefix = sharding.chunk_hash_prefix;
   for (const auto& [key, value] : meta) {
     if (key.rfind(prefix, 0) == 0) out.push_back(std::stoi(key.substr(prefix.size())));
   }
@@ -74,10 +66,11 @@ std::vector<int> stored_chunks(const store::Experiment& e, store::Kind kind,
   return out;
 }
 
-std::map<std::string, std::string> run_meta_of(const std::map<std::string, std::string>& meta) {
+std::map<std::string, std::string> run_meta_of(const std::map<std::string, std::string>& meta,
+                                               const Sharding& sharding) {
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : meta) {
-    if (!own_meta(key)) out[key] = value;
+    if (!own_meta(key, sharding)) out[key] = value;
   }
   return out;
 }
@@ -150,13 +143,12 @@ std::pair<json, json> run_and_host(const json& p) {
   return {run, host};
 }
 
-ReadPart read_part(const std::string& path) {
+ReadPart read_part(const std::string& path, const MergeRequest& rq) {
   store::Experiment e = store::Experiment::open(path, false);
-  const store::Kind kind = store::kind_of(e);
-  if (kind != store::Kind::kDiff && kind != store::Kind::kSweep) {
-    throw InputError("'" + path + "' is a " + std::string(store::kind_info(kind).name) +
-                     ": only diffs and sweeps are sharded");
-  }
+  const std::string kind = store::kind_name(e);
+  const Sharding* sharding = rq.sharding_of(kind);
+  if (sharding == nullptr)
+    throw InputError("'" + path + "' is a " + kind + ": a run of that kind is not sharded");
   const auto shard = stored_shard(e);
   if (!shard) {
     throw InputError("'" + path + "' is not a part of a sharded run (heterodyne diff --shard K/N "
@@ -168,7 +160,7 @@ ReadPart read_part(const std::string& path) {
   if (!e.sealed()) {
     throw InputError(fmt::format("'{}' (shard {}) is not complete: finish it with heterodyne {} "
                                  "--resume {}",
-                                 path, shard->name(), store::kind_info(kind).command, path));
+                                 path, shard->name(), kind, path));
   }
   if (e.integrity_verdict() != "ok") {
     throw InputError("'" + path + "' was changed after it was sealed (its rows no longer hash as "
@@ -176,11 +168,12 @@ ReadPart read_part(const std::string& path) {
   }
   const auto meta = e.all_meta();
   ReadPart r;
-  r.part = {path, *shard, kind, stored_chunks(e, kind, meta), {}, meta.at("integrity_sha256"), {}};
+  r.part = {path,  *shard, kind, sharding, stored_chunks(e, *sharding, meta),
+            {},    meta.at("integrity_sha256"), {}};
   for (const auto& [key, value] : meta) {
-    if (chunk_hash_key(key)) r.part.chunk_hashes[key] = value;
+    if (key.rfind(sharding->chunk_hash_prefix, 0) == 0) r.part.chunk_hashes[key] = value;
   }
-  r.run_meta = run_meta_of(meta);
+  r.run_meta = run_meta_of(meta, *sharding);
   r.provenance = std::move(prov);
   return r;
 }
@@ -188,10 +181,8 @@ ReadPart read_part(const std::string& path) {
 // One kind of part: a sweep's rows cannot join a diff's.
 void require_same_kind(const ReadPart& ref, const Part& p) {
   if (p.kind != ref.part.kind) {
-    throw InputError("'" + ref.part.path + "' is a " +
-                     std::string(store::kind_info(ref.part.kind).name) + " part and '" + p.path +
-                     "' a " + std::string(store::kind_info(p.kind).name) +
-                     " part: parts of two kinds are not one run");
+    throw InputError("'" + ref.part.path + "' is a " + ref.part.kind + " part and '" + p.path +
+                     "' a " + p.kind + " part: parts of two kinds are not one run");
   }
 }
 
@@ -323,7 +314,7 @@ MergeResult merge_parts(const MergeRequest& rq, const ProgressFn& progress) {
   MergeResult result;
   for (const auto& path : rq.parts) {
     stop_if_asked(rq.out);
-    ReadPart r = read_part(path);
+    ReadPart r = read_part(path, rq);
     if (!ref) ref = r;
     require_same_kind(*ref, r.part);
     if (auto d = require_fits(*ref, r, rq.allow_mixed_hosts); !d.empty()) {
@@ -363,14 +354,7 @@ MergeResult merge_parts(const MergeRequest& rq, const ProgressFn& progress) {
   stop_if_asked(rq.out);
   // Every chunk's rows hash in the merged file as they did in their part: nothing was lost or
   // changed on the way.
-  std::optional<std::string> altered;
-  if (ref->part.kind == store::Kind::kDiff) {
-    altered = out.altered_chunks();
-  } else {
-    for (int c = 0; c < n_chunks && !altered; ++c) altered = out.sweep_chunk_altered(c);
-    store_sweep_summary(out);  // of every chunk, as one process computes it
-  }
-  if (altered) {
+  if (const auto altered = ref->part.sharding->finish(out, n_chunks)) {
     throw RuntimeError("merging changed the rows: " + *altered + "; '" + rq.out + "' not written");
   }
   out.seal();

@@ -5,12 +5,32 @@
 // CPU and features, the same threads and devices) unless allowed. The merged file's summaries
 // are what show and report compute from its rows, as for any run; it is sealed anew.
 #pragma once
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/progress.h"
 
+namespace hd::store {
+class Experiment;
+}
+
 namespace hd::run {
+
+// How the parts of a kind's sharded run join (kinds/kind.h sharding()): which meta keys hold a
+// chunk's hash, which meta a part has of its own (not the run's), which chunks a part holds,
+// and what the merged file checks and computes once every part's rows are in.
+struct Sharding {
+  std::string chunk_hash_prefix;      // "chunk_sha256/"
+  std::vector<std::string> own_meta;  // besides every kind's (shard, provenance, status, …)
+  std::vector<int> (*stored_chunks)(const store::Experiment& e,
+                                    const std::map<std::string, std::string>& meta) = nullptr;
+  // After the rows are copied: a chunk whose rows no longer hash as its part recorded, or
+  // nothing; then the merged summaries a single process would have stored.
+  std::optional<std::string> (*finish)(store::Experiment& merged, int n_chunks) = nullptr;
+};
 
 struct MergeRequest {
   std::vector<std::string> parts;
@@ -18,6 +38,9 @@ struct MergeRequest {
   bool replace = false;            // --force
   bool allow_mixed_hosts = false;  // --allow-mixed-hosts: recorded in the merged provenance
   std::string command_line;
+  // The sharding of the kind named (a part's meta "kind"); nullptr for a kind that does not
+  // shard.
+  std::function<const Sharding*(const std::string& kind)> sharding_of;
 };
 
 struct MergeResult {

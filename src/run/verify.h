@@ -1,8 +1,13 @@
-// heterodyne verify: re-run a stored experiment and compare every stored number bitwise.
+// heterodyne verify: what every kind's re-run shares (kinds/kind.h verify re-runs it).
 #pragma once
 #include <string>
 
-#include "run/diff.h"
+#include "common/progress.h"
+#include "run/input.h"
+
+namespace hd::store {
+class Experiment;
+}
 
 namespace hd::run {
 
@@ -15,8 +20,8 @@ struct VerifyOptions {
   InputPath input;
 };
 
-// Returns 0 when everything matches; throws RuntimeError naming the first mismatch, and
-// InputError when the run cannot be reproduced here (without --force).
-int verify(const std::string& path, const VerifyOptions& options, const ProgressFn& progress);
+// The file is complete and its contents hash as sealed: InputError for a file whose run has
+// not finished, RuntimeError for one changed since.
+void check_integrity(const store::Experiment& e, const ProgressFn& progress);
 
 }  // namespace hd::run

@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "engine/gguf_file.h"
-#include "report/experiment_views.h"
+#include "kinds/views.h"
 
 namespace hd::serve {
 namespace fs = std::filesystem;
@@ -81,7 +81,7 @@ nlohmann::json list_experiments(const Sandbox& experiments, const PublicPaths& p
     const auto real = experiments.resolve(e.path().filename().string());
     if (!real) continue;
     try {
-      nlohmann::json entry = report::catalog_entry(real->string());
+      nlohmann::json entry = kinds::catalog_entry(real->string());
       // Every path in it as serve shows paths (B named by its quantization type has none).
       for (const char* arm : {"a", "b"}) entry[arm] = paths.text(entry[arm].get<std::string>());
       std::error_code tec;

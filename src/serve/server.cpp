@@ -11,7 +11,7 @@
 #include "common/input_file.h"
 #include "common/stop.h"
 #include "errors.h"
-#include "report/experiment_views.h"
+#include "kinds/views.h"
 #include "report/export.h"
 #include "report/html.h"
 #include "serve/catalog.h"
@@ -203,7 +203,7 @@ class Api {
 
   // The result document with every path in it relative (public_paths.h).
   nlohmann::json public_result(const std::string& file) const {
-    nlohmann::json doc = report::result_document(file);
+    nlohmann::json doc = kinds::result_document(file);
     if (!doc.contains("summary")) {
       paths_.scrub(doc);  // a sweep's or floor's summary and its text: no token text in them
       return doc;
@@ -230,7 +230,7 @@ class Api {
         res.set_content(dump(public_result(path->string())), kJson);
       } else if (format == "csv") {
         std::ostringstream ss;
-        const report::Loaded l = report::load_experiment(path->string());
+        const report::Loaded l = kinds::load_positions(path->string());
         report::export_table(ss, l, "positions", "csv");
         res.set_content(ss.str(), "text/csv");
         // A CSV has no place for it, and the page that links here leads with it.

@@ -302,7 +302,7 @@ std::string Experiment::stored_config() const {
   if (auto c = meta("config")) return *c;
   throw InputError("'" + path_ +
                    "' holds no run: it was stopped before its configuration was stored (run the " +
-                   std::string(kind_info(kind_of(*this)).command) + " again, with --force)");
+                   kind_name(*this) + " again, with --force)");
 }
 
 std::string Experiment::required_meta(const std::string& key) const {

@@ -1,10 +1,7 @@
-// The kinds of experiment a file can hold. Each layer that treats kinds differently keeps one
-// table indexed by this enum (kVerifiers in run/verify.cpp: verify; kViews in
-// report/experiment_views.cpp: show, JSON, the HTML report, serve's list and result view), so a
-// new kind is added to the enum and to each table, and nowhere else; a file's kind is read here
-// once, never compared as a string.
+// The kind of experiment a file holds, as the store reads and writes it: meta "kind", the name
+// of the kind (and of the command that writes it). What each kind means is kinds/'s
+// (kinds/registry.h); the store never compares the name with one.
 #pragma once
-#include <array>
 #include <string>
 #include <string_view>
 
@@ -12,31 +9,15 @@ namespace hd::store {
 
 class Experiment;
 
-enum class Kind { kDiff, kSweep, kFloor, kRecommend };
-inline constexpr size_t kKindCount = 4;
-
-struct KindInfo {
-  Kind kind;
-  std::string_view name;     // meta "kind"
-  std::string_view command;  // the command that writes it and, with --resume, finishes it
-};
-
-// Every kind, in enum order.
-const std::array<KindInfo, kKindCount>& experiment_kinds();
-const KindInfo& kind_info(Kind k);
-
-// The file's kind: meta "kind", "diff" when absent (files from before there were other kinds);
-// InputError for a kind this heterodyne does not know.
-Kind kind_of(const Experiment& e);
+// Meta "kind"; InputError for a file without one.
+std::string kind_name(const Experiment& e);
 
 // Writes the file's kind (meta "kind").
-void set_kind(Experiment& e, Kind k);
-
-// InputError unless the file holds an experiment of kind k ("'F' is a sweep, not a diff").
-void require_kind(const Experiment& e, Kind k);
+void set_kind(Experiment& e, std::string_view name);
 
 // What to do with a file whose run has not finished: "finish it with heterodyne diff --resume
-// FILE" (every kind resumes).
-std::string finish_hint(Kind k, const std::string& path);
+// FILE" (every kind resumes, with the command of its name).
+std::string finish_hint(std::string_view kind, const std::string& path);
+std::string finish_hint(const Experiment& e);
 
 }  // namespace hd::store

@@ -1,0 +1,54 @@
+// An experiment kind: what a file of that kind holds, the command that writes (and with
+// --resume finishes) it, how show, show --json, report, serve's list and result page read it,
+// how verify re-runs it and, for a kind that shards, how merge joins its parts. Every layer
+// that treats kinds differently finds them here (registry.h); a kind is one folder
+// (src/kinds/<name>/) and one line in registry.cpp, plus its web view (web/src/kind_<name>.ts).
+// docs/extending.md has a worked example (the echo kind).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/progress.h"
+#include "kinds/command_line/command_line.h"
+#include "kinds/views.h"
+#include "run/merge.h"
+#include "run/verify.h"
+
+namespace hd::store {
+class Experiment;
+}
+
+namespace hd::kinds {
+
+class RunKind {
+ public:
+  virtual ~RunKind() = default;
+  // Lower case and '-': the file's meta "kind" and the command that writes it.
+  virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;  // one line, for --help
+  // Not listed by --help (the echo kind: an example, not a measurement anyone needs).
+  virtual bool hidden() const { return false; }
+
+  // Registers the command on `app` (its flags, its callback).
+  virtual void add_command(CLI::App& app, cli::Context& ctx) const = 0;
+
+  // show FILE, with or without --json: InputError for a flag the kind does not answer.
+  virtual Shown show(const std::string& path, const ShowRequest& request) const = 0;
+  // The document report embeds and serve's result page draws ({kind, text, <name>: {...}}).
+  virtual nlohmann::json document(const std::string& path) const = 0;
+  // serve's list: {kind, status, a, b} and the kind's headline numbers.
+  virtual nlohmann::json catalog_entry(const std::string& path) const = 0;
+  // verify FILE after its integrity check: re-runs it, RuntimeError at the first difference.
+  virtual void verify(const std::string& path, const run::VerifyOptions& options,
+                      const ProgressFn& progress) const = 0;
+  // Whether its file holds the per-position rows of two arms (the store's chunk tables) that
+  // export, show --worst, the compare page and serve's token view read (report/show.h).
+  virtual bool holds_positions() const { return false; }
+  // Non-null for a kind whose runs shard (--shard K/N, slurm, merge).
+  virtual const run::Sharding* sharding() const { return nullptr; }
+};
+
+}  // namespace hd::kinds

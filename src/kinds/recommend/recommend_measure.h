@@ -1,0 +1,106 @@
+// What `recommend` measures: A's logits on the calibration and held-out chunks once, then for
+// each variant (the base file type with one tensor group moved to one type) the file llama.cpp
+// makes, its tensor types read back, and its mean KL against A on both texts. Only this and
+// recommend_proof touch models; the choice itself is analysis/recipe.h.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/recipe.h"
+#include "common/progress.h"
+#include "engine/gguf_tensors.h"
+#include "engine/model.h"
+#include "engine/quantize.h"
+#include "kinds/recommend/recommend_rows.h"
+
+namespace hd::run {
+
+// One text's chunks and A's logits at their scored positions (every position but the last).
+struct ScoredText {
+  std::vector<std::vector<int32_t>> chunks;
+  std::vector<std::vector<float>> logits_a;  // per chunk: [n - 1][n_vocab]
+};
+
+// A model's mean KL(A || model) and top-1 change rate over a text's scored positions.
+struct TextScore {
+  double kl_mean = 0;
+  double top1_change_rate = 0;
+};
+
+// The tensors the base quantizes, grouped, with what each group weighs in each type.
+struct RecipePlan {
+  std::string base_path;  // the base file type's model (cached, engine/quantize.h)
+  engine::GgufLayout base;
+  std::vector<analysis::TensorGroup> groups;
+  std::map<std::string, std::string> base_types;  // tensor -> its type in the base
+  uint64_t fixed_bytes = 0;  // everything but the grouped tensors (metadata, norms, padding)
+  // Per group, per candidate type (config order): its bytes, or 0 where the type's blocks do
+  // not divide the rows.
+  std::vector<std::vector<uint64_t>> bytes;
+  std::map<std::string, engine::GgufTensor> tensors;  // the grouped ones, by name
+};
+
+// Where a round of measurements starts: every grouped tensor's type, and per group its bytes
+// and its type(s) ("Q4_K", or "Q4_K+Q6_K" where Q4_K_M gives some layers' ffn_down more bits).
+// Round 0 starts at the base; each later round at the recipe the round before it chose, so that
+// the additive prediction is made again close to where the recipe is.
+struct Start {
+  std::map<std::string, std::string> types;
+  std::vector<uint64_t> bytes;
+  std::vector<std::string> label;
+};
+Start start_at(const RecipePlan& plan, const std::map<std::string, std::string>& types);
+
+RecipePlan plan_recipe(const std::string& model, const std::string& base_type,
+                       const std::vector<std::string>& types, int layers_per_group,
+                       int n_threads);
+
+class Measurer {
+ public:
+  Measurer(std::shared_ptr<engine::Model> a, int chunk, ScoredText calibration,
+           ScoredText held_out);
+
+  // A's logits on `chunks`, for a ScoredText.
+  static ScoredText score_a(const std::shared_ptr<engine::Model>& a, int chunk,
+                            std::vector<std::vector<int32_t>> chunks);
+
+  TextScore score(const std::string& model_path, const ScoredText& text) const;
+  const ScoredText& calibration() const { return calibration_; }
+  const ScoredText& held_out() const { return held_out_; }
+
+  // The rows of round `round`'s group g (plan.groups[g - 1] moved from `start` to each type;
+  // g = 0: `start` itself, the stock base in round 0), each made, read back and scored.
+  // `scratch` is where variants are written (never kept). RuntimeError when llama.cpp changed a
+  // tensor outside the group: an override that matched more than it should.
+  std::vector<store::SensitivityRow> group_rows(int round, int g, const RecipePlan& plan,
+                                                const Start& start,
+                                                const std::string& model_a,
+                                                const std::string& base_type,
+                                                const std::vector<std::string>& types,
+                                                const std::string& scratch,
+                                                const ProgressFn& progress) const;
+
+ private:
+  std::shared_ptr<engine::Model> a_;
+  int chunk_;
+  ScoredText calibration_, held_out_;
+};
+
+// One override per tensor the base quantizes, in file order, each pinning its exact name
+// (`^blk\.0\.attn_v\.weight$`) to its type in `types`. Every tensor is pinned, not only those
+// that change: at the pinned commit the file types' mixes count tensors as they go (Q4_K_M's
+// more bits for some layers' attn_v follow a counter that a manual override skips), so
+// overriding blk.0.attn_v alone moves blk.2.attn_v from Q6_K to Q4_K. Pinned, every type is
+// what it says, in llama-quantize as here.
+std::vector<engine::TensorTypeOverride> pinned_overrides(
+    const RecipePlan& plan, const std::map<std::string, std::string>& types);
+
+// Every tensor of the file at `path` whose type is not what `expected` says (tensor -> type),
+// as "name is X, not Y" lines; empty when every one took.
+std::vector<std::string> types_not_taken(const std::string& path,
+                                         const std::map<std::string, std::string>& expected);
+
+}  // namespace hd::run

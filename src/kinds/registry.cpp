@@ -1,0 +1,71 @@
+#include "kinds/registry.h"
+
+#include "errors.h"
+#include "store/experiment.h"
+#include "store/experiment_kind.h"
+
+namespace hd::kinds {
+
+// The registration: every kind this build knows, one name each, in the order --help lists
+// their commands. Each name's folder (src/kinds/<name>/) defines make_<name>_kind().
+#define HD_KINDS(X) X(diff) X(sweep) X(floor) X(recommend)
+
+#define HD_DECLARE_KIND(name) std::unique_ptr<const RunKind> make_##name##_kind();
+HD_KINDS(HD_DECLARE_KIND)
+
+const std::vector<std::unique_ptr<const RunKind>>& run_kinds() {
+  static const std::vector<std::unique_ptr<const RunKind>> kinds = [] {
+    std::vector<std::unique_ptr<const RunKind>> v;
+#define HD_MAKE_KIND(name) v.push_back(make_##name##_kind());
+    HD_KINDS(HD_MAKE_KIND)
+    return v;
+  }();
+  return kinds;
+}
+
+const RunKind* kind_named(std::string_view name) {
+  for (const auto& k : run_kinds()) {
+    if (k->name() == name) return k.get();
+  }
+  return nullptr;
+}
+
+const RunKind& kind_of(const store::Experiment& e) {
+  const std::string name = store::kind_name(e);
+  if (const RunKind* k = kind_named(name)) return *k;
+  throw InputError("'" + e.path() + "' holds an experiment of kind '" + name +
+                   "', which this heterodyne does not know (a newer version wrote it?)");
+}
+
+const RunKind& kind_of_file(const std::string& path) {
+  return kind_of(store::Experiment::open(path, false));
+}
+
+void require_kind(const store::Experiment& e, std::string_view name) {
+  if (const RunKind& is = kind_of(e); is.name() != name) {
+    throw InputError("'" + e.path() + "' is a " + std::string(is.name()) + ", not a " +
+                     std::string(name));
+  }
+}
+
+void add_kind_commands(CLI::App& app, cli::Context& ctx) {
+  for (const auto& k : run_kinds()) {
+    k->add_command(app, ctx);
+    if (k->hidden()) app.get_subcommand(std::string(k->name()))->group("");
+  }
+}
+
+int verify(const std::string& path, const run::VerifyOptions& options,
+           const ProgressFn& progress) {
+  const RunKind* kind = nullptr;
+  {
+    const store::Experiment e = store::Experiment::open(path, false);
+    kind = &kind_of(e);
+    run::check_integrity(e, progress);
+  }
+  if (options.integrity_only) return 0;
+  kind->verify(path, options, progress);
+  return 0;
+}
+
+}  // namespace hd::kinds

@@ -1,0 +1,39 @@
+// Every experiment kind this build knows, in the order --help lists their commands, and the
+// lookups the other layers make: by a file's meta "kind" or by name. No layer compares a kind's
+// name as a string; a kind's name is written once, in its own folder.
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kinds/kind.h"
+
+namespace hd::store {
+class Experiment;
+}
+
+namespace hd::kinds {
+
+const std::vector<std::unique_ptr<const RunKind>>& run_kinds();
+
+// nullptr when no kind has that name.
+const RunKind* kind_named(std::string_view name);
+
+// The file's kind (meta "kind"); InputError for a file without one or of a kind this build
+// does not know.
+const RunKind& kind_of(const store::Experiment& e);
+const RunKind& kind_of_file(const std::string& path);
+
+// InputError unless the file holds an experiment of kind `name` ("'F' is a sweep, not a diff").
+void require_kind(const store::Experiment& e, std::string_view name);
+
+// Every kind's command on `app`, in registry order.
+void add_kind_commands(CLI::App& app, cli::Context& ctx);
+
+// heterodyne verify: the integrity check, then the file's kind re-runs it (kinds/kind.h).
+// Returns 0 when everything matches; RuntimeError names the first mismatch, InputError says
+// why the run cannot be reproduced here (without --force).
+int verify(const std::string& path, const run::VerifyOptions& options, const ProgressFn& progress);
+
+}  // namespace hd::kinds

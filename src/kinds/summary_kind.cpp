@@ -1,0 +1,65 @@
+#include "kinds/summary_kind.h"
+
+#include <sstream>
+
+#include "errors.h"
+#include "store/experiment.h"
+
+namespace hd::kinds {
+
+namespace {
+std::string dump(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+}  // namespace
+
+report::LoadedResult SummaryKind::load(const std::string& path) const {
+  return report::load_result(path, std::string(name()), add_rows());
+}
+
+Shown SummaryKind::show(const std::string& path, const ShowRequest& r) const {
+  if (r.worst || r.transplants || r.components || r.flips || r.position || r.routing || r.lens) {
+    throw InputError("'" + path + "' is a " + std::string(name()) +
+                     ": --worst, --transplants, --components, --flips, --position, --routing and "
+                     "--lens are for diffs");
+  }
+  const report::LoadedResult l = load(path);
+  std::ostringstream out;
+  if (r.json) {
+    out << dump(report::result_json(l));
+  } else {
+    print(out, l);
+  }
+  return {out.str(), l.integrity == store::kIntegrityMismatch};
+}
+
+nlohmann::json SummaryKind::document(const std::string& path) const {
+  const report::LoadedResult l = load(path);
+  nlohmann::json doc = report::result_json(l);
+  std::ostringstream text;
+  print(text, l);
+  doc["text"] = text.str();
+  return doc;
+}
+
+// What ran, listed while it runs too (its summary comes at the end).
+nlohmann::json SummaryKind::catalog_entry(const std::string& path) const {
+  const store::Experiment e = store::Experiment::open(path, false);
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(e.stored_config());
+  } catch (const nlohmann::json::exception&) {
+    throw InputError("'" + path + "' is damaged: its configuration is not valid JSON");
+  }
+  const auto model = [&](const char* arm) -> std::string {
+    if (!config.is_object()) return "";
+    if (config.contains(arm) && config[arm].is_object()) return config[arm].value("model", "");
+    return std::string(arm) == "a" ? config.value("model", "") : "";  // one arm: "model"
+  };
+  return {{"kind", name()},
+          {"status", e.meta("status").value_or("unknown")},
+          {"a", model("a")},
+          {"b", model("b")}};
+}
+
+}  // namespace hd::kinds
