@@ -46,13 +46,13 @@ WorkerProcess::WorkerProcess(const std::string& exe, const std::vector<std::stri
   err_fd_ = err[0];
   err_reader_ = std::thread([this] {
     // HETERODYNE_LLAMA_LOG=1 shows llama.cpp's log; the worker's goes through here.
-    static const bool echo = std::getenv("HETERODYNE_LLAMA_LOG") != nullptr;
+    static const bool echo_log = std::getenv("HETERODYNE_LLAMA_LOG") != nullptr;
     char buf[4096];
     for (;;) {
       const ssize_t n = ::read(err_fd_, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
-      if (echo) std::fwrite(buf, 1, static_cast<size_t>(n), stderr);
+      if (echo_log) std::fwrite(buf, 1, static_cast<size_t>(n), stderr);
       std::lock_guard lock(err_mutex_);
       err_tail_.append(buf, static_cast<size_t>(n));
       if (err_tail_.size() > 16384) err_tail_.erase(0, err_tail_.size() - 8192);

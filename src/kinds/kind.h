@@ -3,7 +3,7 @@
 // how verify re-runs it and, for a kind that shards, how merge joins its parts. Every layer
 // that treats kinds differently finds them here (registry.h); a kind is one folder
 // (src/kinds/<name>/) and one line in registry.cpp, plus its web view (web/src/kind_<name>.ts).
-// docs/extending.md has a worked example (the echo kind).
+// docs/extending.md has a worked example.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -29,7 +29,7 @@ class RunKind {
   // Lower case and '-': the file's meta "kind" and the command that writes it.
   virtual std::string_view name() const = 0;
   virtual std::string_view description() const = 0;  // one line, for --help
-  // Not listed by --help (the echo kind: an example, not a measurement anyone needs).
+  // Not listed by --help (an example kind, not a measurement anyone needs).
   virtual bool hidden() const { return false; }
 
   // Registers the command on `app` (its flags, its callback).

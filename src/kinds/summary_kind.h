@@ -1,7 +1,7 @@
 // A kind whose stored result is one summary in its meta table under the kind's name, written
 // when the run finishes (report/stored_result.h): show prints it with the kind's `print`, --json
 // and the report carry it as is, serve lists the run by its configuration. sweep, floor,
-// recommend and echo are such kinds; each gives its printer and, where it keeps rows in tables
+// recommend and the example kind are such kinds; each gives its printer and, where it keeps rows in tables
 // of its own, the reader that adds them to the summary.
 #pragma once
 #include <ostream>

@@ -81,6 +81,44 @@ static std::string shown_value(const Statement& q, int col) {
   }
 }
 
+namespace {
+// An SQL identifier as a quoted name, whatever a file calls its tables.
+std::string quoted(const std::string& name) {
+  std::string out = "\"";
+  for (char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// The tables of `db` not among `known` (nor SQLite's own), by name, each with the ORDER BY of
+// its primary key (every column where it has none).
+std::vector<std::pair<std::string, std::string>> other_tables(Database& db,
+                                                              const std::vector<TableDef>& known) {
+  std::vector<std::pair<std::string, std::string>> out;
+  Statement q(db.handle(),
+              "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+              "ORDER BY name");
+  while (q.step()) {
+    const std::string name = q.text(0);
+    bool listed = false;
+    for (const TableDef& t : known) listed = listed || name == t.name;
+    if (listed) continue;
+    std::vector<std::pair<int64_t, std::string>> key, all;
+    Statement info(db.handle(), "SELECT name, pk FROM pragma_table_info(?)");
+    info.bind(1, std::string_view(name));
+    while (info.step()) {
+      all.push_back({static_cast<int64_t>(all.size()), quoted(info.text(0))});
+      if (info.integer(1) > 0) key.push_back({info.integer(1), all.back().second});
+    }
+    std::sort(key.begin(), key.end());
+    std::string order;
+    for (const auto& [i, column] : key.empty() ? all : key)
+      order += (order.empty() ? "" : ", ") + column;
+    out.push_back({quoted(name), order});
+  }
+  return out;
+}
+}  // namespace
+
 std::string Experiment::compute_integrity() const { return integrity_hash(true); }
 
 std::string Experiment::integrity_hash(bool whole) const {
@@ -101,6 +139,10 @@ std::string Experiment::integrity_hash(bool whole) const {
       if (detail::has_table(*db_, t.name)) tables.push_back(t);
     }
   }
+  // Last, every other table (a kind's own, kinds/<name>/), by name, its rows in primary-key
+  // order: a kind declares its tables by creating them.
+  const std::vector<std::pair<std::string, std::string>> others = other_tables(*db_, tables);
+  for (const auto& [name, order] : others) tables.push_back({name.c_str(), order.c_str(), ""});
   for (const auto& table : tables) {
     const std::string_view name = table.name;
     if (!whole && name == "meta") continue;

@@ -1,6 +1,7 @@
 // A floor exploration's page (src/run/floor.cpp): one map per flash-attention setting, ubatch
 // down and threads across, each cell "bitwise identical" or its KL on the one colour scale
 // every report uses (kl_scale.ts), so a floor reads against the diffs it bounds.
+import { registerKindView } from "./kind_views";
 import { h } from "./dom";
 import { fmt, fmtPct, isNum } from "./format";
 import { colourOf, fixedScale } from "./kl_scale";
@@ -108,3 +109,5 @@ export function renderFloor(root: HTMLElement, doc: FloorDoc): void {
     ),
   );
 }
+
+registerKindView("floor", renderFloor);

@@ -1,6 +1,7 @@
 // A recommend run's page (src/run/recommend*.cpp, docs/recommend.md): the held-out ladder with
 // the recipe among the stock types, the groups it moved, its rounds, and every measured
 // variant, sortable.
+import { registerKindView } from "./kind_views";
 import { h } from "./dom";
 import { fmt, fmtPct, isNum } from "./format";
 import { ladderChart, type LadderEntry } from "./ladder";
@@ -141,3 +142,5 @@ export function renderRecommend(root: HTMLElement, r: RecommendDoc): void {
     ),
   );
 }
+
+registerKindView("recommend", renderRecommend);

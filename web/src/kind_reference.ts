@@ -1,6 +1,7 @@
 // A gate reference's page (`report ref/ [--check result.json]`, docs/gate.md): its model and
 // settings, every tap's tolerance and where it came from, and a check's max |Δ| against it —
 // the first divergent tap named at the top.
+import { registerKindView } from "./kind_views";
 import { h } from "./dom";
 import { baseName, fmt, isNum } from "./format";
 import { makePlot, type PlotHandle } from "./plots";
@@ -106,3 +107,5 @@ export function renderReference(root: HTMLElement, doc: ReferenceDoc): PlotHandl
   );
   return plots;
 }
+
+registerKindView("reference", renderReference);

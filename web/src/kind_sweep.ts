@@ -1,6 +1,7 @@
 // A sweep's page (src/run/sweep.cpp, src/report/sweep.cpp): each differing setting's Shapley
 // share of the KL with its interval and the floor band, the pairwise interactions as a
 // heatmap, and every one of the 2^k combinations in a sortable table.
+import { registerKindView } from "./kind_views";
 import { h, svg, type Child } from "./dom";
 import { fmt, fmtPct, fmtPm, isNum, DASH } from "./format";
 import { makePlot, type PlotHandle } from "./plots";
@@ -175,3 +176,5 @@ export function renderSweep(root: HTMLElement, r: SweepDoc): PlotHandle[] {
   );
   return plots;
 }
+
+registerKindView("sweep", renderSweep);

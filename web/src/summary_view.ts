@@ -1,28 +1,16 @@
 // The view of an experiment that is not a diff (a sweep, a floor exploration, a recipe, a gate
 // reference): its
-// kind's own page (kind_*.ts, looked up by kind, so a new kind adds one entry) above the text
+// kind's own page (kind_*.ts, registered in kind_views.ts, so a new kind adds its file) above the text
 // `heterodyne show` prints for it, as is. Such a document is
 // {kind, text, path, status, integrity, <kind>: {...}} (report/experiment_views.h).
 import { errorBox, errorMessage, h, integrityWarning } from "./dom";
-import { renderFloor, type FloorDoc } from "./kind_floor";
-import { renderRecommend, type RecommendDoc } from "./kind_recommend";
-import { renderReference, type ReferenceDoc } from "./kind_reference";
-import { renderSweep, type SweepDoc } from "./kind_sweep";
+import { kindView } from "./kind_views";
 import type { PlotHandle } from "./plots";
 import type { ResultDoc, SummaryResult } from "./types";
 
 export function isSummaryResult(doc: ResultDoc): doc is SummaryResult {
   return typeof (doc as SummaryResult).kind === "string" && (doc as SummaryResult).kind !== "diff" && typeof (doc as SummaryResult).text === "string";
 }
-
-type KindView = (root: HTMLElement, body: never) => PlotHandle[] | void;
-
-const VIEWS: Record<string, KindView> = {
-  sweep: renderSweep as (root: HTMLElement, body: SweepDoc) => PlotHandle[],
-  floor: renderFloor as (root: HTMLElement, body: FloorDoc) => void,
-  recommend: renderRecommend as (root: HTMLElement, body: RecommendDoc) => void,
-  reference: renderReference as (root: HTMLElement, body: ReferenceDoc) => PlotHandle[],
-};
 
 /** Renders into root (in the document); returns the dispose function for its charts. */
 export function renderSummaryResult(root: HTMLElement, doc: SummaryResult, downloads: HTMLElement): () => void {
@@ -42,7 +30,7 @@ export function renderSummaryResult(root: HTMLElement, doc: SummaryResult, downl
     ),
   );
   let plots: PlotHandle[] = [];
-  const view = VIEWS[doc.kind];
+  const view = kindView(doc.kind);
   const body = (doc as unknown as Record<string, unknown>)[doc.kind];
   if (view && body && typeof body === "object") {
     try {
