@@ -1,12 +1,42 @@
-#include "kinds/sweep/sweep_kind.h"
+// heterodyne sweep --a A.gguf [--b B.gguf | --b-quant TYPE] [settings, --a-… --b-…]
+//                  --text-file T | --tokens IDS [--chunk N]
+//                  [--max-chunks N] [--score-from N|half] [--no-floor] [--floor-ub N]
+//                  [--max-arms 64] -o sweep.hdy [--force]
+// heterodyne sweep --resume sweep.hdy [-f TEXT|- | --tokens IDS|-]
+// The sweep kind: its registration (kinds/kind.h), command, summary and verify.
+#include <string_view>
 
 #include "errors.h"
+#include "kinds/command_line/pair_flags.h"
+#include "kinds/summary_kind.h"
+#include "kinds/sweep/sweep.h"
 #include "kinds/sweep/sweep_view.h"
 #include "store/experiment.h"
 
 namespace hd::kinds {
 
-void SweepKind::print(std::ostream& out, const report::LoadedResult& l) const { report::print_sweep(out, l); }
+using namespace cli;
+
+namespace {
+class SweepKind : public SummaryKind {
+ public:
+  std::string_view name() const override { return kSweepKind; }
+  std::string_view description() const override {
+    return "every combination of the settings two arms differ in: how much each causes";
+  }
+  void add_command(CLI::App& app, cli::Context& ctx) const override;
+  void verify(const std::string& path, const run::VerifyOptions& options,
+              const ProgressFn& progress) const override;
+  const run::Sharding* sharding() const override;
+
+ protected:
+  void print(std::ostream& out, const report::LoadedResult& l) const override;
+};
+}  // namespace
+
+void SweepKind::print(std::ostream& out, const report::LoadedResult& l) const {
+  report::print_sweep(out, l);
+}
 
 void SweepKind::verify(const std::string& path, const run::VerifyOptions& options,
                       const ProgressFn& progress) const {
@@ -26,6 +56,41 @@ const run::Sharding* SweepKind::sharding() const {
         return std::nullopt;
       }};
   return &s;
+}
+
+void SweepKind::add_command(CLI::App& app, cli::Context& ctx) const {
+  struct Opts {
+    PairFlags pair;
+    std::string out, resume, shard;
+    run::DiffConfig cfg;
+    int max_arms = 64;
+    bool force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand(std::string(name()), std::string(description()));
+  o->pair.b_defaults_to_a = true;
+  add_pair_flags(*cmd, o->pair, o->cfg);
+  in_group(*cmd, "Analyses", [&] {
+    cmd->add_option("--max-arms", o->max_arms, "refuse more combinations than this")
+        ->capture_default_str();
+  });
+  add_output_and_resume(*cmd, o->out, o->force, o->resume);
+  add_shard_flag(*cmd, o->shard);
+  cmd->callback([o, cmd, &ctx] {
+    if (ctx.plan_only) return check_plan(std::string(kSweepKind), o->pair, o->cfg, o->resume);
+    ResumableRun r =
+        ResumableRun::of_arms(o->resume, o->out, o->pair.a, o->pair.input.given(std::string(kSweepKind)));
+    r.resume_run = [&] {
+      return run::sweep_resume(o->resume, ctx.command_line, progress_line,
+                               o->pair.input.given(std::string(kSweepKind)));
+    };
+    r.new_run = [&] {
+      const run::DiffConfig cfg = pair_config(std::string(kSweepKind), o->pair, o->cfg);
+      return run::sweep_run(cfg, o->max_arms, o->out, o->force, ctx.command_line, progress_line,
+                            shard_of(o->shard));
+    };
+    ctx.exit_code = run_or_resume(*cmd, r);
+  });
 }
 
 std::unique_ptr<const RunKind> make_sweep_kind() { return std::make_unique<SweepKind>(); }
