@@ -21,12 +21,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Every file under `root` (relative paths) whose text names `word` as a word, and how often.
+// Every source file under `root` (relative paths; its READMEs aside) whose text names `word` as a word, and how often.
 std::map<std::string, int> files_naming(const fs::path& root, const std::string& word) {
   std::map<std::string, int> out;
   const std::regex re("\\b" + word + "\\b");
   for (const auto& f : fs::recursive_directory_iterator(root)) {
-    if (!f.is_regular_file()) continue;
+    const std::string ext = f.path().extension().string();
+    if (!f.is_regular_file() || (ext != ".cpp" && ext != ".h" && ext != ".ts")) continue;
     std::ifstream in(f.path());
     std::stringstream text;
     text << in.rdbuf();
