@@ -328,12 +328,12 @@ void check_views(const Fixture& f, const run::DiffConfig& same, const engine::Po
   expect_possible(nlohmann::json::parse(kinds::show_experiment(out, json).text), "show --json");
   if (m.routing()) {
     kinds::ShowRequest routing;
-    routing.routing = true;
+    routing.alone = "routing";
     expect_printable(kinds::show_experiment(out, routing).text, "show --routing");
   }
   if (m.transplants()) {
     kinds::ShowRequest lens;
-    lens.lens = true;
+    lens.alone = "lens";
     expect_printable(kinds::show_experiment(out, lens).text, "show --lens");
   }
 }

@@ -199,8 +199,6 @@ const std::vector<std::string> kSweepEdits = {
     "DELETE FROM meta WHERE key = 'sweep_rows_sha256/1'",
     "UPDATE meta SET value = '[]' WHERE key = 'sweep_combinations'",
     "UPDATE meta SET value = '[{\"possible\": 3}]' WHERE key = 'sweep_combinations'",
-    "INSERT INTO meta VALUES ('sweep_chunk_0', '{}'), ('sweep_chunk_sha256/0', 'x')",
-    "INSERT INTO meta VALUES ('sweep_chunk_1', 'not json'), ('sweep_chunk_sha256/1', 'x')",
     // Rows of a chunk the sweep does not have: sealing must not keep them.
     "INSERT INTO sweep_positions SELECT 7, comparison, mask, pos, kl, nll FROM sweep_positions "
     "WHERE chunk = 0",

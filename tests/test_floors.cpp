@@ -130,9 +130,10 @@ TEST(Floors, AQuantizedBWithFlashAttentionGetsItsOwnFloor) {
   EXPECT_EQ(test::run_cli({"verify", out}).exit_code, 0);
 }
 
-// A diff stored before B's floor (no floor_b rows, no floor_ubatch_b) still verifies: the run is
-// recomputed as it was made, without B′.
-TEST(Floors, AFileFromBeforeBsFloorStillVerifiesAndShows) {
+// Every diff of format version 2 measures B's floor where A's is measured: a file whose B floor
+// was taken out cannot be recomputed (verify and resume say what differs); show still reads it,
+// saying B's floor was not measured.
+TEST(Floors, AFileWithoutBsFloorIsNotRecomputed) {
   HD_REQUIRE_SHARED();
   const std::string dir = test::temp_dir("floors-old");
   const std::string out = dir + "/old.hdy";
@@ -149,7 +150,8 @@ TEST(Floors, AFileFromBeforeBsFloorStillVerifiesAndShows) {
             "WHERE key = 'provenance';");
   store::Experiment::open(out, true).seal();
   const auto v = test::run_cli({"verify", out});
-  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_NE(v.err.find("the run's floor has floor_ubatch_b 0"), std::string::npos) << v.err;
   const auto s = test::run_cli({"show", out});
   EXPECT_NE(s.out.find("B vs B′: not measured"), std::string::npos) << s.out;
   const json j = shown(out);

@@ -101,5 +101,5 @@ TEST(Lens, ShowLensOfARunWithoutItIsOneLine) {
                            "--chunk", "64", "--max-chunks", "1", "-o", out})
                 .exit_code,
             0);
-  test::expect_refused({"show", out, "--lens"}, "has no logit lens: run diff with --lens");
+  test::expect_refused({"show", out, "--lens"}, "has no lens rows: run diff with --lens");
 }

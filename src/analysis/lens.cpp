@@ -41,13 +41,21 @@ class Lens final : public ChunkAnalysis {
             {"kl_a", T::kReal, "KL(A's final logits || A's lens at the layer)"},
             {"kl_b", T::kReal, "KL(B's final logits || B's lens at the layer)"},
             {"kl_ab", T::kReal, "KL(A's lens || B's lens) at the layer"},
-            {"top1_a", T::kInteger, "A's lens top-1 token"},
-            {"top1_b", T::kInteger, "B's lens top-1 token"},
+            {"top1_a", T::kInteger, "A's lens top-1 token", false, true},
+            {"top1_b", T::kInteger, "B's lens top-1 token", false, true},
             {"agree_a", T::kInteger, "1 where A's lens top-1 is A's final top-1"},
             {"agree_b", T::kInteger, "1 where B's lens top-1 is B's final top-1"}};
   }
   std::vector<CellRow> compute(const ChunkInput& in) const override;
   SummaryTable summarize(const std::vector<StoredRow>& rows) const override;
+  Shortcut shortcut() const override {
+    return {"lens",
+            "logit lens in each arm's numerics: each layer's residual through the model's final "
+            "norm and head (2 × n_layer more passes per chunk; --analysis lens)",
+            "lens",
+            "the logit lens alone: per layer, each arm's lens against its final logits and against "
+            "the other arm's (a run with diff --lens)"};
+  }
 };
 
 std::vector<CellRow> Lens::compute(const ChunkInput& in) const {

@@ -27,6 +27,17 @@ struct ColumnDef {
   // Added after files were written without it: only trailing columns may be; a row of such a
   // file ends before them (row_fits), and summarize reads them only where the row has them.
   bool added_later = false;
+  // An INTEGER column that holds a token id: the page shows it as the token's text.
+  bool token = false;
+};
+
+// The flags that name an analysis without --analysis: `diff --<diff_flag>` adds it (analyses
+// sharing a flag are added together: --routing adds routing and routing_load), `show
+// --<show_flag>` prints its table alone (with those sharing the flag, and their maps). Empty:
+// no such flag.
+struct Shortcut {
+  std::string diff_flag, diff_help;
+  std::string show_flag, show_help;
 };
 
 // The points of the model an analysis may read, as the survey proved them on it
@@ -125,6 +136,14 @@ class ChunkAnalysis {
   // From the stored rows alone, so that show prints the same for a file, a resumed run and a
   // verified one (verify compares the rows themselves, bit for bit).
   virtual SummaryTable summarize(const std::vector<StoredRow>& rows) const = 0;
+  virtual Shortcut shortcut() const { return {}; }
+  // A text map drawn from the stored rows under its table (show --<show_flag>; show --json,
+  // the report and the web UI carry it as "<name>_map"): routing's layer × position map of
+  // changed experts. Empty: none.
+  virtual std::vector<std::string> map(const std::vector<StoredRow>& rows) const {
+    (void)rows;
+    return {};
+  }
 };
 
 // Every analysis this build has, in registration order (plugins.cpp).

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "analysis/plugin.h"
 
@@ -50,5 +51,9 @@ std::unique_ptr<ChunkAnalysis> make_routing_transplant_analysis();
 
 // The MoE layers of a model's points, in order.
 std::vector<int> routed_layers(const ModelPoints& m);
+
+// The map routing draws under its table (ChunkAnalysis::map): where B chose other experts than
+// A, layer × position, the first few chunks, as lines of text.
+std::vector<std::string> routing_map(const std::vector<StoredRow>& rows);
 
 }  // namespace hd::analysis

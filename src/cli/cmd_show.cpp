@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "errors.h"
+#include "kinds/command_line/analysis_flags.h"
 #include "kinds/views.h"
 #include "report/show.h"
 #include "store/experiment.h"
@@ -45,11 +46,7 @@ void add_show(CLI::App& app, Context& ctx) {
   cmd->add_flag("--transplants", o->r.transplants,
                 "denoise and noise curves over layers, with intervals");
   cmd->add_flag("--components", o->r.components, "attention vs MLP per layer, with intervals");
-  cmd->add_flag("--routing", o->r.routing,
-                "MoE routing alone: its tables and a layer × position map of expert changes");
-  cmd->add_flag("--lens", o->r.lens,
-                "the logit lens alone: per layer, each arm's lens against its final logits and "
-                "against the other arm's (a run with diff --lens)");
+  add_show_alone_flags(*cmd, o->r.alone);
   cmd->add_option("--position", o->position,
                   "one position (CHUNK:POS, P predicting token P + 1, as --worst and export count): its context, both top-5, and its KL after each restore point");
   cmd->add_flag("--flips", o->r.flips,
@@ -60,7 +57,7 @@ void add_show(CLI::App& app, Context& ctx) {
   cmd->callback([o, &ctx] {
     if (o->files.size() > 1) {
       show_several(o->files, o->r.json || o->r.worst || o->r.transplants || o->r.components ||
-                                 o->r.flips || o->r.routing || o->r.lens ||
+                                 o->r.flips || !o->r.alone.empty() ||
                                  !o->position.empty());
       ctx.exit_code = 0;
       return;

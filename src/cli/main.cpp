@@ -74,8 +74,10 @@ std::string option_with_empty_value(CLI::App& app, const std::vector<std::string
 // command is named without anyone remembering to add it here.
 std::string command_names(CLI::App& app) {
   std::string names;
-  for (const CLI::App* sub : app.get_subcommands({}))
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_group().empty()) continue;  // hidden (an example kind): not listed by --help
     names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
   return names;
 }
 

@@ -18,7 +18,7 @@ report::LoadedResult SummaryKind::load(const std::string& path) const {
 }
 
 Shown SummaryKind::show(const std::string& path, const ShowRequest& r) const {
-  if (r.worst || r.transplants || r.components || r.flips || r.position || r.routing || r.lens) {
+  if (r.worst || r.transplants || r.components || r.flips || r.position || !r.alone.empty()) {
     throw InputError("'" + path + "' is a " + std::string(name()) +
                      ": --worst, --transplants, --components, --flips, --position, --routing and "
                      "--lens are for diffs");

@@ -18,7 +18,9 @@ using report::Position;
 struct ShowRequest {
   bool json = false;
   int worst = 0;
-  bool transplants = false, components = false, flips = false, routing = false, lens = false;
+  bool transplants = false, components = false, flips = false;
+  // An analysis' show flag (ChunkAnalysis::shortcut: "routing", "lens"): its tables alone.
+  std::string alone;
   std::optional<Position> position;
 };
 

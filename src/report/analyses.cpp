@@ -8,6 +8,7 @@
 #include "common/json_number.h"
 #include "errors.h"
 #include "report/rates.h"
+#include "report/show.h"
 #include "store/experiment.h"
 
 namespace hd::report {
@@ -105,15 +106,31 @@ void print_summary_table(std::ostream& os, const analysis::SummaryTable& t) {
   for (const auto& n : t.notes) os << "  " << n << "\n";
 }
 
-bool print_tables_named(std::ostream& os, const std::vector<NamedSummary>& all,
-                        const std::string& prefix) {
+void print_analyses_alone(std::ostream& os, const Loaded& l, const std::string& flag) {
+  std::vector<std::string> diff_flags;
   bool any = false;
-  for (const auto& [name, table] : all) {
-    if (name.rfind(prefix, 0) != 0) continue;
-    print_summary_table(os, table);
-    any = true;
+  for (const auto& a : analysis::chunk_analyses()) {
+    const analysis::Shortcut s = a->shortcut();
+    if (s.show_flag != flag) continue;
+    if (!s.diff_flag.empty() &&
+        std::find(diff_flags.begin(), diff_flags.end(), s.diff_flag) == diff_flags.end())
+      diff_flags.push_back(s.diff_flag);
+    for (const auto& [name, table] : l.analyses) {
+      if (name != a->name()) continue;
+      print_summary_table(os, table);
+      any = true;
+      if (const auto map = l.maps.find(name); map != l.maps.end()) {
+        os << "\n";
+        for (const std::string& line : map->second) os << (line.empty() ? "" : "  ") << line << "\n";
+      }
+    }
   }
-  return any;
+  if (!any) {
+    std::string how;
+    for (size_t i = 0; i < diff_flags.size(); ++i)
+      how += (i ? " or --" : "--") + diff_flags[i];
+    throw InputError("'" + l.path + "' has no " + flag + " rows: run diff with " + how);
+  }
 }
 
 }  // namespace hd::report

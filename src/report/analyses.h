@@ -25,8 +25,11 @@ std::vector<NamedSummary> summarize_analyses(const store::Experiment& e);
 // {"title", "columns", "rows": [[...]], "notes"}; numbers that are not finite are null.
 nlohmann::json summary_table_json(const analysis::SummaryTable& t);
 void print_summary_table(std::ostream& os, const analysis::SummaryTable& t);
-// The tables of the analyses whose name starts with `prefix`; false when there is none.
-bool print_tables_named(std::ostream& os, const std::vector<NamedSummary>& all,
-                        const std::string& prefix);
+
+struct Loaded;
+
+// show --<flag>: the tables of the analyses whose show flag it is (ChunkAnalysis::shortcut),
+// each with the map it draws. InputError when the run has none of them.
+void print_analyses_alone(std::ostream& os, const Loaded& l, const std::string& flag);
 
 }  // namespace hd::report

@@ -101,15 +101,9 @@ json cell_value(const analysis::Cell& cell) {
   return std::get<std::string>(cell);
 }
 
-// The plug-in columns that hold token ids (the lens's top-1 of each arm): their pieces join the
-// document's table and the page shows them as text.
-bool is_token_column(const std::string& analysis, const std::string& column) {
-  return analysis == "lens" && (column == "top1_a" || column == "top1_b");
-}
-
 // A plug-in's rows of one chunk, for the token they are shown on: {columns, token_columns,
 // rows: [[i, cells but pos…]]}, i = pos + 1 as for every per-token array.
-json position_rows_json(const std::string& name, const Loaded::PositionRows& p,
+json position_rows_json(const Loaded::PositionRows& p,
                         const std::vector<const analysis::StoredRow*>& chunk_rows, size_t n,
                         std::set<int32_t>& used) {
   size_t pos_col = 0;
@@ -122,7 +116,9 @@ json position_rows_json(const std::string& name, const Loaded::PositionRows& p,
       continue;
     }
     columns.push_back(c.name);
-    token_col.push_back(is_token_column(name, c.name));
+    // A column of token ids (the lens's top-1 of each arm): their pieces join the document's
+    // table and the page shows them as text.
+    token_col.push_back(c.token);
     if (token_col.back()) token_columns.push_back(c.name);
   }
   json rows = json::array();
@@ -159,7 +155,7 @@ json result_json(const Loaded& l) {
     if (l.position_rows.empty()) continue;
     json rows = json::object();
     for (const auto& [name, p] : l.position_rows)
-      rows[name] = position_rows_json(name, p, by_chunk[name][c.chunk], c.tokens.size(), used);
+      rows[name] = position_rows_json(p, by_chunk[name][c.chunk], c.tokens.size(), used);
     chunks.back()["analyses"] = std::move(rows);
   }
   json pieces = json::object();

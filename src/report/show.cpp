@@ -13,7 +13,6 @@
 #include "report/figures.h"
 #include "report/noise_floor.h"
 #include "report/rates.h"
-#include "report/routing_map.h"
 #include "report/stored_result.h"
 #include "report/transplants.h"
 #include "store/experiment.h"
@@ -45,9 +44,8 @@ Loaded load_experiment(const std::string& path, bool position_rows) {
     auto columns = a->columns();
     const bool per_position = std::any_of(columns.begin(), columns.end(),
                                           [](const analysis::ColumnDef& c) { return c.name == "pos"; });
-    if (name != "routing" && !(per_position && position_rows)) continue;
     auto rows = e.analysis_rows(name);
-    if (name == "routing") l.routing_rows = rows;
+    if (auto map = a->map(rows); !map.empty()) l.maps[name] = std::move(map);
     if (per_position && position_rows) l.position_rows[name] = {std::move(columns), std::move(rows)};
   }
   return l;
@@ -234,7 +232,7 @@ nlohmann::json summary_json(const Loaded& l, int worst) {
   if (!l.analyses.empty()) {
     j["analyses"] = nlohmann::json::object();
     for (const auto& [name, table] : l.analyses) j["analyses"][name] = summary_table_json(table);
-    if (!l.routing_rows.empty()) j["routing_map"] = routing_map(l.routing_rows);
+    for (const auto& [name, lines] : l.maps) j[name + "_map"] = lines;  // "routing_map"
   }
   j["config"] = l.config;
   j["provenance"] = l.provenance;

@@ -27,7 +27,8 @@ struct Loaded {
   analysis::Summary summary;
   std::optional<analysis::TransplantSummary> transplants;  // with --transplants
   std::vector<std::pair<std::string, analysis::SummaryTable>> analyses;  // plug-ins, by name
-  std::vector<analysis::StoredRow> routing_rows;  // analysis_routing's, for show --routing
+  // The maps analyses draw from their rows (ChunkAnalysis::map: routing's), by name.
+  std::map<std::string, std::vector<std::string>> maps;
   // Every known plug-in whose rows have a "pos" column (the lens, routing): its column names
   // and rows, for the result document's per-token rows (the page's pinned token).
   struct PositionRows {

@@ -13,6 +13,7 @@
 #include "errors.h"
 #include "run/arms.h"
 #include "run/provenance.h"
+#include "run/scoring.h"
 #include "run/text.h"
 
 namespace hd::run {
@@ -20,8 +21,7 @@ namespace hd::run {
 using analysis::ChunkResult;
 using analysis::Comparison;
 
-Session::Session(DiffConfig config, bool floor_b, bool two_splits)
-    : config_(std::move(config)), floor_b_wanted_(floor_b) {
+Session::Session(DiffConfig config) : config_(std::move(config)) {
   validate(config_);
   resolve_quantized_b(config_);
   std::map<std::string, std::shared_ptr<engine::Model>> models;  // one load per file
@@ -78,17 +78,15 @@ Session::Session(DiffConfig config, bool floor_b, bool two_splits)
     model_b_ = model_b;
     floor_ = make_run(model_a, floor_arm(config_, config_.a));
     floor_ub_[0] = floor_.arm->settings().n_ubatch;
-    if (floor_b) {
-      floor_b_ = make_run(model_b, floor_arm(config_, config_.b));
-      floor_ub_b_[0] = floor_b_.arm->settings().n_ubatch;
-    }
+    floor_b_ = make_run(model_b, floor_arm(config_, config_.b));
+    floor_ub_b_[0] = floor_b_.arm->settings().n_ubatch;
     // A second split where both arms have one: the floor of one split alone can be bitwise where
     // another's is not (run/config.h second_floor_ubatch). --floor-ub names the one split.
     const int second_a = floor_arm(config_, config_.a, 1).n_ubatch;
     const int second_b = floor_arm(config_, config_.b, 1).n_ubatch;
-    if (two_splits && config_.floor_ubatch == 0 && second_a > 0 && (!floor_b || second_b > 0)) {
+    if (config_.floor_ubatch == 0 && second_a > 0 && second_b > 0) {
       floor_ub_[1] = second_a;
-      floor_ub_b_[1] = floor_b ? second_b : 0;
+      floor_ub_b_[1] = second_b;
     }
   }
   for (const auto& [path, m] : models) sha256_[path] = sha256_file(path);
@@ -218,18 +216,17 @@ analysis::Comparison Session::compare(const ArmRun& a, const ArmRun& b,
   const int n = static_cast<int>(tokens.size());
   c.positions.resize(static_cast<size_t>(n - 1 - first_output));
   const size_t v = static_cast<size_t>(info.n_vocab);
+  const PassRows rows{a.logits, b.logits, v, tokens, first_output};
   parallel_for(n - 1 - first_output, a.arm->n_threads(), [&](int lo, int hi) {
     analysis::ScoreScratch scratch;
-    for (int i = lo; i < hi; ++i) {
-      const int p = first_output + i;
-      auto& row = c.positions[static_cast<size_t>(i)];
-      row.pos = p;
-      row.target = tokens[static_cast<size_t>(p + 1)];
-      row.scored = p + 1 >= first_target;
-      row.score = analysis::score_position({a.logits.data() + static_cast<size_t>(i) * v, v},
-                                           {b.logits.data() + static_cast<size_t>(i) * v, v},
-                                           row.target, scratch);
-    }
+    score_positions(rows, first_output + lo, first_output + hi, scratch,
+                    [&](int p, const analysis::PositionScore& s) {
+                      auto& row = c.positions[static_cast<size_t>(p - first_output)];
+                      row.pos = p;
+                      row.target = tokens[static_cast<size_t>(p + 1)];
+                      row.scored = p + 1 >= first_target;
+                      row.score = s;
+                    });
   });
   for (int l = 0; l < info.n_layer && map_.residuals(); ++l) {
     const std::string& name = residual_name(l);
@@ -279,7 +276,7 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
   }
   if (floor_ub_[0] > 0) {  // the run has a floor: never a chunk without it
     use_floor_split(floor_ub_[1] > 0 ? chunk % 2 : 0);
-    if (!floor_.arm || (floor_b_wanted_ && !floor_b_.arm))
+    if (!floor_.arm || !floor_b_.arm)
       throw RuntimeError("the floor's arms could not be made for chunk " + std::to_string(chunk));
     run(floor_, tokens, first_output);
     r.floor = compare(a_, floor_, tokens, first_output);
@@ -299,10 +296,8 @@ void Session::use_floor_split(int split) {
   // The old context goes before the new one is made: one floor context per arm at a time.
   floor_ = {};
   floor_ = make_run(model_a_, floor_arm(config_, config_.a, split));
-  if (floor_b_wanted_) {
-    floor_b_ = {};
-    floor_b_ = make_run(model_b_, floor_arm(config_, config_.b, split));
-  }
+  floor_b_ = {};
+  floor_b_ = make_run(model_b_, floor_arm(config_, config_.b, split));
   floor_split_ = split;
 }
 

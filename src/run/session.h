@@ -26,12 +26,9 @@ namespace hd::run {
 class Session {
  public:
   // Loads the models (B quantized from A first when config.b_quant is set), checks that both
-  // arms share one vocabulary, and creates the arms. Throws InputError / RuntimeError.
-  // `floor_b`: re-split B too (false for a file stored before B's floor, whose provenance has
-  // no floor_ubatch_b: its resume and verify compute what it holds). `two_splits`: measure the
-  // floor of chunk c at split c % 2 (run/config.h floor_arm); false for a file stored before
-  // (no floor_ubatch_2), whose every chunk has the first.
-  explicit Session(DiffConfig config, bool floor_b = true, bool two_splits = true);
+  // arms share one vocabulary, and creates the arms (with the floor: A and B each re-split, chunk
+  // c at split c % 2, run/config.h floor_arm). Throws InputError / RuntimeError.
+  explicit Session(DiffConfig config);
 
   const DiffConfig& config() const { return config_; }
   const engine::Arm& arm_a() const { return *a_.arm; }
@@ -105,7 +102,6 @@ class Session {
   DiffConfig config_;
   ArmRun a_, b_, floor_, floor_b_;
   std::shared_ptr<engine::Model> model_a_, model_b_;  // what the floor arms are made from
-  bool floor_b_wanted_ = true;
   int floor_ub_[2] = {0, 0}, floor_ub_b_[2] = {0, 0};  // by split; [1] 0: one split
   int floor_split_ = 0;                                // the split floor_ and floor_b_ are at
   std::vector<analysis::RestorePoint> points_;  // empty without --transplants

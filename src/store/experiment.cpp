@@ -104,7 +104,7 @@ static void write_header(Database& db) {
   put.bind(1, std::string_view("format")).bind(2, std::string_view("heterodyne-experiment")).run();
   put.bind(1, std::string_view("schema_version")).bind(2, std::to_string(kSchemaVersion)).run();
   put.bind(1, std::string_view("status")).bind(2, std::string_view("running")).run();
-  // Files from before per-chunk hashes lack this key: only they may have chunks without one.
+  // Each chunk's hash is kept under chunk_sha256/N (a key kept for the files' bytes).
   put.bind(1, std::string_view("chunk_hashes")).bind(2, std::string_view("sha256")).run();
   t.commit();
 }
@@ -236,10 +236,12 @@ Experiment Experiment::open(const std::string& path, bool writable) {
                         version->find_first_not_of("0123456789") == std::string::npos &&
                         (*version)[0] != '0';
     const std::string shown = version->size() > 24 ? version->substr(0, 24) + "…" : *version;
+    const long v = digits ? std::stol(*version) : 0;
     throw InputError("'" + path + "' has schema version '" + shown + "'" +
-                     (digits && std::stol(*version) > kSchemaVersion
-                          ? ", newer than this heterodyne reads"
-                          : ", which no heterodyne writes") +
+                     (v > kSchemaVersion  ? ", newer than this heterodyne reads"
+                      : v >= 1            ? ", an older format this heterodyne no longer reads "
+                                            "(run it again with this build)"
+                                          : ", which no heterodyne writes") +
                      " (this build reads version " + std::to_string(kSchemaVersion) + ")");
   }
   return e;

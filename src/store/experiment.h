@@ -16,7 +16,7 @@ namespace hd::store {
 
 class Database;
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;  // 2: every file names its kind and hashes every unit (docs/experiment-format.md)
 inline constexpr const char* kIntegrityMismatch = "MISMATCH";
 // The line show, export and report print on stderr for a file whose verdict is MISMATCH (the
 // pages lead with the same words).
@@ -89,7 +89,7 @@ class Experiment {
 
   // A sweep's rows (store/sweep_rows.h). put_sweep_chunk stores one chunk with its hash in one
   // transaction (replacing rows of the chunk stored without a hash). sweep_chunk reads one back,
-  // from the tables or from an older file's meta JSON row, checked against `shape`: nullopt when
+  // from the tables, checked against `shape`: nullopt when
   // the chunk is not stored, InputError naming the file when its rows are not what a sweep
   // writes. sweep_chunk_altered: why a stored chunk no longer hashes as recorded, if it does not.
   void put_sweep_chunk(const SweepChunkRows& rows);
@@ -115,9 +115,8 @@ class Experiment {
 
   // Each chunk's rows are hashed as they are stored (meta "chunk_sha256/N"), so that resume
   // never seals rows edited since. The first finished chunk whose rows no longer hash as
-  // recorded, described; nullopt when all do, or when the file predates these hashes.
+  // recorded (or has no hash), described; nullopt when all do.
   std::optional<std::string> altered_chunks() const;
-  bool records_chunk_hashes() const;
 
   // The first stored value of `chunk` (every column of every row, the run time aside) that
   // differs from `recomputed`'s, which holds the same chunk computed again; nullopt when none.

@@ -269,11 +269,9 @@ void detail::hash_rows(Sha256& md, Statement& q) {
 }
 
 std::optional<std::string> Experiment::altered_chunks() const {
-  const bool hashed = records_chunk_hashes();
   for (int c : finished_chunks()) {
     const auto recorded = meta(chunk_hash_key(c));
     if (!recorded) {
-      if (!hashed) continue;  // an older file: nothing was recorded
       return "chunk " + std::to_string(c) + " has no recorded hash (rows added or edited by hand?)";
     }
     if (*recorded != chunk_sha256(*db_, *this, c)) {
@@ -283,8 +281,6 @@ std::optional<std::string> Experiment::altered_chunks() const {
   }
   return std::nullopt;
 }
-
-bool Experiment::records_chunk_hashes() const { return meta("chunk_hashes").has_value(); }
 
 std::optional<std::string> Experiment::first_difference(int chunk,
                                                         const Experiment& recomputed) const {

@@ -23,10 +23,6 @@ bool detail::has_table(Database& db, const char* name) {
 std::string detail::sweep_rows_hash_key(int chunk) {
   return "sweep_rows_sha256/" + std::to_string(chunk);
 }
-std::string detail::old_sweep_row_key(int chunk) { return "sweep_chunk_" + std::to_string(chunk); }
-std::string detail::old_sweep_hash_key(int chunk) {
-  return "sweep_chunk_sha256/" + std::to_string(chunk);
-}
 
 // The kind and configuration, then every column of the chunk's rows of each sweep table in key
 // order, in the tagged encoding of the integrity hash.
@@ -60,16 +56,12 @@ void put_arm(Statement& pos, Statement& flips, int chunk, const char* comparison
 void Experiment::put_sweep_chunk(const SweepChunkRows& r) {
   Transaction t(*db_);
   for (const auto& table : detail::kSweepTables) db_->exec(table.ddl);
-  // Rows of the chunk without a hash (edited in by hand) and an older file's JSON row of it
-  // (stored without its hash by a run killed between the two writes) give way to these.
+  // Rows of the chunk without a hash (edited in by hand) give way to these.
   for (const auto& table : detail::kSweepTables) {
     Statement(db_->handle(), fmt::format("DELETE FROM {} WHERE chunk = ?", table.name))
         .bind(1, int64_t{r.chunk})
         .run();
   }
-  Statement gone(db_->handle(), "DELETE FROM meta WHERE key = ?");
-  gone.bind(1, detail::old_sweep_row_key(r.chunk)).run();
-  gone.bind(1, detail::old_sweep_hash_key(r.chunk)).run();
 
   Statement pos(db_->handle(), "INSERT INTO sweep_positions VALUES (?, ?, ?, ?, ?, ?)");
   Statement flips(db_->handle(), "INSERT INTO sweep_flips VALUES (?, ?, ?, ?)");
@@ -92,13 +84,6 @@ std::optional<std::string> Experiment::sweep_chunk_altered(int chunk) const {
   const auto changed = [&] {
     return "sweep chunk " + std::to_string(chunk) + " was changed after it was stored";
   };
-  if (const auto row = meta(detail::old_sweep_row_key(chunk))) {
-    // An older file: the row's JSON text hashed with the configuration it came from.
-    const auto recorded = meta(detail::old_sweep_hash_key(chunk));
-    if (!recorded || *recorded != sha256_bytes(required_meta("config") + "\n" + *row))
-      return changed();
-    return std::nullopt;
-  }
   const auto recorded = meta(detail::sweep_rows_hash_key(chunk));
   if (!recorded || *recorded != detail::sweep_rows_sha256(*db_, *this, chunk)) return changed();
   return std::nullopt;

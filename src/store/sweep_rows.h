@@ -1,8 +1,7 @@
 // A sweep's stored rows (docs/experiment-format.md, kind `sweep`): every scored position's KL
 // and NLL per combination and for the floor in `sweep_positions`, each chunk's top-1 changes in
 // `sweep_flips`, and the chunk's hash in meta `sweep_rows_sha256/<c>`, all written in one
-// transaction. Files written before these tables hold each chunk as one JSON row in meta
-// (`sweep_chunk_<c>`, hashed in `sweep_chunk_sha256/<c>`): they read into the same structs.
+// transaction.
 #pragma once
 #include <cstdint>
 #include <optional>

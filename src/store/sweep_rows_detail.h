@@ -9,10 +9,8 @@ class Experiment;
 
 namespace detail {
 
-// meta keys: a chunk's hash in the tables' layout, and an older file's JSON row and its hash.
+// The meta key of a chunk's hash.
 std::string sweep_rows_hash_key(int chunk);
-std::string old_sweep_row_key(int chunk);
-std::string old_sweep_hash_key(int chunk);
 
 // What sweep_rows_hash_key records for `chunk`: its rows as they are now in the file.
 std::string sweep_rows_sha256(Database& db, const Experiment& e, int chunk);

@@ -1,11 +1,9 @@
-// Reading one chunk of a sweep back, from its tables or from an older file's meta JSON row,
-// every value checked against what a sweep writes: a row out of place, of another type, not
+// Reading one chunk of a sweep back from its tables, every value checked against what a sweep writes: a row out of place, of another type, not
 // finite, or missing is damage, named in one line (InputError), never a crash.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "errors.h"
@@ -122,67 +120,9 @@ SweepChunkRows from_tables(const std::string& path, int chunk, const SweepShape&
   return r;
 }
 
-// An older file's JSON row: {chunk, nll_a, combos: [{mask, kl, nll, flips}], floor}.
-std::vector<double> numbers(const nlohmann::json& v, const std::string& path, int chunk,
-                            const SweepShape& shape) {
-  if (!v.is_array() || v.size() != static_cast<size_t>(shape.n_positions))
-    damaged(path, chunk, "does not hold a value for every scored position");
-  std::vector<double> out;
-  for (const auto& x : v) {
-    if (!x.is_number() || !std::isfinite(x.get<double>()))
-      damaged(path, chunk, "holds a value that is not a finite number");
-    out.push_back(x.get<double>());
-  }
-  return out;
-}
-
-SweepArmRows old_arm(const nlohmann::json& j, const std::string& path, int chunk,
-                     const SweepShape& shape) {
-  const auto& flips = j.at("flips");
-  if (!flips.is_number_integer() || flips.get<int64_t>() < 0 ||
-      flips.get<int64_t>() > shape.n_positions)
-    damaged(path, chunk, "holds a flips count no sweep writes");
-  return {numbers(j.at("kl"), path, chunk, shape), numbers(j.at("nll"), path, chunk, shape),
-          flips.get<int64_t>()};
-}
-
-SweepChunkRows from_json_row(const std::string& text, const std::string& path, int chunk,
-                             const SweepShape& shape) {
-  try {
-    const nlohmann::json j = nlohmann::json::parse(text);
-    if (!j.is_object() || j.at("chunk") != chunk) damaged(path, chunk, "names another chunk");
-    SweepChunkRows r;
-    r.chunk = chunk;
-    r.first_pos = shape.first_pos;
-    r.nll_a = numbers(j.at("nll_a"), path, chunk, shape);
-    const auto& combos = j.at("combos");
-    if (!combos.is_array() || combos.size() + 1 != shape.possible.size())
-      damaged(path, chunk, "does not hold every combination");
-    for (size_t m = 1; m < shape.possible.size(); ++m) {
-      const auto& c = combos[m - 1];
-      if (!c.is_object() || c.at("mask") != m || c.contains("kl") != shape.possible[m])
-        damaged(path, chunk, fmt::format("holds another row where mask {} belongs", m));
-      if (shape.possible[m])
-        r.combos.push_back(old_arm(c, path, chunk, shape));
-      else
-        r.combos.push_back(std::nullopt);
-    }
-    if (j.contains("floor") != shape.floor) damaged(path, chunk, "has a floor the sweep has not");
-    if (shape.floor) r.floor = old_arm(j.at("floor"), path, chunk, shape);
-    return r;
-  } catch (const nlohmann::json::exception&) {
-    damaged(path, chunk, "is not the JSON row a sweep writes");
-  }
-}
-
 }  // namespace
 
 std::optional<SweepChunkRows> Experiment::sweep_chunk(int chunk, const SweepShape& shape) const {
-  if (const auto row = meta(detail::old_sweep_row_key(chunk))) {
-    // A row without its hash was left by a run killed between the two writes: computed again.
-    if (!meta(detail::old_sweep_hash_key(chunk))) return std::nullopt;
-    return from_json_row(*row, path_, chunk, shape);
-  }
   std::map<ArmKey, SweepArmRows> arms;
   std::set<ArmKey> with_flips;
   if (detail::has_table(*db_, "sweep_positions")) read_positions(*db_, path_, chunk, shape, arms);
@@ -209,17 +149,6 @@ void Experiment::require_sweep_rows_within(int total) const {
           fmt::format("'{}' is damaged: {} has a row of chunk {}, outside the "
                       "sweep's {} chunks",
                       path_, t.name, q.text(0), total));
-    }
-    for (int c = 0; c < total; ++c) {
-      if (!meta(detail::old_sweep_row_key(c))) continue;
-      Statement both(db_->handle(), fmt::format("SELECT 1 FROM {} WHERE chunk = ?", t.name));
-      both.bind(1, int64_t{c});
-      if (both.step()) {
-        throw InputError(
-            fmt::format("'{}' is damaged: sweep chunk {} is stored twice (a meta "
-                        "row and rows in {})",
-                        path_, c, t.name));
-      }
     }
   }
 }

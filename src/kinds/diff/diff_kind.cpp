@@ -8,7 +8,6 @@
 #include "report/flips.h"
 #include "report/noise_floor.h"
 #include "report/result.h"
-#include "report/routing_map.h"
 #include "report/show.h"
 #include "report/transplants.h"
 #include "store/experiment.h"
@@ -37,13 +36,8 @@ Shown DiffKind::show(const std::string& path, const ShowRequest& r) const {
       throw InputError("'" + path +
                        "' has no transplants: run diff with --transplants or --components");
     }
-    if (r.routing) {  // the routing tables and map alone
-      print_routing(out, l);
-      return {out.str(), l.integrity == store::kIntegrityMismatch};
-    }
-    if (r.lens) {  // the logit lens table alone
-      if (!print_tables_named(out, l.analyses, "lens"))
-        throw InputError("'" + path + "' has no logit lens: run diff with --lens");
+    if (!r.alone.empty()) {  // an analysis' tables (and maps) alone
+      print_analyses_alone(out, l, r.alone);
       return {out.str(), l.integrity == store::kIntegrityMismatch};
     }
     if (r.position) print_position(out, l, *r.position);  // the token asked about first

@@ -168,18 +168,13 @@ RunEnd diff_resume(const std::string& path, const std::string& command_line,
     throw InputError("'" + path + "': " + *altered +
                      "; it cannot be resumed (run the diff again, with --force)");
   }
-  if (!e.finished_chunks().empty() && !e.records_chunk_hashes()) {
-    progress("note: '" + path + "' predates per-chunk hashes: its stored chunks are kept "
-             "unchecked");
-  }
   const auto config = diff_config_from_json(nlohmann::json::parse(e.required_meta("config")));
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
   require_same_numerics(prov, false, true);  // never rows of two builds in one file
   // The text the run read (checked by its sha256), before minutes of loading the models.
   const Input input = read_stored_input({config.text_file, config.token_ids}, prov, again,
                                         "heterodyne diff --resume " + path);
-  // A file from before B's floor, or before the floor's second split: without them.
-  Session s(config, prov.contains("floor_ubatch_b"), prov.contains("floor_ubatch_2"));
+  Session s(config);
   // The models a stored run used must be the ones on disk now.
   if (auto change = s.model_change(prov["arms"])) throw InputError(*change + ": cannot resume");
   if (auto change = s.points_change(prov)) throw InputError(*change + ": cannot resume");

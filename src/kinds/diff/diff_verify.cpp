@@ -28,8 +28,7 @@ void DiffKind::verify(const std::string& path, const run::VerifyOptions& options
     progress(config.token_ids ? "tokens: the ids this run read (sha256 matches)"
                               : "text: the one this run read (sha256 matches)");
   }
-  // A file from before B's floor, or before the floor's second split: without them.
-  Session s(config, prov.contains("floor_ubatch_b"), prov.contains("floor_ubatch_2"));
+  Session s(config);
   if (auto change = s.model_change(prov["arms"]); change && !options.force) {
     throw InputError(*change + " (--force to compare anyway)");
   }

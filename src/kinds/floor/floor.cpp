@@ -141,14 +141,9 @@ Loaded load_stored(const FloorConfig& c, const nlohmann::json& prov, const Input
 // must run as the stored ones did, or the file would mix two machines' references.
 void require_same_arm(const nlohmann::json& prov, const engine::ArmSettings& reference,
                       const std::shared_ptr<engine::Model>& model, int chunk) {
-  if (!prov.contains("arms")) return;  // files from before provenance recorded the arm
-  const nlohmann::json stored = prov["arms"].at("reference");
-  nlohmann::json now =
+  const nlohmann::json stored = prov.at("arms").at("reference");
+  const nlohmann::json now =
       arm_facts(engine::Arm(model, reference, chunk), prov.value("model_sha256", ""));
-  // A floor from before arms recorded the flash attention llama.cpp ran has no such fact: the
-  // machine and devices are what must match.
-  const auto& stored_on = stored.at("runs_on");
-  if (stored_on.is_object() && !stored_on.contains("flash_attn")) now["runs_on"].erase("flash_attn");
   if (stored.at("n_threads_used") != now.at("n_threads_used") ||
       stored.at("runs_on") != now.at("runs_on") ||
       prov.value("default_threads", engine::default_threads()) != engine::default_threads()) {
@@ -194,9 +189,8 @@ RunEnd floor_resume(const std::string& path, const std::string& command_line,
     progress("'" + path + "' is already complete");
     return {0, true, "group"};
   }
-  // Files from before the tables were written whole, at the end, and are complete.
   if (!store::has_floor_tables(e))
-    throw InputError("'" + path + "' holds no groups: run the floor again, with --force");
+    throw InputError("'" + path + "' is damaged: its floor tables are missing");
   const FloorConfig c = floor_config_from_json(nlohmann::json::parse(e.stored_config()));
   check_config(c);
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
@@ -254,13 +248,10 @@ void floor_verify(const std::string& path, bool force, const ProgressFn& progres
     throw InputError("the model is not the one this run used (--force to compare anyway)");
   }
   check_config(c);
-  // Files from before the tables hold the rows in meta "floor", beside the header.
-  nlohmann::json header = nlohmann::json::parse(e.required_meta("floor"));
-  const std::vector<store::FloorGroup> stored = store::has_floor_tables(e)
-                                                    ? store::read_floor_groups(e)
-                                                    : store::floor_groups_from_json(header, path);
-  header.erase("rows");
-  header.erase("patterns");
+  const nlohmann::json header = nlohmann::json::parse(e.required_meta("floor"));
+  if (!store::has_floor_tables(e))
+    throw InputError("'" + path + "' is damaged: its floor tables are missing");
+  const std::vector<store::FloorGroup> stored = store::read_floor_groups(e);
   const Loaded l = load_stored(c, prov, input_again, "heterodyne verify " + path, progress);
   FloorExplorer x(c, l.model, l.chunks, [](const Progress&) {});
   if (x.header() != header)

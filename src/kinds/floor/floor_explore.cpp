@@ -10,6 +10,7 @@
 #include "engine/model.h"
 #include "engine/system.h"
 #include "run/config.h"
+#include "run/scoring.h"
 
 namespace hd::run {
 
@@ -60,29 +61,28 @@ static bool bitwise_equal(const std::vector<std::vector<float>>& x,
 store::FloorRun FloorExplorer::compare(const engine::ArmSettings& s, const Logits& ref) {
   const size_t v = static_cast<size_t>(model_->info().n_vocab);
   engine::Arm arm(model_, s, c_.chunk);
-  size_t positions = 0, differing = 0, flips = 0;
-  double kl_sum = 0, kl_max = 0;
+  // Scored only where the rows differ: a bitwise identical row has KL 0 and no flip.
+  size_t positions = 0;
+  ScoreTotals differing;
   for (size_t k = 0; k < chunks_.size(); ++k) {
     arm.run_chunk(chunks_[k], nullptr, logits_, first_output_);
+    const PassRows rows{ref[k], logits_, v, chunks_[k], first_output_};
     for (int p = first_output_; p < c_.chunk - 1; ++p) {
-      const size_t off = static_cast<size_t>(p - first_output_) * v;
       ++positions;
       // Bitwise, not float ==: -0 and 0 differ, as a kernel's output bits do.
-      if (std::memcmp(ref[k].data() + off, logits_.data() + off, v * sizeof(float)) == 0) continue;
-      ++differing;
-      const auto sc = analysis::score_position({ref[k].data() + off, v}, {logits_.data() + off, v},
-                                               chunks_[k][static_cast<size_t>(p + 1)], scratch_);
-      kl_sum += sc.kl;
-      kl_max = std::max(kl_max, sc.kl);
-      flips += sc.top_a.id[0] != sc.top_b.id[0];
+      if (std::memcmp(rows.row_a(p).data(), rows.row_b(p).data(), v * sizeof(float)) == 0) continue;
+      score_positions(rows, p, p + 1, scratch_,
+                      [&](int, const analysis::PositionScore& score) { differing.add(score); });
     }
   }
+  const size_t flips = static_cast<size_t>(differing.flips);
+  const double kl_sum = differing.kl_sum, kl_max = differing.kl_max;
   return {s.n_ubatch,
           s.n_threads,
           s.flash_attn,
-          differing == 0,
+          differing.positions == 0,
           static_cast<int64_t>(positions),
-          static_cast<int64_t>(differing),
+          differing.positions,
           kl_sum / static_cast<double>(positions),
           kl_max,
           static_cast<double>(flips) / static_cast<double>(positions)};

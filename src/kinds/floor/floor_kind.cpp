@@ -35,9 +35,8 @@ class FloorKind : public SummaryKind {
 }  // namespace
 
 namespace {
-// A floor keeps its rows in tables (floor_rows.h); files from before, in its summary.
+// A floor keeps its rows in tables (floor_rows.h), added to its summary.
 void add_floor_rows(const store::Experiment& e, nlohmann::json& floor) {
-  if (floor.contains("rows")) return;
   if (!store::has_floor_tables(e))
     throw InputError("'" + e.path() + "' is damaged: its floor tables are missing");
   floor.update(store::floor_groups_json(store::read_floor_groups(e)));

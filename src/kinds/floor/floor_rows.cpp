@@ -202,35 +202,4 @@ nlohmann::json floor_groups_json(const std::vector<FloorGroup>& groups) {
   return {{"rows", rows}, {"patterns", patterns}};
 }
 
-// A number as a file before the tables wrote it: NaN was written as null.
-static double json_double(const nlohmann::json& v) { return v.is_null() ? NAN : v.get<double>(); }
-
-std::vector<FloorGroup> floor_groups_from_json(const nlohmann::json& floor,
-                                               const std::string& path) {
-  std::vector<FloorGroup> groups;
-  try {
-    const auto& rows = floor.at("rows");
-    const auto& patterns = floor.at("patterns");
-    // Every group ran the same ubatches, in the order the patterns list the groups.
-    if (patterns.empty() || rows.size() % patterns.size() != 0) throw InputError("");
-    const size_t per_group = rows.size() / patterns.size();
-    for (size_t g = 0; g < patterns.size(); ++g) {
-      const auto& p = patterns[g];
-      FloorGroup group{static_cast<int>(g), p.at("n_threads"),         p.at("flash_attn"),
-                       p.at("summary"),     p.at("same_as_reference"), {}};
-      for (size_t i = g * per_group; i < (g + 1) * per_group; ++i) {
-        const auto& r = rows[i];
-        group.runs.push_back({r.at("n_ubatch"), r.at("n_threads"), r.at("flash_attn"),
-                              r.at("identical"), r.at("positions"), r.at("positions_differing"),
-                              json_double(r.at("kl_mean")), json_double(r.at("kl_max")),
-                              json_double(r.at("top1_change_rate"))});
-      }
-      groups.push_back(std::move(group));
-    }
-  } catch (const std::exception&) {
-    throw InputError("'" + path + "' is damaged: its stored floor rows do not fit together");
-  }
-  return groups;
-}
-
 }  // namespace hd::store

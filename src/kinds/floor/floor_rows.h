@@ -3,8 +3,7 @@
 // `floor_patterns`, one row per group (a flash-attention value × thread count, in the order
 // the run explores them). A group is stored in one transaction with its hash (meta
 // "floor_group_sha256/<group>"), its `floor_patterns` row last: a group is in the file if and
-// only if that row is. Files written before these tables hold every row in meta "floor" as
-// JSON (floor_groups_from_json reads them); docs/experiment-format.md has both layouts.
+// only if that row is (docs/experiment-format.md).
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -53,11 +52,7 @@ std::vector<FloorGroup> read_floor_groups(const Experiment& e);
 // changed since it was stored is refused, InputError). `n_groups`: how many the run has.
 std::set<int> stored_floor_groups(const Experiment& e, int n_groups);
 
-// The rows and patterns as meta "floor" held them before these tables ({rows: [...],
-// patterns: [...]}), which is also what `show --json` prints; and back (InputError naming
-// `path` when they do not fit).
+// The rows and patterns as `show --json` prints them ({rows: [...], patterns: [...]}).
 nlohmann::json floor_groups_json(const std::vector<FloorGroup>& groups);
-std::vector<FloorGroup> floor_groups_from_json(const nlohmann::json& floor,
-                                               const std::string& path);
 
 }  // namespace hd::store

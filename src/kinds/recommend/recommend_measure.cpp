@@ -9,6 +9,7 @@
 #include "common/output_file.h"
 #include "engine/arm.h"
 #include "errors.h"
+#include "run/scoring.h"
 
 namespace hd::run {
 namespace {
@@ -104,21 +105,16 @@ TextScore Measurer::score(const std::string& model_path, const ScoredText& text)
   engine::Arm arm(engine::model_load(model_path), arm_of(model_path), chunk_);
   const size_t n_vocab = static_cast<size_t>(a_->info().n_vocab);
   analysis::ScoreScratch scratch;
-  double kl = 0, changed = 0, n = 0;
+  ScoreTotals totals;
   std::vector<float> logits;
   for (size_t c = 0; c < text.chunks.size(); ++c) {
     const auto& tokens = text.chunks[c];
     arm.run_chunk(tokens, nullptr, logits);
-    for (size_t pos = 0; pos + 1 < tokens.size(); ++pos) {
-      const std::span<const float> la(text.logits_a[c].data() + pos * n_vocab, n_vocab);
-      const std::span<const float> lb(logits.data() + pos * n_vocab, n_vocab);
-      const analysis::PositionScore s = analysis::score_position(la, lb, tokens[pos + 1], scratch);
-      kl += s.kl;
-      changed += s.top_a.id[0] != s.top_b.id[0] ? 1 : 0;
-      n += 1;
-    }
+    const PassRows rows{text.logits_a[c], logits, n_vocab, tokens, 0};
+    score_positions(rows, 0, static_cast<int>(tokens.size()) - 1, scratch,
+                    [&](int, const analysis::PositionScore& s) { totals.add(s); });
   }
-  return {n > 0 ? kl / n : NAN, n > 0 ? changed / n : NAN};
+  return {totals.kl_mean(), totals.flip_rate()};
 }
 
 std::vector<engine::TensorTypeOverride> pinned_overrides(

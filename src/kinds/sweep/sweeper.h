@@ -20,6 +20,7 @@
 #include "run/arms.h"
 #include "run/config.h"
 #include "run/provenance.h"
+#include "run/scoring.h"
 #include "kinds/sweep/sweep.h"
 #include "store/sweep_rows.h"
 
@@ -121,10 +122,8 @@ class Sweeper {
     auto score = [&](const std::vector<float>& ref, engine::Arm& arm, std::vector<float>& into) {
       arm.run_chunk(tokens, nullptr, into, first_output);
       store::SweepArmRows r;
-      for (int p = first_output; p < n - 1; ++p) {
-        const size_t off = static_cast<size_t>(p - first_output) * v;
-        const auto s = analysis::score_position({ref.data() + off, v}, {into.data() + off, v},
-                                                tokens[p + 1], scratch_);
+      const PassRows rows{ref, into, v, tokens, first_output};
+      score_positions(rows, first_output, n - 1, scratch_, [&](int p, const analysis::PositionScore& s) {
         // A masked token (-inf logit) can make a KL or NLL +inf: a Shapley share of an infinite
         // KL means nothing, so a sweep stops there, saying where (a diff counts such positions).
         if (std::isinf(s.kl) || std::isinf(s.nll_b) || std::isinf(out.nll_a[static_cast<size_t>(p - first_output)])) {
@@ -136,8 +135,8 @@ class Sweeper {
         }
         r.kl.push_back(s.kl);
         r.nll.push_back(s.nll_b);
-        r.flips += s.top_a.id[0] != s.top_b.id[0];
-      }
+        r.flips += top1_changed(s);
+      });
       return r;
     };
     for (size_t m = 1; m < arms_.size(); ++m) {

@@ -1,14 +1,12 @@
-#include "report/routing_map.h"
-
+// routing's map (analysis/routing.h routing_map): a layer × position map of where B chose other
+// experts than A, from the stored rows of analysis_routing.
 #include <fmt/format.h>
 
 #include <map>
 
-#include "errors.h"
-#include "report/analyses.h"
-#include "report/show.h"
+#include "analysis/routing.h"
 
-namespace hd::report {
+namespace hd::analysis {
 namespace {
 
 constexpr int kMapChunks = 4;   // chunks drawn; the tables above cover them all
@@ -17,7 +15,7 @@ constexpr int kPerLine = 64;    // positions per line of the map
 // chunk → layer → pos → whether the experts changed (A vs B).
 using Changes = std::map<int, std::map<int, std::map<int, bool>>>;
 
-Changes changes_of(const std::vector<analysis::StoredRow>& rows) {
+Changes changes_of(const std::vector<StoredRow>& rows) {
   Changes c;
   for (const auto& r : rows) {
     if (std::get<std::string>(r.cells.at(0)) != "b") continue;
@@ -49,7 +47,7 @@ void map_lines(int chunk, const std::map<int, std::map<int, bool>>& layers,
 
 }  // namespace
 
-std::vector<std::string> routing_map(const std::vector<analysis::StoredRow>& rows) {
+std::vector<std::string> routing_map(const std::vector<StoredRow>& rows) {
   const Changes changes = changes_of(rows);
   std::vector<std::string> out;
   int drawn = 0;
@@ -65,15 +63,4 @@ std::vector<std::string> routing_map(const std::vector<analysis::StoredRow>& row
   return out;
 }
 
-void print_routing(std::ostream& os, const Loaded& l) {
-  if (!print_tables_named(os, l.analyses, "routing")) {
-    throw InputError("'" + l.path + "' has no routing: run diff with --routing or "
-                     "--routing-transplant (on a MoE model)");
-  }
-  os << "\n";
-  for (const std::string& line : routing_map(l.routing_rows)) {
-    os << (line.empty() ? "" : "  ") << line << "\n";
-  }
-}
-
-}  // namespace hd::report
+}  // namespace hd::analysis
