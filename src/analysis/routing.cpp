@@ -100,13 +100,7 @@ class Routing final : public ChunkAnalysis {
   }
 
   SummaryTable summarize(const std::vector<StoredRow>& rows) const override;
-  Shortcut shortcut() const override {
-    return {"routing",
-            "MoE models: where and how the arms route tokens to other experts, per layer and "
-            "position, and each expert's load (--analysis routing,routing_load)",
-            "routing",
-            "MoE routing alone: its tables and a layer × position map of expert changes"};
-  }
+  Shortcut shortcut() const override { return routing_shortcut("routing", kRoutingHelp); }
   std::vector<std::string> map(const std::vector<StoredRow>& rows) const override {
     return routing_map(rows);
   }

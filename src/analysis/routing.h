@@ -52,6 +52,13 @@ std::unique_ptr<ChunkAnalysis> make_routing_transplant_analysis();
 // The MoE layers of a model's points, in order.
 std::vector<int> routed_layers(const ModelPoints& m);
 
+// The flags of the routing analyses: `diff --<diff_flag>` adds them (routing and routing_load
+// share --routing), `show --routing` prints all three tables and the map.
+Shortcut routing_shortcut(const std::string& diff_flag, const std::string& diff_help);
+inline constexpr const char* kRoutingHelp =
+    "MoE models: where and how the arms route tokens to other experts, per layer and position, "
+    "and each expert's load (--analysis routing,routing_load)";
+
 // The map routing draws under its table (ChunkAnalysis::map): where B chose other experts than
 // A, layer × position, the first few chunks, as lines of text.
 std::vector<std::string> routing_map(const std::vector<StoredRow>& rows);

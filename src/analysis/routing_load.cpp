@@ -60,13 +60,7 @@ class RoutingLoad final : public ChunkAnalysis {
   }
 
   SummaryTable summarize(const std::vector<StoredRow>& rows) const override;
-  Shortcut shortcut() const override {
-    return {"routing",
-            "MoE models: where and how the arms route tokens to other experts, per layer and "
-            "position, and each expert's load (--analysis routing,routing_load)",
-            "routing",
-            "MoE routing alone: its tables and a layer × position map of expert changes"};
-  }
+  Shortcut shortcut() const override { return routing_shortcut("routing", kRoutingHelp); }
 };
 
 SummaryTable RoutingLoad::summarize(const std::vector<StoredRow>& rows) const {

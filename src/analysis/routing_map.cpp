@@ -63,4 +63,9 @@ std::vector<std::string> routing_map(const std::vector<StoredRow>& rows) {
   return out;
 }
 
+Shortcut routing_shortcut(const std::string& diff_flag, const std::string& diff_help) {
+  return {diff_flag, diff_help, "routing",
+          "MoE routing alone: its tables and a layer × position map of expert changes"};
+}
+
 }  // namespace hd::analysis

@@ -73,11 +73,10 @@ class RoutingTransplant final : public ChunkAnalysis {
 
   SummaryTable summarize(const std::vector<StoredRow>& rows) const override;
   Shortcut shortcut() const override {
-    return {"routing-transplant",
-            "MoE models: run each arm again with the other's experts and mixing weights, at every "
-            "MoE layer and at each alone: the KL routing causes (--analysis routing_transplant)",
-            "routing",
-            "MoE routing alone: its tables and a layer × position map of expert changes"};
+    return routing_shortcut(
+        "routing-transplant",
+        "MoE models: run each arm again with the other's experts and mixing weights, at every "
+        "MoE layer and at each alone: the KL routing causes (--analysis routing_transplant)");
   }
 };
 

@@ -62,4 +62,33 @@ nlohmann::json SummaryKind::catalog_entry(const std::string& path) const {
           {"b", model("b")}};
 }
 
+namespace {
+class PartsKind final : public SummaryKind {
+ public:
+  explicit PartsKind(const SummaryKindParts& parts) : p_(parts) {}
+  std::string_view name() const override { return p_.name; }
+  std::string_view description() const override { return p_.description; }
+  bool hidden() const override { return p_.hidden; }
+  void add_command(CLI::App& app, cli::Context& ctx) const override {
+    p_.add_command(*this, app, ctx);
+  }
+  void verify(const std::string& path, const run::VerifyOptions& options,
+              const ProgressFn& progress) const override {
+    p_.verify(path, options, progress);
+  }
+  const run::Sharding* sharding() const override { return p_.sharding; }
+
+ protected:
+  void print(std::ostream& out, const report::LoadedResult& l) const override { p_.print(out, l); }
+  report::AddRows add_rows() const override { return p_.add_rows; }
+
+ private:
+  SummaryKindParts p_;
+};
+}  // namespace
+
+std::unique_ptr<const RunKind> summary_kind(const SummaryKindParts& parts) {
+  return std::make_unique<PartsKind>(parts);
+}
+
 }  // namespace hd::kinds

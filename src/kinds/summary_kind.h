@@ -4,6 +4,7 @@
 // recommend and the example kind are such kinds; each gives its printer and, where it keeps rows in tables
 // of its own, the reader that adds them to the summary.
 #pragma once
+#include <memory>
 #include <ostream>
 
 #include "kinds/kind.h"
@@ -24,5 +25,19 @@ class SummaryKind : public RunKind {
  private:
   report::LoadedResult load(const std::string& path) const;
 };
+
+// A summary kind made of its parts, with no class of its own: what most kinds are. `add_command`
+// gets the kind itself, for its name and description.
+struct SummaryKindParts {
+  std::string_view name, description;
+  void (*add_command)(const RunKind& kind, CLI::App& app, cli::Context& ctx) = nullptr;
+  void (*verify)(const std::string& path, const run::VerifyOptions& options,
+                 const ProgressFn& progress) = nullptr;
+  void (*print)(std::ostream& out, const report::LoadedResult& l) = nullptr;
+  report::AddRows add_rows = nullptr;
+  const run::Sharding* sharding = nullptr;  // null: its runs do not shard
+  bool hidden = false;
+};
+std::unique_ptr<const RunKind> summary_kind(const SummaryKindParts& parts);
 
 }  // namespace hd::kinds

@@ -14,38 +14,23 @@ namespace hd::kinds {
 
 namespace {
 
-class EchoKind : public SummaryKind {
- public:
-  std::string_view name() const override { return kEchoKind; }
-  std::string_view description() const override {
-    return "arm A's NLL of every next token (the worked example of a kind: docs/extending.md)";
-  }
-  bool hidden() const override { return true; }
-  void add_command(CLI::App& app, cli::Context& ctx) const override;
-  void verify(const std::string& path, const run::VerifyOptions& options,
-              const ProgressFn& progress) const override {
-    echo_verify(path, options.force, progress, options.input);
-  }
+void print_echo(std::ostream& out, const report::LoadedResult& l) {
+  const nlohmann::json& r = l.result;
+  const auto number = [&](const char* key) {
+    return r.contains(key) && r[key].is_number() ? fmt::format("{:.6g}", r[key].get<double>())
+                                                 : std::string("n/a (no finite NLL)");
+  };
+  out << fmt::format("echo of {}\n", r.value("model", ""));
+  out << fmt::format("  {} positions in {} chunks\n", r.value("n_positions", 0),
+                     r.value("n_chunks", 0));
+  out << "  mean NLL " << number("nll_mean") << "   PPL " << number("ppl") << "\n";
+  if (r.value("n_nll_infinite", 0) > 0)
+    out << fmt::format("  NLL is +inf (the next token masked) at {} positions, left out of "
+                       "the mean\n",
+                       r.value("n_nll_infinite", 0));
+}
 
- protected:
-  void print(std::ostream& out, const report::LoadedResult& l) const override {
-    const nlohmann::json& r = l.result;
-    const auto number = [&](const char* key) {
-      return r.contains(key) && r[key].is_number() ? fmt::format("{:.6g}", r[key].get<double>())
-                                                   : std::string("n/a (no finite NLL)");
-    };
-    out << fmt::format("echo of {}\n", r.value("model", ""));
-    out << fmt::format("  {} positions in {} chunks\n", r.value("n_positions", 0),
-                       r.value("n_chunks", 0));
-    out << "  mean NLL " << number("nll_mean") << "   PPL " << number("ppl") << "\n";
-    if (r.value("n_nll_infinite", 0) > 0)
-      out << fmt::format("  NLL is +inf (the next token masked) at {} positions, left out of "
-                         "the mean\n",
-                         r.value("n_nll_infinite", 0));
-  }
-};
-
-void EchoKind::add_command(CLI::App& app, cli::Context& ctx) const {
+void add_echo_command(const RunKind& kind, CLI::App& app, cli::Context& ctx) {
   struct Opts {
     EchoConfig cfg;
     std::string model, out, resume;
@@ -54,7 +39,7 @@ void EchoKind::add_command(CLI::App& app, cli::Context& ctx) const {
     bool force = false;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand(std::string(name()), std::string(description()));
+  CLI::App* cmd = app.add_subcommand(std::string(kind.name()), std::string(kind.description()));
   cli::in_group(*cmd, "Inputs", [&] {
     cmd->add_option("--a", o->model, "the GGUF");
     cli::add_input_flags(*cmd, o->input, "the text ('-': standard input)",
@@ -83,6 +68,15 @@ void EchoKind::add_command(CLI::App& app, cli::Context& ctx) const {
 
 }  // namespace
 
-std::unique_ptr<const RunKind> make_echo_kind() { return std::make_unique<EchoKind>(); }
+std::unique_ptr<const RunKind> make_echo_kind() {
+  return summary_kind(
+      {kEchoKind,
+       "arm A's NLL of every next token (the worked example of a kind: docs/extending.md)",
+       add_echo_command,
+       [](const std::string& path, const run::VerifyOptions& options, const ProgressFn& progress) {
+         echo_verify(path, options.force, progress, options.input);
+       },
+       print_echo, nullptr, nullptr, /*hidden=*/true});
+}
 
 }  // namespace hd::kinds

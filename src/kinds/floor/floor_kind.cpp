@@ -19,20 +19,6 @@ namespace hd::kinds {
 using namespace cli;
 
 namespace {
-class FloorKind : public SummaryKind {
- public:
-  std::string_view name() const override { return kFloorKind; }
-  std::string_view description() const override {
-    return "which ubatch splits (threads, flash attention) reproduce a run bit for bit";
-  }
-  void add_command(CLI::App& app, cli::Context& ctx) const override;
-  void verify(const std::string& path, const run::VerifyOptions& options,
-              const ProgressFn& progress) const override;
- protected:
-  void print(std::ostream& out, const report::LoadedResult& l) const override;
-  report::AddRows add_rows() const override;
-};
-}  // namespace
 
 namespace {
 // A floor keeps its rows in tables (floor_rows.h), added to its summary.
@@ -43,18 +29,12 @@ void add_floor_rows(const store::Experiment& e, nlohmann::json& floor) {
 }
 }  // namespace
 
-void FloorKind::print(std::ostream& out, const report::LoadedResult& l) const {
-  report::print_floor(out, l);
-}
-
-report::AddRows FloorKind::add_rows() const { return add_floor_rows; }
-
-void FloorKind::verify(const std::string& path, const run::VerifyOptions& options,
-                      const ProgressFn& progress) const {
+void verify_floor(const std::string& path, const run::VerifyOptions& options,
+                  const ProgressFn& progress) {
   run::floor_verify(path, options.force, progress, options.input);
 }
 
-void FloorKind::add_command(CLI::App& app, cli::Context& ctx) const {
+void add_floor_command(const RunKind& kind, CLI::App& app, cli::Context& ctx) {
   struct Opts {
     run::FloorConfig cfg;
     std::string model, ub = "1..64", threads, fa = "auto", out, resume;
@@ -63,7 +43,7 @@ void FloorKind::add_command(CLI::App& app, cli::Context& ctx) const {
     bool force = false;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand(std::string(name()), std::string(description()));
+  CLI::App* cmd = app.add_subcommand(std::string(kind.name()), std::string(kind.description()));
   in_group(*cmd, "Inputs", [&] {
     cmd->add_option("--model,-m", o->model, "the GGUF");
     add_input_flags(*cmd, o->input,
@@ -116,6 +96,13 @@ void FloorKind::add_command(CLI::App& app, cli::Context& ctx) const {
   });
 }
 
-std::unique_ptr<const RunKind> make_floor_kind() { return std::make_unique<FloorKind>(); }
+}  // namespace
+
+std::unique_ptr<const RunKind> make_floor_kind() {
+  return summary_kind({kFloorKind,
+                       "which ubatch splits (threads, flash attention) reproduce a run bit for bit",
+                       add_floor_command, verify_floor,
+                       report::print_floor, add_floor_rows, nullptr});
+}
 
 }  // namespace hd::kinds

@@ -21,29 +21,9 @@ namespace hd::kinds {
 using namespace cli;
 
 namespace {
-class RecommendKind : public SummaryKind {
- public:
-  std::string_view name() const override { return kRecommendKind; }
-  std::string_view description() const override {
-    return "per-tensor quantization types chosen by measured KL, and proven on held-out text";
-  }
-  void add_command(CLI::App& app, cli::Context& ctx) const override;
-  void verify(const std::string& path, const run::VerifyOptions& options,
-              const ProgressFn& progress) const override;
- protected:
-  void print(std::ostream& out, const report::LoadedResult& l) const override;
-  report::AddRows add_rows() const override;
-};
-}  // namespace
 
-void RecommendKind::print(std::ostream& out, const report::LoadedResult& l) const {
-  report::print_recommend(out, l);
-}
-
-report::AddRows RecommendKind::add_rows() const { return report::add_recommend_rows; }
-
-void RecommendKind::verify(const std::string& path, const run::VerifyOptions& options,
-                      const ProgressFn& progress) const {
+void verify_recommend(const std::string& path, const run::VerifyOptions& options,
+                      const ProgressFn& progress) {
   if (!options.input.empty())
     throw InputError("a recommendation reads its texts from the files it names; verify takes no "
                      "input");
@@ -78,7 +58,7 @@ void add_recipe_flags(CLI::App& cmd_ref, run::RecommendConfig& cfg, std::string&
 
 }  // namespace
 
-void RecommendKind::add_command(CLI::App& app, cli::Context& ctx) const {
+void add_recommend_command(const RunKind& kind, CLI::App& app, cli::Context& ctx) {
   struct Opts {
     run::RecommendConfig cfg;
     std::string model, types, held_out_text, held_out_tokens, out, resume;
@@ -87,7 +67,7 @@ void RecommendKind::add_command(CLI::App& app, cli::Context& ctx) const {
   };
   auto o = std::make_shared<Opts>();
   o->types = "Q3_K,Q4_K,Q5_K,Q6_K,Q8_0";
-  CLI::App* cmd = app.add_subcommand(std::string(name()), std::string(description()));
+  CLI::App* cmd = app.add_subcommand(std::string(kind.name()), std::string(kind.description()));
   in_group(*cmd, "Inputs", [&] {
     cmd->add_option("--a,--model,-m", o->model, "the F32, F16 or BF16 model");
     add_input_flags(*cmd, o->input, "the calibration text the sensitivities are measured on",
@@ -142,6 +122,14 @@ void RecommendKind::add_command(CLI::App& app, cli::Context& ctx) const {
   });
 }
 
-std::unique_ptr<const RunKind> make_recommend_kind() { return std::make_unique<RecommendKind>(); }
+}  // namespace
+
+std::unique_ptr<const RunKind> make_recommend_kind() {
+  return summary_kind({kRecommendKind,
+                       "per-tensor quantization types chosen by measured KL, and proven on "
+                       "held-out text",
+                       add_recommend_command, verify_recommend,
+                       report::print_recommend, report::add_recommend_rows, nullptr});
+}
 
 }  // namespace hd::kinds

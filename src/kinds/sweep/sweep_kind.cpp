@@ -18,47 +18,25 @@ namespace hd::kinds {
 using namespace cli;
 
 namespace {
-class SweepKind : public SummaryKind {
- public:
-  std::string_view name() const override { return kSweepKind; }
-  std::string_view description() const override {
-    return "every combination of the settings two arms differ in: how much each causes";
-  }
-  void add_command(CLI::App& app, cli::Context& ctx) const override;
-  void verify(const std::string& path, const run::VerifyOptions& options,
-              const ProgressFn& progress) const override;
-  const run::Sharding* sharding() const override;
 
- protected:
-  void print(std::ostream& out, const report::LoadedResult& l) const override;
-};
-}  // namespace
-
-void SweepKind::print(std::ostream& out, const report::LoadedResult& l) const {
-  report::print_sweep(out, l);
-}
-
-void SweepKind::verify(const std::string& path, const run::VerifyOptions& options,
-                      const ProgressFn& progress) const {
+void verify_sweep(const std::string& path, const run::VerifyOptions& options,
+                  const ProgressFn& progress) {
   run::sweep_verify(path, options.force, progress, options.input);
 }
 
 // A sweep's parts hash each chunk's rows under sweep_rows_sha256/N and keep a summary of their
 // own chunks (meta "sweep"); the merged file computes the run's from every chunk.
-const run::Sharding* SweepKind::sharding() const {
-  static const run::Sharding s{
-      "sweep_rows_sha256/", {std::string(kSweepKind)}, nullptr,
-      [](store::Experiment& merged, int n_chunks) -> std::optional<std::string> {
-        for (int c = 0; c < n_chunks; ++c) {
-          if (auto altered = merged.sweep_chunk_altered(c)) return altered;
-        }
-        run::store_sweep_summary(merged);  // of every chunk, as one process computes it
-        return std::nullopt;
-      }};
-  return &s;
-}
+const run::Sharding kSweepSharding{
+    "sweep_rows_sha256/", {std::string(kSweepKind)}, nullptr,
+    [](store::Experiment& merged, int n_chunks) -> std::optional<std::string> {
+      for (int c = 0; c < n_chunks; ++c) {
+        if (auto altered = merged.sweep_chunk_altered(c)) return altered;
+      }
+      run::store_sweep_summary(merged);  // of every chunk, as one process computes it
+      return std::nullopt;
+    }};
 
-void SweepKind::add_command(CLI::App& app, cli::Context& ctx) const {
+void add_sweep_command(const RunKind& kind, CLI::App& app, cli::Context& ctx) {
   struct Opts {
     PairFlags pair;
     std::string out, resume, shard;
@@ -67,7 +45,7 @@ void SweepKind::add_command(CLI::App& app, cli::Context& ctx) const {
     bool force = false;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand(std::string(name()), std::string(description()));
+  CLI::App* cmd = app.add_subcommand(std::string(kind.name()), std::string(kind.description()));
   o->pair.b_defaults_to_a = true;
   add_pair_flags(*cmd, o->pair, o->cfg);
   in_group(*cmd, "Analyses", [&] {
@@ -93,6 +71,13 @@ void SweepKind::add_command(CLI::App& app, cli::Context& ctx) const {
   });
 }
 
-std::unique_ptr<const RunKind> make_sweep_kind() { return std::make_unique<SweepKind>(); }
+}  // namespace
+
+std::unique_ptr<const RunKind> make_sweep_kind() {
+  return summary_kind({kSweepKind,
+                       "every combination of the settings two arms differ in: how much each causes",
+                       add_sweep_command, verify_sweep,
+                       report::print_sweep, nullptr, &kSweepSharding});
+}
 
 }  // namespace hd::kinds
