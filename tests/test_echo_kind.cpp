@@ -93,6 +93,20 @@ TEST(EchoKind, RunsShowsVerifiesResumesReportsAndIsListed) {
   EXPECT_EQ(damaged.exit_code, 1);
   EXPECT_NE(damaged.err.find("integrity check failed"), std::string::npos) << damaged.err;
 
+  // A stored chunk edited before --resume is refused: resume never adds to edited rows.
+  const std::string edited = dir + "/edited.hdy";
+  fs::copy_file(e, edited);
+  hd::test::sql(edited, "UPDATE echo_positions SET nll = nll + 1 WHERE chunk = 0 AND pos = 3; "
+                        "DELETE FROM meta WHERE key IN ('integrity_sha256', 'echo'); UPDATE meta "
+                        "SET value = 'running' WHERE key = 'status'");
+  hd::test::expect_refused({"echo", "--resume", edited}, "echo chunk 0 was changed after it was stored");
+
+  // A table heterodyne never writes (a virtual one: its module could be anything) is not read.
+  const std::string virt = dir + "/virtual.hdy";
+  fs::copy_file(e, virt);
+  hd::test::sql(virt, "CREATE VIRTUAL TABLE x USING fts5(a)");
+  hd::test::expect_refused({"show", virt}, "its table \"x\" is not an ordinary table");
+
   // Stopped before its last chunk: --resume computes it, and the file is the same again.
   const std::string cut = dir + "/cut.hdy";
   fs::copy_file(e, cut);

@@ -68,7 +68,7 @@ TEST(Hostile, ASchemaVersionThatIsNotOneThisBuildWritesIsRefused) {
     const std::string f = edited_copy("version",
                                       "UPDATE meta SET value = '" + v + "' WHERE key = 'schema_version'");
     const auto r = test::run_cli({"show", f});
-    test::expect_refusal(r, 2, "(this build reads version 1)", "schema version '" + v + "'");
+    test::expect_refusal(r, 2, "(this build reads version 2)", "schema version '" + v + "'");
     if (v == "99") EXPECT_NE(r.err.find("newer than this heterodyne reads"), std::string::npos);
   }
 }

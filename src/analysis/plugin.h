@@ -139,7 +139,8 @@ class ChunkAnalysis {
   virtual Shortcut shortcut() const { return {}; }
   // A text map drawn from the stored rows under its table (show --<show_flag>; show --json,
   // the report and the web UI carry it as "<name>_map"): routing's layer × position map of
-  // changed experts. Empty: none.
+  // changed experts. Empty: none. `draws_map`: whether it ever does (show reads its rows then).
+  virtual bool draws_map() const { return false; }
   virtual std::vector<std::string> map(const std::vector<StoredRow>& rows) const {
     (void)rows;
     return {};

@@ -101,6 +101,7 @@ class Routing final : public ChunkAnalysis {
 
   SummaryTable summarize(const std::vector<StoredRow>& rows) const override;
   Shortcut shortcut() const override { return routing_shortcut("routing", kRoutingHelp); }
+  bool draws_map() const override { return true; }
   std::vector<std::string> map(const std::vector<StoredRow>& rows) const override {
     return routing_map(rows);
   }

@@ -1,5 +1,5 @@
 // An arm's settings and their one field table. The config JSON (run/config), the worker's Open
-// message (worker_protocol), the CLI flags (cli/arm_flags), a sweep's setting names, floor's
+// message (worker_protocol), the CLI flags (kinds/command_line/arm_flags), a sweep's setting names, floor's
 // config, capture's manifest and length-curve's output all walk kArmFields, so a new setting
 // is one member below and one line in the table. No llama.cpp header: the worker's wire format
 // and every layer above share it.

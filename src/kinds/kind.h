@@ -47,7 +47,8 @@ class RunKind {
   // Whether its file holds the per-position rows of two arms (the store's chunk tables) that
   // export, show --worst, the compare page and serve's token view read (report/show.h).
   virtual bool holds_positions() const { return false; }
-  // Non-null for a kind whose runs shard (--shard K/N, slurm, merge).
+  // Non-null for a kind whose runs shard (--shard K/N, slurm, merge). Its command must honour
+  // ctx.plan_only (check its flags, run nothing): slurm parses a task's flags with it first.
   virtual const run::Sharding* sharding() const { return nullptr; }
 };
 

@@ -89,7 +89,12 @@ std::vector<std::string> altered_files(const nlohmann::json& doc) {
 }
 
 nlohmann::json catalog_entry(const std::string& path) {
-  return reading(path, [&] { return kind_of_file(path).catalog_entry(path); });
+  return reading(path, [&] {
+    const RunKind& kind = kind_of_file(path);
+    nlohmann::json entry = kind.catalog_entry(path);
+    entry["positions"] = kind.holds_positions();  // the page compares only these
+    return entry;
+  });
 }
 
 }  // namespace hd::kinds

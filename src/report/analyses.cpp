@@ -119,11 +119,14 @@ void print_analyses_alone(std::ostream& os, const Loaded& l, const std::string& 
       if (name != a->name()) continue;
       print_summary_table(os, table);
       any = true;
-      if (const auto map = l.maps.find(name); map != l.maps.end()) {
-        os << "\n";
-        for (const std::string& line : map->second) os << (line.empty() ? "" : "  ") << line << "\n";
-      }
     }
+  }
+  // The maps under every table of the flag.
+  for (const auto& a : analysis::chunk_analyses()) {
+    const auto map = l.maps.find(a->name());
+    if (a->shortcut().show_flag != flag || map == l.maps.end()) continue;
+    os << "\n";
+    for (const std::string& line : map->second) os << (line.empty() ? "" : "  ") << line << "\n";
   }
   if (!any) {
     std::string how;

@@ -34,7 +34,7 @@ Loaded load_experiment(const std::string& path, bool position_rows) {
   if (const auto problem = analysis::chunks_problem(l.chunks))
     throw InputError("'" + path + "' is damaged: " + *problem);
   l.pieces = e.pieces();
-  // A run that measured its floor on two splits records the second's ubatch (run/diff.cpp).
+  // A run that measured its floor on two splits records the second's ubatch (kinds/diff/diff_run.cpp).
   l.summary = analysis::summarize(l.chunks, l.provenance.contains("floor_ubatch_2"));
   l.transplants = analysis::summarize_transplants(l.chunks);
   l.analyses = summarize_analyses(e);
@@ -44,6 +44,7 @@ Loaded load_experiment(const std::string& path, bool position_rows) {
     auto columns = a->columns();
     const bool per_position = std::any_of(columns.begin(), columns.end(),
                                           [](const analysis::ColumnDef& c) { return c.name == "pos"; });
+    if (!a->draws_map() && !(per_position && position_rows)) continue;
     auto rows = e.analysis_rows(name);
     if (auto map = a->map(rows); !map.empty()) l.maps[name] = std::move(map);
     if (per_position && position_rows) l.position_rows[name] = {std::move(columns), std::move(rows)};

@@ -146,9 +146,10 @@ std::pair<json, json> run_and_host(const json& p) {
 ReadPart read_part(const std::string& path, const MergeRequest& rq) {
   store::Experiment e = store::Experiment::open(path, false);
   const std::string kind = store::kind_name(e);
-  const Sharding* sharding = rq.sharding_of(kind);
+  const Sharding* sharding = rq.sharding_of ? rq.sharding_of(kind) : nullptr;
   if (sharding == nullptr)
-    throw InputError("'" + path + "' is a " + kind + ": a run of that kind is not sharded");
+    throw InputError("'" + path + "' is a " + kind + " file: this heterodyne does not merge runs "
+                     "of that kind (one it does not know, or one that does not shard)");
   const auto shard = stored_shard(e);
   if (!shard) {
     throw InputError("'" + path + "' is not a part of a sharded run (heterodyne diff --shard K/N "

@@ -328,7 +328,7 @@ nlohmann::json Session::arms_provenance() const {
 }
 
 std::optional<std::string> Session::floor_change(const nlohmann::json& provenance) const {
-  // The keys a run records (run/diff.cpp), each 0 where it has none.
+  // The keys a run records (kinds/diff/diff_run.cpp), each 0 where it has none.
   const std::pair<const char*, int> now[] = {{"floor_ubatch", floor_ub_[0]},
                                              {"floor_ubatch_b", floor_ub_b_[0]},
                                              {"floor_ubatch_2", floor_ub_[1]},

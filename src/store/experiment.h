@@ -122,7 +122,7 @@ class Experiment {
   // differs from `recomputed`'s, which holds the same chunk computed again; nullopt when none.
   std::optional<std::string> first_difference(int chunk, const Experiment& recomputed) const;
 
-  // The database itself, for the tables of one kind of experiment (store/floor_rows.h); only
+  // The database itself, for the tables of one kind of experiment (kinds/floor/floor_rows.h); only
   // store/ can use it (store/sqlite.h is its own).
   Database& database() const { return *db_; }
 

@@ -48,7 +48,7 @@ inline constexpr TableDef kTables[] = {
 };
 
 // The tables only some kinds of experiment hold, made by that kind's run (store/sweep_rows.h,
-// store/floor_rows.h): the integrity hash covers them after the others where present, so files
+// kinds/floor/floor_rows.h): the integrity hash covers them after the others where present, so files
 // without them hash as they always did. No file holds both kinds' tables, nor analysis tables.
 inline constexpr TableDef kSweepTables[] = {
     {"sweep_positions", "chunk, comparison, mask, pos",

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/sha256.h"
+#include "errors.h"
 #include "store/analysis_tables.h"
 #include "store/experiment.h"
 #include "store/experiment_detail.h"
@@ -89,31 +90,46 @@ std::string quoted(const std::string& name) {
   return out + "\"";
 }
 
-// The tables of `db` not among `known` (nor SQLite's own), by name, each with the ORDER BY of
-// its primary key (every column where it has none).
-std::vector<std::pair<std::string, std::string>> other_tables(Database& db,
-                                                              const std::vector<TableDef>& known) {
-  std::vector<std::pair<std::string, std::string>> out;
+// A table of the file that no list above names: a kind's own (kinds/<name>/).
+struct OtherTable {
+  std::string name;    // as hashed
+  std::string select;  // every column, in key order then every column (a deterministic order)
+};
+
+// The tables of `db` not among `known` (nor SQLite's own), by name. Only what heterodyne writes
+// is read: a virtual table (its module could be anything), or a hidden or generated column,
+// makes the file damaged (InputError) before a row of it is read.
+std::vector<OtherTable> other_tables(Database& db, const std::string& path,
+                                     const std::vector<TableDef>& known) {
+  std::vector<OtherTable> out;
   Statement q(db.handle(),
-              "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-              "ORDER BY name");
+              "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
+              "'sqlite_%' ORDER BY name");
   while (q.step()) {
     const std::string name = q.text(0);
     bool listed = false;
     for (const TableDef& t : known) listed = listed || name == t.name;
     if (listed) continue;
-    std::vector<std::pair<int64_t, std::string>> key, all;
-    Statement info(db.handle(), "SELECT name, pk FROM pragma_table_info(?)");
+    const auto damaged = [&](const std::string& what) {
+      return InputError("'" + path + "' is damaged: its table " + quoted(name) + " " + what +
+                        ", which heterodyne never writes");
+    };
+    if (q.type(1) != SQLITE_TEXT || q.text(1).rfind("CREATE TABLE", 0) != 0)
+      throw damaged("is not an ordinary table");
+    std::vector<std::pair<int64_t, std::string>> key;
+    std::string columns;
+    Statement info(db.handle(), "SELECT name, pk, hidden FROM pragma_table_xinfo(?)");
     info.bind(1, std::string_view(name));
     while (info.step()) {
-      all.push_back({static_cast<int64_t>(all.size()), quoted(info.text(0))});
-      if (info.integer(1) > 0) key.push_back({info.integer(1), all.back().second});
+      if (info.integer(2) != 0) throw damaged("has a hidden or generated column");
+      columns += (columns.empty() ? "" : ", ") + quoted(info.text(0));
+      if (info.integer(1) > 0) key.push_back({info.integer(1), quoted(info.text(0))});
     }
     std::sort(key.begin(), key.end());
     std::string order;
-    for (const auto& [i, column] : key.empty() ? all : key)
-      order += (order.empty() ? "" : ", ") + column;
-    out.push_back({quoted(name), order});
+    for (const auto& [i, column] : key) order += column + ", ";
+    out.push_back({name, "SELECT " + columns + " FROM " + quoted(name) + " ORDER BY " + order +
+                             columns});
   }
   return out;
 }
@@ -141,17 +157,10 @@ std::string Experiment::integrity_hash(bool whole) const {
   }
   // Last, every other table (a kind's own, kinds/<name>/), by name, its rows in primary-key
   // order: a kind declares its tables by creating them.
-  const std::vector<std::pair<std::string, std::string>> others = other_tables(*db_, tables);
-  for (const auto& [name, order] : others) tables.push_back({name.c_str(), order.c_str(), ""});
-  for (const auto& table : tables) {
-    const std::string_view name = table.name;
-    if (!whole && name == "meta") continue;
-    md.update(table.name, std::strlen(table.name));
+  const std::vector<OtherTable> others = other_tables(*db_, path_, tables);
+  const auto hash_rows = [&](std::string_view name, const std::string& sql) {
+    md.update(name.data(), name.size());
     md.update("\n", 1);
-    std::string sql = std::string("SELECT ") +
-                      (!whole && name == "chunks" ? "chunk, n_tokens" : "*") + " FROM " + table.name;
-    if (std::string_view(table.name) == "meta") sql += " WHERE key != 'integrity_sha256'";
-    sql += std::string(" ORDER BY ") + table.order;
     const LengthLimit bound(db_->handle(),
                             name == "residuals" ? kMaxResidualBytes : kMaxFieldBytes);
     Statement q(db_->handle(), sql);
@@ -161,7 +170,17 @@ std::string Experiment::integrity_hash(bool whole) const {
         md.update(v.data(), v.size());
       }
     }
+  };
+  for (const auto& table : tables) {
+    const std::string_view name = table.name;
+    if (!whole && name == "meta") continue;
+    std::string sql = std::string("SELECT ") +
+                      (!whole && name == "chunks" ? "chunk, n_tokens" : "*") + " FROM " + table.name;
+    if (std::string_view(table.name) == "meta") sql += " WHERE key != 'integrity_sha256'";
+    sql += std::string(" ORDER BY ") + table.order;
+    hash_rows(name, sql);
   }
+  for (const OtherTable& t : others) hash_rows(t.name, t.select);
   return md.hex();
 }
 

@@ -11,23 +11,42 @@ import sys
 TABLES = [("meta", "key"), ("chunks", "chunk"), ("tokens", "chunk, pos"), ("vocab", "token_id"),
           ("positions", "comparison, chunk, pos"), ("layers", "comparison, chunk, layer, pos"),
           ("transplants", "chunk, direction, step, pos"), ("residuals", "chunk, arm, layer")]
-# After those: each plug-in analysis' table by name, then a sweep's or a floor's tables, where
-# the file has them.
+# After those: each plug-in analysis' table by name, then a sweep's, a floor's or a
+# recommendation's tables, where the file has them, then every other table by name (a kind's
+# own), its rows in primary-key order, then by every column.
 KIND_TABLES = [("sweep_positions", "chunk, comparison, mask, pos"),
                ("sweep_flips", "chunk, comparison, mask"),
-               ("floor_patterns", "group_index"), ("floor_runs", "group_index, n_ubatch")]
+               ("floor_patterns", "group_index"), ("floor_runs", "group_index, n_ubatch"),
+               ("recommend_sensitivity", "round, group_index, type")]
+
+
+def quoted(name):
+    return '"' + name.replace('"', '""') + '"'
+
+
+def other_tables(db, present, known):
+    out = []
+    for name in sorted(n for n in present if n not in known and not n.startswith("sqlite_")):
+        info = [r for r in db.execute(f"PRAGMA table_info({quoted(name)})")]
+        key = [quoted(r[1]) for r in sorted((r for r in info if r[5] > 0), key=lambda r: r[5])]
+        order = ", ".join(key + [quoted(r[1]) for r in info])
+        out.append((name, quoted(name), order))
+    return out
 
 
 def integrity(db):
     h = hashlib.sha256()
     present = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    analyses = [(n, "chunk, row") for n in sorted(present) if n.startswith("analysis_")]
-    for name, order in TABLES + analyses + [t for t in KIND_TABLES if t[0] in present]:
+    analyses = [(n, n, "chunk, row") for n in sorted(present) if n.startswith("analysis_")]
+    listed = [(n, n, o) for n, o in TABLES] + analyses + \
+        [(n, n, o) for n, o in KIND_TABLES if n in present]
+    known = {t[0] for t in listed}
+    for name, sql_name, order in listed + other_tables(db, present, known):
         h.update(name.encode() + b"\n")
         where = " WHERE key != 'integrity_sha256'" if name == "meta" else ""
-        cols = [r[1] for r in db.execute(f"PRAGMA table_info({name})")]
+        cols = [quoted(r[1]) for r in db.execute(f"PRAGMA table_info({sql_name})")]
         typed = ", ".join(f"typeof({c}), {c}" for c in cols)
-        for row in db.execute(f"SELECT {typed} FROM {name}{where} ORDER BY {order}"):
+        for row in db.execute(f"SELECT {typed} FROM {sql_name}{where} ORDER BY {order}"):
             for kind, value in zip(row[0::2], row[1::2]):
                 if kind == "null":
                     h.update(b"N")

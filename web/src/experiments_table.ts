@@ -21,7 +21,7 @@ export function compareHash(names: string[]): string {
 export function kindNote(e: ExperimentInfo): string {
   if (e.shard) return `part ${e.shard}`;
   if (isNum(e.merged_parts)) return `merged from ${e.merged_parts} parts`;
-  return e.kind && e.kind !== "diff" ? e.kind : "";
+  return e.kind && !e.positions ? e.kind : "";
 }
 
 export function experimentsTable(list: ExperimentInfo[]): HTMLElement {
@@ -37,7 +37,7 @@ export function experimentsTable(list: ExperimentInfo[]): HTMLElement {
     location.hash = compareHash(table.rows().filter((e) => selected.has(e.name)).map((e) => e.name));
   });
   const pick = (e: ExperimentInfo) => {
-    const diff = !e.kind || e.kind === "diff";
+    const diff = e.positions === true;
     const box = h("input", { type: "checkbox", class: "pick", "aria-label": `select ${e.name}`, disabled: !diff || e.status !== "complete", title: diff ? "select to compare" : "only diffs are compared" });
     box.checked = selected.has(e.name);
     box.addEventListener("change", () => {

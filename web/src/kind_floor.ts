@@ -1,4 +1,4 @@
-// A floor exploration's page (src/run/floor.cpp): one map per flash-attention setting, ubatch
+// A floor exploration's page (src/kinds/floor/floor.cpp): one map per flash-attention setting, ubatch
 // down and threads across, each cell "bitwise identical" or its KL on the one colour scale
 // every report uses (kl_scale.ts), so a floor reads against the diffs it bounds.
 import { registerKindView } from "./kind_views";

@@ -1,4 +1,4 @@
-// A recommend run's page (src/run/recommend*.cpp, docs/recommend.md): the held-out ladder with
+// A recommend run's page (src/kinds/recommend/, docs/recommend.md): the held-out ladder with
 // the recipe among the stock types, the groups it moved, its rounds, and every measured
 // variant, sortable.
 import { registerKindView } from "./kind_views";
@@ -123,7 +123,7 @@ export function renderRecommend(root: HTMLElement, r: RecommendDoc): void {
     top1_lo: row.top1_change_lo ?? null,
     top1_hi: row.top1_change_hi ?? null,
     floor: row.floor_kl, // the floor's mean: the held-out rows keep no interval for it
-    highlight: i === 0, // the recipe comes first (src/run/recommend.cpp)
+    highlight: i === 0, // the recipe comes first (src/kinds/recommend/recommend.cpp)
   }));
   const p = r.predicted ?? {}, m = r.measured ?? {};
   const off = isNum(p.kl_calibration) && isNum(m.kl_calibration) && m.kl_calibration !== 0 ? p.kl_calibration / m.kl_calibration - 1 : null;

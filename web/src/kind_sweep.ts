@@ -1,4 +1,4 @@
-// A sweep's page (src/run/sweep.cpp, src/report/sweep.cpp): each differing setting's Shapley
+// A sweep's page (src/kinds/sweep/sweep.cpp, src/kinds/sweep/sweep_view.cpp): each differing setting's Shapley
 // share of the KL with its interval and the floor band, the pairwise interactions as a
 // heatmap, and every one of the 2^k combinations in a sortable table.
 import { registerKindView } from "./kind_views";
@@ -53,7 +53,7 @@ function shown(name: string, v: unknown): string {
 }
 
 /** The larger upper end of A's and B's floors, as the sweep's "within the floor" reads it
- *  (src/run/sweep_summary.cpp floor_row); sweeps from before B's floor have A's alone. */
+ *  (src/kinds/sweep/sweep_summary.cpp floor_row); A sweep without B's floor has A's alone. */
 function floorHi(f: SweepFloor | null | undefined): number | null {
   if (!f) return null;
   const upper = (x: SweepFloor | null | undefined) => (x && isNum(x.kl_mean) ? x.kl_mean + (isNum(x.kl_ci95) ? x.kl_ci95 : 0) : null);

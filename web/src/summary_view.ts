@@ -2,14 +2,15 @@
 // reference): its
 // kind's own page (kind_*.ts, registered in kind_views.ts, so a new kind adds its file) above the text
 // `heterodyne show` prints for it, as is. Such a document is
-// {kind, text, path, status, integrity, <kind>: {...}} (report/experiment_views.h).
+// {kind, text, path, status, integrity, <kind>: {...}} (kinds/views.h).
 import { errorBox, errorMessage, h, integrityWarning } from "./dom";
 import { kindView } from "./kind_views";
 import type { PlotHandle } from "./plots";
 import type { ResultDoc, SummaryResult } from "./types";
 
 export function isSummaryResult(doc: ResultDoc): doc is SummaryResult {
-  return typeof (doc as SummaryResult).kind === "string" && (doc as SummaryResult).kind !== "diff" && typeof (doc as SummaryResult).text === "string";
+  // A diff's document has neither (report/result.h); every other kind's has both.
+  return typeof (doc as SummaryResult).kind === "string" && typeof (doc as SummaryResult).text === "string";
 }
 
 /** Renders into root (in the document); returns the dispose function for its charts. */

@@ -163,7 +163,7 @@ export interface Summary {
   transplants?: Transplants | null;
   components?: Components | null;
   analyses?: Record<string, AnalysisTable>;
-  /** MoE runs with --routing: where B chose other experts, as lines (src/report/routing_map.h). */
+  /** MoE runs with --routing: where B chose other experts, as lines (src/analysis/routing_map.cpp). */
   routing_map?: string[];
   config?: {
     a?: ArmInfo;
@@ -290,7 +290,9 @@ export interface TextInfo {
 
 export interface ExperimentInfo {
   name: string;
-  kind?: string; // "diff", "sweep", "floor"; the numbers below are a diff's
+  kind?: string; // the experiment kind: "diff", "sweep", "floor", …
+  /** Its file holds per-position rows (a diff): the numbers below are its, and it can be compared. */
+  positions?: boolean;
   status?: string;
   kl_mean?: Num;
   kl_ci95?: Num;

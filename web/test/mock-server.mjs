@@ -35,7 +35,7 @@ let nextId = 1;
 
 function expInfo(name, e) {
   const s = e.result.summary;
-  return { name, status: s.status, kl_mean: s.kl_mean, kl_ci95: s.kl_ci95, top1_change_rate: s.top1_change_rate, ppl_a: s.ppl_a, ppl_b: s.ppl_b, floor_kl_mean: s.floor_kl_mean, n_chunks: s.n_chunks, a: s.config.a.model, b: s.config.b.model, modified: e.modified };
+  return { name, kind: "diff", positions: true, status: s.status, kl_mean: s.kl_mean, kl_ci95: s.kl_ci95, top1_change_rate: s.top1_change_rate, ppl_a: s.ppl_a, ppl_b: s.ppl_b, floor_kl_mean: s.floor_kl_mean, n_chunks: s.n_chunks, a: s.config.a.model, b: s.config.b.model, modified: e.modified };
 }
 
 function tick() {

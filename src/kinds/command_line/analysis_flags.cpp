@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "analysis/plugin.h"
+#include "errors.h"
 
 namespace hd::cli {
 
@@ -38,7 +39,14 @@ void add_show_alone_flags(CLI::App& cmd, std::string& alone) {
       continue;
     seen.push_back(s.show_flag);
     cmd.add_flag_callback(
-        "--" + s.show_flag, [&alone, flag = s.show_flag] { alone = flag; }, s.show_help);
+        "--" + s.show_flag,
+        [&alone, flag = s.show_flag] {
+          if (!alone.empty() && alone != flag)
+            throw InputError("--" + alone + " and --" + flag + " each print one analysis alone: "
+                             "give one of them");
+          alone = flag;
+        },
+        s.show_help);
   }
 }
 

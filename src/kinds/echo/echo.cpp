@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "analysis/kl.h"
 #include "engine/model.h"
@@ -101,10 +102,22 @@ struct Stored {
   nlohmann::json provenance;
 };
 
-// The configuration, provenance, model and chunks of a stored echo, checked as stored.
+void check_config(const EchoConfig& c) {
+  if (c.chunk < 2) throw InputError("--chunk must be at least 2 (a position and the next)");
+  if (c.max_chunks < 0) throw InputError("--max-chunks must be 0 (all) or more");
+}
+
+// The configuration and provenance of a stored echo, checked as a new run's.
 Stored read_stored(const store::Experiment& e) {
-  return {echo_config_from_json(nlohmann::json::parse(e.stored_config())),
-          nlohmann::json::parse(e.required_meta("provenance"))};
+  Stored s{echo_config_from_json(nlohmann::json::parse(e.stored_config())),
+           nlohmann::json::parse(e.required_meta("provenance"))};
+  check_config(s.config);
+  return s;
+}
+
+// The sha256 of the model the run used, as its provenance records it.
+std::string stored_model_sha256(const Stored& s) {
+  return s.provenance.at("arms").at("a").at("model_sha256").get<std::string>();
 }
 
 std::vector<std::vector<int32_t>> stored_chunks(const Stored& s, const engine::Model& model,
@@ -125,7 +138,7 @@ std::vector<std::vector<int32_t>> stored_chunks(const Stored& s, const engine::M
 
 run::RunEnd echo_run(const EchoConfig& c, const std::string& out, bool replace,
                      const std::string& command_line, const ProgressFn& progress) {
-  if (c.chunk < 2) throw InputError("--chunk must be at least 2 (a position and the next)");
+  check_config(c);
   store::Experiment::check_creatable(out, replace, {c.a.model, c.text_file});
   const run::Input input = run::read_input({c.text_file, c.token_ids}, c.skip_unencodable);
   auto model = engine::model_load(c.a.model);
@@ -152,14 +165,15 @@ run::RunEnd echo_resume(const std::string& path, const std::string& command_line
   }
   Stored s = read_stored(e);
   run::require_same_numerics(s.provenance, false, true);  // never rows of two builds in one file
-  if (s.provenance["arms"]["a"].value("model_sha256", "") != sha256_file(s.config.a.model))
+  const std::set<int> done = resumable_echo_chunks(e);  // never add to edited rows
+  if (stored_model_sha256(s) != sha256_file(s.config.a.model))
     throw InputError("the model is not the one this echo used: cannot resume");
   auto model = engine::model_load(s.config.a.model);
   const auto chunks = stored_chunks(s, *model, again, "heterodyne echo --resume " + path, progress);
   engine::Arm arm(model, s.config.a, s.config.chunk);
   s.provenance["resumed"].push_back({{"command_line", command_line}, {"at", run::now_utc()}});
   e.set_meta("provenance", s.provenance.dump());
-  return run_chunks(e, arm, s.config, chunks, stored_echo_chunks(e), progress);
+  return run_chunks(e, arm, s.config, chunks, done, progress);
 }
 
 void echo_verify(const std::string& path, bool force, const ProgressFn& progress,
@@ -167,7 +181,7 @@ void echo_verify(const std::string& path, bool force, const ProgressFn& progress
   const store::Experiment e = store::Experiment::open(path, false);
   const Stored s = read_stored(e);
   run::require_same_numerics(s.provenance, force);
-  if (!force && s.provenance["arms"]["a"].value("model_sha256", "") != sha256_file(s.config.a.model))
+  if (!force && stored_model_sha256(s) != sha256_file(s.config.a.model))
     throw InputError("the model is not the one this run used (--force to compare anyway)");
   auto model = engine::model_load(s.config.a.model);
   const auto chunks = stored_chunks(s, *model, again, "heterodyne verify " + path, progress);
@@ -180,16 +194,21 @@ void echo_verify(const std::string& path, bool force, const ProgressFn& progress
                         stored[i].pos == r.pos && stored[i].token == r.token &&
                         std::memcmp(&stored[i].nll, &r.nll, sizeof r.nll) == 0;
       if (!same) {
-        throw RuntimeError(fmt::format("verify failed: chunk {} position {}: NLL {} recomputed, "
-                                       "{} stored",
-                                       r.chunk, r.pos, r.nll,
-                                       i < stored.size() ? fmt::format("{}", stored[i].nll) : "none"));
+        throw RuntimeError(fmt::format(
+            "verify failed: chunk {} position {}: token {} NLL {} recomputed, {} stored", r.chunk,
+            r.pos, r.token, r.nll,
+            i < stored.size() ? fmt::format("chunk {} position {} token {} NLL {}",
+                                            stored[i].chunk, stored[i].pos, stored[i].token,
+                                            stored[i].nll)
+                              : std::string("none")));
       }
       ++i;
     }
     progress(fmt::format("chunk {}/{}: identical", c + 1, chunks.size()));
   }
   if (i != stored.size()) throw RuntimeError("verify failed: the file holds rows no chunk gives");
+  if (nlohmann::json::parse(e.required_meta(std::string(kEchoKind))) != summary(e, s.config))
+    throw RuntimeError("verify failed: the stored summary is not the one its rows give");
   progress(fmt::format("verify: all {} chunks reproduce bitwise", chunks.size()));
 }
 

@@ -3,11 +3,28 @@
 #include <cmath>
 #include <string>
 
+#include "common/sha256.h"
 #include "errors.h"
 #include "store/experiment.h"
+#include "store/experiment_detail.h"
 #include "store/sqlite.h"
 
 namespace hd::kinds {
+
+namespace {
+std::string hash_key(int chunk) { return "echo_sha256/" + std::to_string(chunk); }
+
+// What resume checks: the chunk's rows and the configuration they came from, in the tagged
+// encoding of the integrity hash.
+std::string chunk_sha256(const store::Experiment& e, int chunk) {
+  return store::detail::unit_sha256(e, [&](Sha256& md) {
+    store::Statement q(e.database().handle(),
+                       "SELECT * FROM echo_positions WHERE chunk = ? ORDER BY pos");
+    q.bind(1, int64_t{chunk});
+    store::detail::hash_rows(md, q);
+  });
+}
+}  // namespace
 
 void create_echo_table(store::Experiment& e) {
   e.database().exec(
@@ -23,6 +40,7 @@ void put_echo_chunk(store::Experiment& e, const std::vector<EchoRow>& rows) {
     q.bind(1, int64_t{r.chunk}).bind(2, int64_t{r.pos}).bind(3, int64_t{r.token}).bind(4, r.nll);
     q.run();
   }
+  if (!rows.empty()) e.set_meta(hash_key(rows.front().chunk), chunk_sha256(e, rows.front().chunk));
   t.commit();
 }
 
@@ -49,6 +67,19 @@ std::set<int> stored_echo_chunks(const store::Experiment& e) {
   std::set<int> out;
   for (const EchoRow& r : read_echo_rows(e)) out.insert(r.chunk);
   return out;
+}
+
+std::set<int> resumable_echo_chunks(const store::Experiment& e) {
+  const std::set<int> stored = stored_echo_chunks(e);
+  for (int c : stored) {
+    const auto recorded = e.meta(hash_key(c));
+    if (!recorded || *recorded != chunk_sha256(e, c)) {
+      throw InputError("'" + e.path() + "': echo chunk " + std::to_string(c) +
+                       " was changed after it was stored; it cannot be resumed (run the echo "
+                       "again, with --force)");
+    }
+  }
+  return stored;
 }
 
 }  // namespace hd::kinds

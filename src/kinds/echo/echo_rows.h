@@ -1,5 +1,6 @@
 // The echo kind's table, echo_positions: one row per scored position (chunk, pos, the next
-// token, its NLL under A), a chunk's rows in one transaction.
+// token, its NLL under A), a chunk's rows and their hash (meta "echo_sha256/<c>") in one
+// transaction.
 #pragma once
 #include <cstdint>
 #include <set>
@@ -22,5 +23,8 @@ void put_echo_chunk(store::Experiment& e, const std::vector<EchoRow>& rows);
 // Every stored row, by chunk and position; InputError for a row of another shape (damage).
 std::vector<EchoRow> read_echo_rows(const store::Experiment& e);
 std::set<int> stored_echo_chunks(const store::Experiment& e);
+// The stored chunks, each checked against the hash stored with it (meta "echo_sha256/<c>"):
+// InputError for a chunk changed since, which resume never adds to.
+std::set<int> resumable_echo_chunks(const store::Experiment& e);
 
 }  // namespace hd::kinds

@@ -7,7 +7,7 @@
 // summarized from the data (analysis/invariance.h).
 //
 // Stored in an experiment file of kind "floor": meta "config" and "provenance", the tables
-// floor_runs and floor_patterns (store/floor_rows.h), written group by group (a group: one
+// floor_runs and floor_patterns (kinds/floor/floor_rows.h), written group by group (a group: one
 // flash-attention value × thread count), and at the end meta "floor" (the header show prints).
 // A stopped or killed floor resumes (floor_resume); verify re-runs it and compares every value.
 #pragma once

@@ -1,4 +1,4 @@
-// The runs of a floor exploration (run/floor.h), one group at a time: a group is one
+// The runs of a floor exploration (kinds/floor/floor.h), one group at a time: a group is one
 // flash-attention value × thread count, in the order `floor` explores them (flash attention
 // outer, threads inner), and the unit floor stores, resumes and verifies by.
 #pragma once

@@ -1,4 +1,4 @@
-// The rows of a floor exploration (kind "floor", run/floor.h) in two tables a pandas user reads
+// The rows of a floor exploration (kind "floor", kinds/floor/floor.h) in two tables a pandas user reads
 // as they are: `floor_runs`, one row per run (a ubatch size within a group), and
 // `floor_patterns`, one row per group (a flash-attention value × thread count, in the order
 // the run explores them). A group is stored in one transaction with its hash (meta

@@ -1,4 +1,4 @@
-// The sensitivity rows of a `recommend` run (kind "recommend", run/recommend.h) in one table a
+// The sensitivity rows of a `recommend` run (kind "recommend", kinds/recommend/recommend.h) in one table a
 // pandas user reads as it is: `recommend_sensitivity`, one row per round, tensor group and
 // candidate type, the KL measured with that group alone moved to that type from the round's
 // start (round 0: the stock base; round r: the recipe round r - 1 chose). Group 0 is the start

@@ -9,7 +9,7 @@
 // Stored in an experiment file of kind "sweep": meta "config", "provenance",
 // "sweep_combinations", every scored position's KL and NLL per combination (and the floor) and
 // each chunk's top-1 changes in the tables of store/sweep_rows.h, and at the end meta "sweep"
-// (the summary show prints, run/sweep_summary.h). The file appears with its first chunk; an interrupted sweep is finished with
+// (the summary show prints, kinds/sweep/sweep_summary.h). The file appears with its first chunk; an interrupted sweep is finished with
 // sweep --resume. verify re-runs every chunk and compares the rows byte for byte.
 #pragma once
 #include <nlohmann/json.hpp>

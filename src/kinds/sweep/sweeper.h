@@ -1,4 +1,4 @@
-// The arms of a sweep (run/sweep.cpp): one per combination of the differing settings that can
+// The arms of a sweep (kinds/sweep/sweep.cpp): one per combination of the differing settings that can
 // run, and the floor arms; computes a chunk's rows. Used by sweep, sweep --resume and verify
 // alike, so that verify's bitwise comparison means something.
 #pragma once
@@ -32,7 +32,8 @@ inline DiffConfig with_quantized_b(DiffConfig c) {
 }
 
 // The arms of a sweep: one per combination that can run (mask 0 is A), and the floor arms (A
-// and B re-split; `floor_b` false for a sweep stored before B's floor).
+// and B re-split; `floor_b` false where the stored run has no floor of B: resume and verify
+// recompute what it holds).
 class Sweeper {
  public:
   // With b_quant, B's model is A's quantized (made or found in the cache first).
