@@ -47,9 +47,9 @@ inline constexpr TableDef kTables[] = {
      " width INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (chunk, arm, layer)) WITHOUT ROWID"},
 };
 
-// The tables only some kinds of experiment hold, made by that kind's run (store/sweep_rows.h,
-// kinds/floor/floor_rows.h): the integrity hash covers them after the others where present, so files
-// without them hash as they always did. No file holds both kinds' tables, nor analysis tables.
+// A sweep's tables, made by its run (store/sweep_rows.h): the integrity hash covers them after
+// the others where present. A kind's own tables (a floor's, a recommendation's, the example
+// kind's) are listed nowhere: the hash covers them last, by name, in key order.
 inline constexpr TableDef kSweepTables[] = {
     {"sweep_positions", "chunk, comparison, mask, pos",
      "CREATE TABLE IF NOT EXISTS sweep_positions (chunk INTEGER, comparison TEXT, mask INTEGER,"
@@ -57,15 +57,6 @@ inline constexpr TableDef kSweepTables[] = {
     {"sweep_flips", "chunk, comparison, mask",
      "CREATE TABLE IF NOT EXISTS sweep_flips (chunk INTEGER, comparison TEXT, mask INTEGER,"
      " flips INTEGER, PRIMARY KEY (chunk, comparison, mask)) WITHOUT ROWID"},
-};
-inline constexpr TableDef kFloorTables[] = {
-    // created by floor_rows.cpp
-    {"floor_patterns", "group_index", ""},
-    {"floor_runs", "group_index, n_ubatch", ""},
-};
-inline constexpr TableDef kRecommendTables[] = {
-    // created by recommend_rows.cpp
-    {"recommend_sensitivity", "round, group_index, type", ""},
 };
 
 // Whether the file holds table `name`.

@@ -142,18 +142,13 @@ std::string Experiment::integrity_hash(bool whole) const {
   // order; meta rows with key 'integrity_sha256' are left out: the hash cannot cover itself.
   // Not `whole`: the rows alone, without meta and the chunks' run times (rows_sha256).
   Sha256 md;
-  // Then each plug-in analysis' table, by name, and the tables of a sweep or a floor, where
-  // present, and a recommend's (a file without them hashes as it always did).
+  // Then each plug-in analysis' table, by name, and a sweep's tables where present.
   std::vector<TableDef> tables(std::begin(kTables), std::end(kTables));
   std::vector<std::string> names;
   for (const auto& a : stored_analyses(*db_)) names.push_back(analysis_table(a));
   for (const auto& n : names) tables.push_back({n.c_str(), "chunk, row", ""});
-  for (const std::span<const TableDef> kind_tables :
-       {std::span<const TableDef>(detail::kSweepTables), std::span<const TableDef>(detail::kFloorTables),
-        std::span<const TableDef>(detail::kRecommendTables)}) {
-    for (const auto& t : kind_tables) {
-      if (detail::has_table(*db_, t.name)) tables.push_back(t);
-    }
+  for (const auto& t : detail::kSweepTables) {
+    if (detail::has_table(*db_, t.name)) tables.push_back(t);
   }
   // Last, every other table (a kind's own, kinds/<name>/), by name, its rows in primary-key
   // order: a kind declares its tables by creating them.

@@ -11,13 +11,11 @@ import sys
 TABLES = [("meta", "key"), ("chunks", "chunk"), ("tokens", "chunk, pos"), ("vocab", "token_id"),
           ("positions", "comparison, chunk, pos"), ("layers", "comparison, chunk, layer, pos"),
           ("transplants", "chunk, direction, step, pos"), ("residuals", "chunk, arm, layer")]
-# After those: each plug-in analysis' table by name, then a sweep's, a floor's or a
-# recommendation's tables, where the file has them, then every other table by name (a kind's
-# own), its rows in primary-key order, then by every column.
+# After those: each plug-in analysis' table by name, then a sweep's tables, where the file has
+# them, then every other table by name (a kind's own: a floor's, a recommendation's), its rows
+# in primary-key order, then by every column.
 KIND_TABLES = [("sweep_positions", "chunk, comparison, mask, pos"),
-               ("sweep_flips", "chunk, comparison, mask"),
-               ("floor_patterns", "group_index"), ("floor_runs", "group_index, n_ubatch"),
-               ("recommend_sensitivity", "round, group_index, type")]
+               ("sweep_flips", "chunk, comparison, mask")]
 
 
 def quoted(name):
