@@ -87,6 +87,10 @@ double kl_divergence(std::span<const float> a, std::span<const float> b, ScoreSc
   return kl_with_lse(a, b, scratch, lse_a, lse_b);
 }
 
+double nll(std::span<const float> logits, int32_t next) {
+  return log_sum_exp(logits) - static_cast<double>(logits[static_cast<size_t>(next)]);
+}
+
 PositionScore score_position(std::span<const float> a, std::span<const float> b, int32_t next,
                              ScoreScratch& scratch) {
   double lse_a = 0, lse_b = 0;

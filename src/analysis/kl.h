@@ -53,6 +53,10 @@ double kl_term(double p, double q);
 // log-sum-exp of x, computed as max + log(sum exp(x - max)).
 double log_sum_exp(std::span<const float> logits);
 
+// -log p(next) of one arm's raw logits: log_sum_exp(logits) - logits[next] (+inf where the
+// token is masked with -inf).
+double nll(std::span<const float> logits, int32_t next);
+
 TopK top_k(std::span<const float> logits, double lse);
 
 // KL(A || B) alone, for the many patched passes where nothing else is needed.

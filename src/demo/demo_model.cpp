@@ -130,7 +130,7 @@ HeldOutLoss held_out_loss(const std::string& model_path, const std::string& text
     for (int i = 0; i + 1 < n_ctx; ++i) {
       std::span<const float> row(logits.data() + size_t(i) * n_vocab, size_t(n_vocab));
       const int32_t next = chunk[i + 1];
-      nll += analysis::log_sum_exp(row) - row[next];
+      nll += analysis::nll(row, next);
       if (piece[next].empty()) piece[next] = model->token_text(next);
       out.bytes += static_cast<int64_t>(piece[next].size());
       ++out.tokens;

@@ -8,14 +8,32 @@
 namespace hd::kinds {
 
 namespace {
-std::string dump(const nlohmann::json& j) {
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-}
-}  // namespace
 
-report::LoadedResult SummaryKind::load(const std::string& path) const {
-  return report::load_result(path, std::string(name()), add_rows());
-}
+class SummaryKind final : public RunKind {
+ public:
+  explicit SummaryKind(const SummaryKindParts& parts) : p_(parts) {}
+  std::string_view name() const override { return p_.name; }
+  std::string_view description() const override { return p_.description; }
+  bool hidden() const override { return p_.hidden; }
+  void add_command(CLI::App& app, cli::Context& ctx) const override {
+    p_.add_command(*this, app, ctx);
+  }
+  void verify(const std::string& path, const run::VerifyOptions& options,
+              const ProgressFn& progress) const override {
+    p_.verify(path, options, progress);
+  }
+  const run::Sharding* sharding() const override { return p_.sharding; }
+  Shown show(const std::string& path, const ShowRequest& request) const override;
+  nlohmann::json document(const std::string& path) const override;
+  nlohmann::json catalog_entry(const std::string& path) const override;
+
+ private:
+  report::LoadedResult load(const std::string& path) const {
+    return report::load_result(path, std::string(name()), p_.add_rows);
+  }
+
+  SummaryKindParts p_;
+};
 
 Shown SummaryKind::show(const std::string& path, const ShowRequest& r) const {
   if (r.worst || r.transplants || r.components || r.flips || r.position || !r.alone.empty()) {
@@ -26,9 +44,9 @@ Shown SummaryKind::show(const std::string& path, const ShowRequest& r) const {
   const report::LoadedResult l = load(path);
   std::ostringstream out;
   if (r.json) {
-    out << dump(report::result_json(l));
+    out << json_text(report::result_json(l));
   } else {
-    print(out, l);
+    p_.print(out, l);
   }
   return {out.str(), l.integrity == store::kIntegrityMismatch};
 }
@@ -37,7 +55,7 @@ nlohmann::json SummaryKind::document(const std::string& path) const {
   const report::LoadedResult l = load(path);
   nlohmann::json doc = report::result_json(l);
   std::ostringstream text;
-  print(text, l);
+  p_.print(text, l);
   doc["text"] = text.str();
   return doc;
 }
@@ -62,33 +80,10 @@ nlohmann::json SummaryKind::catalog_entry(const std::string& path) const {
           {"b", model("b")}};
 }
 
-namespace {
-class PartsKind final : public SummaryKind {
- public:
-  explicit PartsKind(const SummaryKindParts& parts) : p_(parts) {}
-  std::string_view name() const override { return p_.name; }
-  std::string_view description() const override { return p_.description; }
-  bool hidden() const override { return p_.hidden; }
-  void add_command(CLI::App& app, cli::Context& ctx) const override {
-    p_.add_command(*this, app, ctx);
-  }
-  void verify(const std::string& path, const run::VerifyOptions& options,
-              const ProgressFn& progress) const override {
-    p_.verify(path, options, progress);
-  }
-  const run::Sharding* sharding() const override { return p_.sharding; }
-
- protected:
-  void print(std::ostream& out, const report::LoadedResult& l) const override { p_.print(out, l); }
-  report::AddRows add_rows() const override { return p_.add_rows; }
-
- private:
-  SummaryKindParts p_;
-};
 }  // namespace
 
 std::unique_ptr<const RunKind> summary_kind(const SummaryKindParts& parts) {
-  return std::make_unique<PartsKind>(parts);
+  return std::make_unique<SummaryKind>(parts);
 }
 
 }  // namespace hd::kinds

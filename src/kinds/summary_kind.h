@@ -1,8 +1,8 @@
 // A kind whose stored result is one summary in its meta table under the kind's name, written
 // when the run finishes (report/stored_result.h): show prints it with the kind's `print`, --json
 // and the report carry it as is, serve lists the run by its configuration. sweep, floor,
-// recommend and the example kind are such kinds; each gives its printer and, where it keeps rows in tables
-// of its own, the reader that adds them to the summary.
+// recommend and the example kind are such kinds, each made of its parts here, with no class of
+// its own.
 #pragma once
 #include <memory>
 #include <ostream>
@@ -12,22 +12,8 @@
 
 namespace hd::kinds {
 
-class SummaryKind : public RunKind {
- public:
-  Shown show(const std::string& path, const ShowRequest& request) const override;
-  nlohmann::json document(const std::string& path) const override;
-  nlohmann::json catalog_entry(const std::string& path) const override;
-
- protected:
-  virtual void print(std::ostream& out, const report::LoadedResult& l) const = 0;
-  virtual report::AddRows add_rows() const { return nullptr; }
-
- private:
-  report::LoadedResult load(const std::string& path) const;
-};
-
-// A summary kind made of its parts, with no class of its own: what most kinds are. `add_command`
-// gets the kind itself, for its name and description.
+// `add_command` gets the kind itself, for its name and description; `add_rows` adds the rows a
+// kind keeps in tables of its own to the summary (null: none).
 struct SummaryKindParts {
   std::string_view name, description;
   void (*add_command)(const RunKind& kind, CLI::App& app, cli::Context& ctx) = nullptr;

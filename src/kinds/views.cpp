@@ -34,6 +34,10 @@ std::string positions_kind_names() {
 
 }  // namespace
 
+std::string json_text(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 report::Loaded load_positions(const std::string& path, bool position_rows) {
   if (const RunKind& kind = kind_of_file(path); !kind.holds_positions()) {
     throw InputError("'" + path + "' is a " + std::string(kind.name()) + ", not one of the " +

@@ -29,6 +29,9 @@ struct Shown {
   bool modified = false;  // the file fails its integrity check (the caller warns)
 };
 
+// What show --json prints of `j`: indented, invalid UTF-8 replaced, a newline at the end.
+std::string json_text(const nlohmann::json& j);
+
 // `show FILE`. Nothing is printed here: an error half way leaves no partial output.
 // InputError for a flag the file's kind does not answer.
 Shown show_experiment(const std::string& path, const ShowRequest& request);

@@ -16,12 +16,6 @@ namespace hd::kinds {
 
 using namespace report;
 
-namespace {
-std::string dump(const nlohmann::json& j) {
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-}
-}  // namespace
-
 Shown DiffKind::show(const std::string& path, const ShowRequest& r) const {
   const Loaded l = load_experiment(path);
   // Flat perplexity hides changed greedy answers: a version-vs-version run leads with them.
@@ -30,7 +24,7 @@ Shown DiffKind::show(const std::string& path, const ShowRequest& r) const {
   if (r.json) {
     nlohmann::json j = summary_json(l, r.worst);
     if (flips) j["flips"] = flips_json(l);
-    out << dump(j);
+    out << json_text(j);
   } else {
     if ((r.transplants || r.components) && !l.transplants) {
       throw InputError("'" + path +

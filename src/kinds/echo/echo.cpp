@@ -51,9 +51,7 @@ std::vector<EchoRow> echo_chunk(engine::Arm& arm, int c, const std::vector<int32
   std::vector<EchoRow> rows;
   for (size_t p = 0; p + 1 < tokens.size(); ++p) {
     const std::span<const float> row(logits.data() + p * vocab, vocab);
-    const int32_t next = tokens[p + 1];
-    rows.push_back({c, static_cast<int>(p), next,
-                    analysis::log_sum_exp(row) - static_cast<double>(row[static_cast<size_t>(next)])});
+    rows.push_back({c, static_cast<int>(p), tokens[p + 1], analysis::nll(row, tokens[p + 1])});
   }
   return rows;
 }
@@ -63,7 +61,9 @@ nlohmann::json summary(const store::Experiment& e, const EchoConfig& c) {
   const std::vector<EchoRow> rows = read_echo_rows(e);
   double sum = 0;
   int64_t finite = 0, infinite = 0;
+  std::set<int> chunks;
   for (const EchoRow& r : rows) {
+    chunks.insert(r.chunk);
     if (std::isinf(r.nll)) {
       ++infinite;
     } else {
@@ -72,7 +72,7 @@ nlohmann::json summary(const store::Experiment& e, const EchoConfig& c) {
   }
   const double mean = finite ? sum / static_cast<double>(finite) : NAN;
   nlohmann::json j = {{"model", c.a.model},
-                      {"n_chunks", stored_echo_chunks(e).size()},
+                      {"n_chunks", chunks.size()},
                       {"n_positions", rows.size()},
                       {"n_nll_infinite", infinite},
                       {"nll_mean", finite ? nlohmann::json(mean) : nlohmann::json()},

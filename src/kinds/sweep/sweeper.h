@@ -117,7 +117,7 @@ class Sweeper {
     for (int p = first_output; p < n - 1; ++p) {
       const std::span<const float> row(logits_a_.data() + static_cast<size_t>(p - first_output) * v,
                                        v);
-      out.nll_a.push_back(analysis::log_sum_exp(row) - row[static_cast<size_t>(tokens[p + 1])]);
+      out.nll_a.push_back(analysis::nll(row, tokens[p + 1]));
     }
     // KL(ref || arm) and the arm's NLL; the arm's logits are left in `into`.
     auto score = [&](const std::vector<float>& ref, engine::Arm& arm, std::vector<float>& into) {
