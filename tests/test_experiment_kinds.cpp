@@ -5,7 +5,9 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "kinds/views.h"
 #include "serve/catalog.h"
@@ -144,4 +146,43 @@ TEST_F(ExperimentKinds, ServeShowsNoAbsolutePathOfASweepOrFloor) {
   }
   EXPECT_EQ(paths.text("*/home/alice/llama-b, \n/home/alice/m.gguf dir=/x/y and a/b"),
             "*llama-b, \nm.gguf dir=y and a/b");
+}
+
+// No special names: outside a kind's folder (src/kinds/<name>/) and its page
+// (web/src/kind_<name>.ts) no line holds the kind's name as a string where it could select the
+// kind: beside the word "kind" (a comparison, a lookup, a stored kind) or as a command's first
+// argument. "diff" and "floor" also name the A-vs-B and A-vs-A′ comparisons, which stay.
+TEST(ExperimentKindRegistry, NoKindsNameSelectsItOutsideItsFolder) {
+  const fs::path root = HD_SOURCE_DIR;
+  std::vector<std::string> found;
+  for (const auto& k : hd::kinds::run_kinds()) {
+    std::string folder(k->name());
+    std::replace(folder.begin(), folder.end(), '-', '_');
+    const std::string literal = "\"" + std::string(k->name()) + "\"";
+    for (const char* dir : {"src", "web/src"}) {
+      for (const auto& f : fs::recursive_directory_iterator(root / dir)) {
+        const std::string rel = fs::relative(f.path(), root).string();
+        const std::string ext = f.path().extension().string();
+        if (!f.is_regular_file() || (ext != ".cpp" && ext != ".h" && ext != ".ts")) continue;
+        if (rel.rfind("src/kinds/" + folder + "/", 0) == 0 || rel == "web/src/kind_" + folder + ".ts")
+          continue;
+        std::istringstream text(hd::test::read_file(f.path().string()));
+        int n = 0;
+        for (std::string line; std::getline(text, line);) {
+          ++n;
+          const size_t at = line.find(literal);
+          if (at == std::string::npos) continue;
+          std::string lower = line;
+          std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+          const bool beside_kind = lower.find("kind") != std::string::npos;
+          const bool as_command = line.find(literal + ", \"--") != std::string::npos;
+          const size_t comment = line.find("//");
+          if ((beside_kind || as_command) && (comment == std::string::npos || comment > at))
+            found.push_back(rel + ":" + std::to_string(n) + ": " + line);
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(found.empty()) << ::testing::PrintToString(found);
+  EXPECT_EQ(hd::kinds::form_kind().name(), hd::kinds::kind_named("diff")->name());
 }

@@ -5,7 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
 #include "engine/arm_settings.h"
+#include "serve/catalog.h"
+#include "serve/public_paths.h"
+#include "serve/sandbox.h"
 #include "test_support.h"
 
 using nlohmann::json;
@@ -70,4 +75,64 @@ TEST_F(Curve, BadLengthsAreOneLine) {
   EXPECT_NE(curve({"--lengths", "100000"}, 2)["err"].get<std::string>().find("fewer than"),
             std::string::npos);
   curve({"--lengths", "0"}, 2);
+}
+
+// With -o the curve is an experiment of its own kind: show prints the table the command prints
+// without -o, --json holds the same rows, verify re-measures every length bitwise, a cut file
+// resumes to the same rows, an edited row is refused, and serve lists it.
+TEST_F(Curve, StoredCurveShowsVerifiesResumesAndIsListed) {
+  namespace fs = std::filesystem;
+  const std::string file = *dir_ + "/c.hdy";
+  const std::vector<std::string> args = {"length-curve", "--a",     *dir_ + "/m.gguf", "-f",
+                                         *dir_ + "/t.txt", "--lengths", "8,40,100", "--b-ctk",
+                                         "q8_0"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const auto printed = hd::test::run_cli(args);
+  ASSERT_EQ(printed.exit_code, 0) << printed.err;
+  ASSERT_EQ(hd::test::run_cli(with({"-o", file})).exit_code, 0);
+  hd::test::expect_refused(with({"-o", file, "--format", "json"}), "--format is for a curve");
+  const auto shown = hd::test::run_cli({"show", file});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(shown.out, printed.out);
+  EXPECT_NE(shown.out.find("B: A's, but cache_type_k \"q8_0\" (A: \"f16\")"), std::string::npos)
+      << shown.out;
+  const json stored = json::parse(hd::test::run_cli({"show", file, "--json"}).out);
+  EXPECT_EQ(stored["kind"], "length-curve");
+  EXPECT_EQ(stored["length-curve"]["rows"], curve({"--lengths", "8,40,100", "--b-ctk", "q8_0"})["rows"]);
+  const auto verified = hd::test::run_cli({"verify", file});
+  ASSERT_EQ(verified.exit_code, 0) << verified.err;
+  EXPECT_NE(verified.err.find("all 3 lengths reproduce bitwise"), std::string::npos);
+
+  const std::string reopen = "DELETE FROM meta WHERE key IN ('integrity_sha256', 'length-curve');"
+                             " UPDATE meta SET value = 'running' WHERE key = 'status'";
+  const std::string cut = *dir_ + "/cut.hdy", edited = *dir_ + "/edited.hdy";
+  fs::copy_file(file, cut, fs::copy_options::overwrite_existing);
+  hd::test::sql(cut, "DELETE FROM length_curve_rows WHERE length = 100; " + reopen);
+  const auto resumed = hd::test::run_cli({"length-curve", "--resume", cut});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(json::parse(hd::test::run_cli({"show", cut, "--json"}).out)["length-curve"],
+            stored["length-curve"]);
+  EXPECT_EQ(hd::test::run_cli({"verify", cut}).exit_code, 0);
+  fs::copy_file(file, edited, fs::copy_options::overwrite_existing);
+  hd::test::sql(edited, "UPDATE length_curve_rows SET mean_kl = 0 WHERE length = 8; DELETE FROM "
+                        "length_curve_rows WHERE length = 100; " + reopen);
+  hd::test::expect_refused({"length-curve", "--resume", edited}, "the row of length 8 was changed");
+  hd::test::sql(edited, "UPDATE length_curve_rows SET mean_kl = -1 WHERE length = 8");
+  hd::test::expect_refused({"length-curve", "--resume", edited}, "is damaged: length_curve_rows");
+
+  const json list = hd::serve::list_experiments(hd::serve::Sandbox(*dir_),
+                                                hd::serve::PublicPaths(*dir_, *dir_));
+  bool listed = false;
+  for (const auto& entry : list) {
+    if (entry["name"] != "c") continue;
+    listed = true;
+    EXPECT_EQ(entry["kind"], "length-curve");
+    EXPECT_EQ(entry["a"], "m.gguf");
+    EXPECT_EQ(entry["status"], "complete");
+  }
+  EXPECT_TRUE(listed) << list.dump();
 }

@@ -19,7 +19,6 @@ void add_serve(CLI::App& app, Context& ctx);
 void add_capture(CLI::App& app, Context& ctx);
 void add_gate(CLI::App& app, Context& ctx);  // calibrate, check
 void add_quant_risk(CLI::App& app, Context& ctx);
-void add_length_curve(CLI::App& app, Context& ctx);
 void add_merge(CLI::App& app, Context& ctx);
 void add_slurm(CLI::App& app, Context& ctx);
 

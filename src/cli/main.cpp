@@ -137,7 +137,6 @@ int main(int argc, char** argv) {
   hd::cli::add_capture(app, ctx);
   hd::cli::add_gate(app, ctx);
   hd::cli::add_quant_risk(app, ctx);
-  hd::cli::add_length_curve(app, ctx);
   hd::cli::add_merge(app, ctx);
   hd::cli::add_slurm(app, ctx);
 

@@ -50,6 +50,10 @@ class RunKind {
   // Non-null for a kind whose runs shard (--shard K/N, slurm, merge). Its command must honour
   // ctx.plan_only (check its flags, run nothing): slurm parses a task's flags with it first.
   virtual const run::Sharding* sharding() const { return nullptr; }
+  // Whether serve's run form (POST /api/runs, serve/run_form.h) starts this kind: the form's
+  // fields are its flags (--a, --b or --b-quant, each arm's settings, -f, --chunk,
+  // --max-chunks, --transplants, --components). One kind does (form_kind()).
+  virtual bool runs_from_form() const { return false; }
 };
 
 }  // namespace hd::kinds

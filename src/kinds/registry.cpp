@@ -8,7 +8,7 @@ namespace hd::kinds {
 
 // The registration: every kind this build knows, one name each, in the order --help lists
 // their commands. Each name's folder (src/kinds/<name>/) defines make_<name>_kind().
-#define HD_KINDS(X) X(diff) X(sweep) X(floor) X(recommend) X(echo)
+#define HD_KINDS(X) X(diff) X(sweep) X(floor) X(recommend) X(length_curve) X(echo)
 
 #define HD_DECLARE_KIND(name) std::unique_ptr<const RunKind> make_##name##_kind();
 HD_KINDS(HD_DECLARE_KIND)
@@ -28,6 +28,13 @@ const RunKind* kind_named(std::string_view name) {
     if (k->name() == name) return k.get();
   }
   return nullptr;
+}
+
+const RunKind& form_kind() {
+  for (const auto& k : run_kinds()) {
+    if (k->runs_from_form()) return *k;
+  }
+  throw RuntimeError("no registered kind runs from serve's form");
 }
 
 const RunKind& kind_of(const store::Experiment& e) {

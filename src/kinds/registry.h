@@ -19,6 +19,8 @@ const std::vector<std::unique_ptr<const RunKind>>& run_kinds();
 
 // nullptr when no kind has that name.
 const RunKind* kind_named(std::string_view name);
+// The kind serve's run form starts (RunKind::runs_from_form).
+const RunKind& form_kind();
 
 // The file's kind (meta "kind"); InputError for a file without one or of a kind this build
 // does not know.

@@ -6,6 +6,7 @@
 #include "engine/arm.h"
 #include "engine/gguf_file.h"
 #include "errors.h"
+#include "kinds/registry.h"
 #include "serve/catalog.h"
 #include "serve/limits.h"
 
@@ -131,7 +132,7 @@ RunPlan plan_run(const nlohmann::json& form, const Sandbox& models) {
                        {"a", "b", "b_quant", "a_settings", "b_settings", "text", "text_file",
                         "chunk", "max_chunks", "transplants", "components"});
   RunPlan plan;
-  plan.args = {"diff", "--a", model(form, "a", models)};
+  plan.args = {std::string(kinds::form_kind().name()), "--a", model(form, "a", models)};
   const std::string b = str(form, "b"), quant = str(form, "b_quant");
   if (b.empty() == quant.empty())
     throw InputError("give either arm B's model or a quant type for B");
@@ -178,7 +179,7 @@ RunPlan plan_run(const nlohmann::json& form, const Sandbox& models) {
   return plan;
 }
 
-std::vector<std::string> diff_args(const RunPlan& plan, const std::string& text_path,
+std::vector<std::string> run_args(const RunPlan& plan, const std::string& text_path,
                                    const std::string& output) {
   std::vector<std::string> args = plan.args;
   args.insert(args.end(), {"--text-file", text_path, "-o", output});

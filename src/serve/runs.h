@@ -24,7 +24,7 @@ struct RunState {
 };
 
 struct RunRequest {
-  std::vector<std::string> args;  // after the binary's name: {"diff", "--a", ...}
+  std::vector<std::string> args;  // after the binary's name: the kind's command, "--a", ...
   std::string experiment;         // the name
   std::string experiment_file;    // its .hdy, which diff creates
   // A pasted text serve wrote for this run, or empty. It is removed when the run ends without

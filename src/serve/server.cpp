@@ -184,7 +184,7 @@ class Api {
         if (!write_new_file(text_path, plan.pasted_text)) continue;
         run.owned_text = text_path;
       }
-      run.args = diff_args(plan, text_path, run.experiment_file);
+      run.args = run_args(plan, text_path, run.experiment_file);
       next_number_ = n + 1;
       return run;
     }

@@ -22,6 +22,7 @@ class DiffKind : public RunKind {
   void verify(const std::string& path, const run::VerifyOptions& options,
               const ProgressFn& progress) const override;  // diff_verify.cpp
   bool holds_positions() const override { return true; }
+  bool runs_from_form() const override { return true; }
   const run::Sharding* sharding() const override;
 };
 

@@ -1,10 +1,22 @@
-#include "report/length_curve.h"
+#include "kinds/length_curve/length_curve_print.h"
 
 #include <fmt/format.h>
 
-namespace hd::report {
+namespace hd::kinds {
 
 void print_length_curve(std::ostream& os, const nlohmann::json& r) {
+  // Which arms: A's model, and each setting in which B differs from it.
+  if (r.contains("a") && r["a"].is_object() && r.contains("b") && r["b"].is_object()) {
+    std::string differs;
+    for (const auto& [key, value] : r["b"].items()) {
+      if (r["a"].value(key, nlohmann::json()) != value)
+        differs += fmt::format("{}{} {} (A: {})", differs.empty() ? "" : ", ", key,
+                               value.dump(), r["a"].value(key, nlohmann::json()).dump());
+    }
+    os << "A: " << r["a"].value("model", "") << "\n"
+       << "B: " << (differs.empty() ? std::string("the same as A") : "A's, but " + differs)
+       << "\n\n";
+  }
   os << fmt::format("{:>8} {:>12} {:>12} {:>12} {:>12} {:>8}\n", "length", "rel err", "max |Δ|",
                     "mean KL", "max KL", "flips");
   // null: the model has no proven residual point (engine/point_survey.h), so none was measured.
@@ -20,4 +32,4 @@ void print_length_curve(std::ostream& os, const nlohmann::json& r) {
         "KL(A || B) per position\n";
 }
 
-}  // namespace hd::report
+}  // namespace hd::kinds
