@@ -17,7 +17,8 @@
 #include "kinds/views.h"
 #include "run/capture.h"
 #include "kinds/diff/diff_run.h"
-#include "run/gate.h"
+#include "run/calibrate.h"
+#include "kinds/check/check.h"
 #include "run/session.h"
 #include "test_support.h"
 
@@ -224,10 +225,10 @@ void check_gate(const engine::ArmSettings& arm) {
   run::capture_reference(c, ref, true, "test", [](const std::string&) {});
   // Calibration re-splits the batch where the model splits it, else other threads only.
   run::calibrate_reference({ref, 2.0, 1e-3, true});
-  run::CheckConfig check;
+  hd::kinds::CheckConfig check;
   check.reference = ref;
   check.arm = arm;
-  const nlohmann::json r = run::check_reference(check);
+  const nlohmann::json r = hd::kinds::check_reference(check);
   EXPECT_TRUE(r["passed"].get<bool>()) << r.dump();
   ASSERT_FALSE(r["taps"].empty());
   for (const auto& tap : r["taps"]) EXPECT_EQ(tap["max_abs"].get<double>(), 0.0) << tap.dump();

@@ -6,6 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "serve/catalog.h"
+#include "serve/public_paths.h"
+#include "serve/sandbox.h"
 #include "test_support.h"
 
 using nlohmann::json;
@@ -258,4 +261,55 @@ TEST_F(Gate, TheHumanReportGivesTheVerdictFirstThenTheTapsOver) {
   const auto pass = hd::test::run_cli({"check", "--reference", *ref_, "-m", *model_});
   EXPECT_EQ(pass.exit_code, 0);
   EXPECT_EQ(pass.out, "passed: every tap within its tolerance (18 taps; --all-taps lists them)\n");
+}
+
+// With -o a check is also an experiment of its own kind: the same result and exit code, show
+// prints its taps, verify runs it again bitwise, serve lists it by its two models, and a
+// reference changed since is refused by verify.
+TEST_F(Gate, AStoredCheckShowsVerifiesAndKeepsItsExitCode) {
+  ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", *ref_, "--force"}).exit_code, 0);
+  const std::string pass = *dir_ + "/pass.hdy", fail = *dir_ + "/fail.hdy";
+  const json printed = check({"-o", pass}, 0);
+  EXPECT_TRUE(printed["passed"].get<bool>());
+  EXPECT_EQ(printed, check({}, 0));
+  const json diverged = check({"--ctk", "q8_0", "-o", fail}, 1);  // exit 1, and stored
+  EXPECT_FALSE(diverged["passed"].get<bool>());
+  const json stored = json::parse(hd::test::run_cli({"show", fail, "--json"}).out);
+  EXPECT_EQ(stored["kind"], "check");
+  EXPECT_EQ(stored["check"], diverged);
+  const auto shown = hd::test::run_cli({"show", fail});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find(diverged["first_divergent_tap"].get<std::string>()), std::string::npos)
+      << shown.out;
+  const auto verified = hd::test::run_cli({"verify", fail});
+  EXPECT_EQ(verified.exit_code, 0) << verified.err;
+  EXPECT_NE(verified.err.find("the check reproduces bitwise"), std::string::npos) << verified.err;
+  hd::test::expect_refused({"check", "--reference", *ref_, "-m", *model_, "-o", fail}, "exists");
+  const auto resumed = hd::test::run_cli({"check", "--resume", fail});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("already complete"), std::string::npos) << resumed.err;
+
+  const json list = hd::serve::list_experiments(hd::serve::Sandbox(*dir_),
+                                                hd::serve::PublicPaths(*dir_, *dir_));
+  int listed = 0;
+  for (const auto& e : list) {
+    if (e["name"] != "fail") continue;
+    ++listed;
+    EXPECT_EQ(e["kind"], "check");
+    EXPECT_EQ(e["a"], "tiny-llama-f16.gguf");
+    EXPECT_EQ(e["b"], "tiny-llama-f16.gguf");
+  }
+  EXPECT_EQ(listed, 1) << list.dump();
+
+  // Calibrated again with another safety: the tolerances are not the ones the check read.
+  ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", *ref_, "--force", "--safety", "3"})
+                .exit_code,
+            0);
+  const auto refused = hd::test::run_cli({"verify", fail});  // after the integrity line
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("the reference's tolerances.json is not the one this check read"),
+            std::string::npos)
+      << refused.err;
+  ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", *ref_, "--force"}).exit_code, 0);
+  EXPECT_EQ(hd::test::run_cli({"verify", fail}).exit_code, 0);
 }

@@ -17,7 +17,7 @@ void add_demo_model(CLI::App& app, Context& ctx);
 void add_report(CLI::App& app, Context& ctx);
 void add_serve(CLI::App& app, Context& ctx);
 void add_capture(CLI::App& app, Context& ctx);
-void add_gate(CLI::App& app, Context& ctx);  // calibrate, check
+void add_calibrate(CLI::App& app, Context& ctx);  // the gate's tolerances (check: kinds/check/)
 void add_quant_risk(CLI::App& app, Context& ctx);
 void add_merge(CLI::App& app, Context& ctx);
 void add_slurm(CLI::App& app, Context& ctx);

@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
   hd::cli::add_report(app, ctx);
   hd::cli::add_serve(app, ctx);
   hd::cli::add_capture(app, ctx);
-  hd::cli::add_gate(app, ctx);
+  hd::cli::add_calibrate(app, ctx);
   hd::cli::add_quant_risk(app, ctx);
   hd::cli::add_merge(app, ctx);
   hd::cli::add_slurm(app, ctx);

@@ -1,0 +1,143 @@
+// The check kind's file: its configuration, what it was run against (the sha256 of the
+// reference's files and of the candidate), and its result, stored as one unit.
+#include <chrono>
+#include <filesystem>
+
+#include "common/sha256.h"
+#include "engine/model.h"
+#include "errors.h"
+#include "kinds/check/check.h"
+#include "kinds/registry.h"
+#include "run/config.h"
+#include "run/provenance.h"
+#include "run/reference.h"
+#include "store/experiment.h"
+#include "store/experiment_kind.h"
+
+namespace hd::kinds {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kReferenceFiles[] = {"manifest.json", "activations.safetensors",
+                                           "tolerances.json"};
+
+std::vector<std::string> reference_paths(const std::string& reference) {
+  std::vector<std::string> out;
+  for (const char* f : kReferenceFiles) out.push_back((fs::path(reference) / f).string());
+  return out;
+}
+
+// "a": the reference's arm, as captured (serve lists the check by its two models).
+nlohmann::json to_json(const CheckConfig& c, const nlohmann::json& manifest) {
+  return {{"reference", c.reference},
+          {"a", run::to_json(run::reference_arm(manifest))},
+          {"b", run::to_json(c.arm)},
+          {"allow_model_change", c.allow_model_change},
+          {"jitter_floor", c.jitter_floor},
+          {"decode_steps", c.decode_steps},
+          {"per_head", c.per_head}};
+}
+
+CheckConfig check_config_from_json(const nlohmann::json& j) {
+  CheckConfig c;
+  c.reference = j.at("reference");
+  c.arm = run::arm_settings_from_json(j.at("b"));
+  c.allow_model_change = j.at("allow_model_change");
+  c.jitter_floor = j.at("jitter_floor");
+  c.decode_steps = j.at("decode_steps");
+  c.per_head = j.at("per_head");
+  return c;
+}
+
+// The builds, the machine, the command, and the sha256 of everything the check reads.
+nlohmann::json check_provenance(const CheckConfig& c, const std::string& command_line) {
+  const run::Reference ref = run::load_reference(c.reference);
+  nlohmann::json p = {{"heterodyne", run::heterodyne_facts()},
+                      {"llama_cpp", run::llama_cpp_facts()},
+                      {"machine", run::machine_facts()},
+                      {"command_line", command_line},
+                      {"started_at", run::now_utc()}};
+  nlohmann::json files = nlohmann::json::object();
+  for (const char* f : kReferenceFiles) files[f] = sha256_file((fs::path(c.reference) / f).string());
+  p["reference"] = {{"path", c.reference}, {"sha256", files}};
+  const int steps = c.decode_steps < 0 ? ref.decode_steps : c.decode_steps;
+  const engine::Arm arm(engine::model_load(c.arm.model), c.arm,
+                        static_cast<int>(ref.tokens.size()) + steps + 1);
+  p["arms"] = {{"b", run::arm_facts(arm, sha256_file(c.arm.model))}};
+  return p;
+}
+
+run::RunEnd run_check(store::Experiment& e, const CheckConfig& c, bool done,
+                      const ProgressFn& progress) {
+  run::ChunkLoop loop;
+  loop.command = std::string(kCheckKind);
+  loop.unit = "check";
+  loop.total = 1;
+  if (done) loop.done.insert(0);
+  loop.run_chunk = [&](int, int) {
+    const auto t0 = std::chrono::steady_clock::now();
+    e.set_meta(std::string(kCheckKind), check_reference(c).dump());
+    return run::ChunkDone{
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+  };
+  return run::run_chunk_loop(e, loop, progress);
+}
+
+}  // namespace
+
+run::RunEnd check_run(const CheckConfig& c, const std::string& out, bool replace,
+                      const std::string& command_line, const ProgressFn& progress) {
+  std::vector<std::string> inputs = reference_paths(c.reference);
+  inputs.push_back(c.arm.model);
+  store::Experiment::check_creatable(out, replace, inputs);
+  const run::Reference ref = run::load_reference(c.reference);
+  const nlohmann::json prov = check_provenance(c, command_line);
+  store::Experiment e = store::Experiment::create(out, replace, inputs);
+  store::set_kind(e, kCheckKind);
+  e.set_meta("config", to_json(c, ref.manifest).dump());
+  e.set_meta("provenance", prov.dump());
+  return run_check(e, c, false, progress);
+}
+
+run::RunEnd check_resume(const std::string& path, const std::string&,
+                         const ProgressFn& progress) {
+  store::Experiment e = store::Experiment::open(path, true);
+  require_kind(e, kCheckKind);
+  if (e.sealed()) {
+    progress("'" + path + "' is already complete");
+    return {};
+  }
+  const CheckConfig c = check_config_from_json(nlohmann::json::parse(e.stored_config()));
+  return run_check(e, c, e.meta(std::string(kCheckKind)).has_value(), progress);
+}
+
+void check_verify(const std::string& path, bool force, const ProgressFn& progress) {
+  const store::Experiment e = store::Experiment::open(path, false);
+  const CheckConfig c = check_config_from_json(nlohmann::json::parse(e.stored_config()));
+  const nlohmann::json prov = nlohmann::json::parse(e.required_meta("provenance"));
+  run::require_same_numerics(prov, force);
+  if (!force) {
+    for (const char* f : kReferenceFiles) {
+      if (sha256_file((fs::path(c.reference) / f).string()) !=
+          prov.at("reference").at("sha256").at(f).get<std::string>())
+        throw InputError("the reference's " + std::string(f) + " is not the one this check read "
+                         "(--force to compare anyway)");
+    }
+    if (sha256_file(c.arm.model) != prov.at("arms").at("b").at("model_sha256").get<std::string>())
+      throw InputError("the candidate is not the one this check ran (--force to compare anyway)");
+  }
+  progress("checking '" + c.arm.model + "' against '" + c.reference + "' again");
+  // Through its text, as stored: a NaN is null in both.
+  const nlohmann::json again = nlohmann::json::parse(check_reference(c).dump());
+  if (again != nlohmann::json::parse(e.required_meta(std::string(kCheckKind))))
+    throw RuntimeError("verify failed: the check gives another result now");
+  progress("verify: the check reproduces bitwise");
+}
+
+nlohmann::json stored_check(const std::string& path) {
+  const store::Experiment e = store::Experiment::open(path, false);
+  return nlohmann::json::parse(e.required_meta(std::string(kCheckKind)));
+}
+
+}  // namespace hd::kinds
