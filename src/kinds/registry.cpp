@@ -55,6 +55,18 @@ void require_kind(const store::Experiment& e, std::string_view name) {
   }
 }
 
+std::optional<store::Experiment> open_to_resume(const std::string& path, std::string_view name,
+                                                const ProgressFn& progress) {
+  store::Experiment e = store::Experiment::open(path, true);
+  e.stored_config();  // "holds no run" for a file stopped before its configuration
+  require_kind(e, name);
+  if (e.sealed()) {
+    progress("'" + path + "' is already complete");
+    return std::nullopt;
+  }
+  return e;
+}
+
 void add_kind_commands(CLI::App& app, cli::Context& ctx) {
   for (const auto& k : run_kinds()) {
     k->add_command(app, ctx);

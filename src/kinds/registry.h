@@ -2,6 +2,7 @@
 // lookups the other layers make: by a file's meta "kind" or by name. No layer compares a kind's
 // name as a string; a kind's name is written once, in its own folder.
 #pragma once
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,6 +30,11 @@ const RunKind& kind_of_file(const std::string& path);
 
 // InputError unless the file holds an experiment of kind `name` ("'F' is a sweep, not a diff").
 void require_kind(const store::Experiment& e, std::string_view name);
+
+// `path` opened to add to, as a file of kind `name` (its configuration there, its kind checked):
+// nullopt, once `progress` has said so, when it is complete already. Every kind's --resume.
+std::optional<store::Experiment> open_to_resume(const std::string& path, std::string_view name,
+                                                const ProgressFn& progress);
 
 // Every kind's command on `app`, in registry order.
 void add_kind_commands(CLI::App& app, cli::Context& ctx);

@@ -6,7 +6,7 @@ import { fmt } from "./format";
 import { sortableTable } from "./sortable_table";
 import type { Num } from "./types";
 
-interface CheckTap {
+export interface CheckTap {
   name: string;
   max_abs: Num;
   mean_abs: Num;

@@ -8,6 +8,7 @@ import { makePlot, type PlotHandle } from "./plots";
 import type { PlotSpec } from "./plot_specs";
 import { sortableTable } from "./sortable_table";
 import type { Num } from "./types";
+import type { CheckTap } from "./kind_check";
 
 interface Tap {
   name: string;
@@ -17,15 +18,6 @@ interface Tap {
   derived_from?: string;
   max_observed?: Num;
   ref_abs_max?: Num;
-}
-
-interface CheckTap {
-  name: string;
-  max_abs: Num;
-  mean_abs: Num;
-  rel_err: Num;
-  tolerance: Num;
-  over: boolean;
 }
 
 export interface ReferenceDoc {

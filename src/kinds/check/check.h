@@ -15,6 +15,7 @@
 #include "common/progress.h"
 #include "engine/arm.h"
 #include "run/chunk_loop.h"
+#include "run/verify.h"
 #include "run/input.h"
 
 namespace hd::kinds {
@@ -48,7 +49,7 @@ run::RunEnd check_resume(const std::string& path, const std::string& command_lin
 // The check run again with its stored configuration, once the reference's files and the
 // candidate are checked against the sha256 it recorded (unless `force`): RuntimeError when the
 // result differs in any bit.
-void check_verify(const std::string& path, bool force, const ProgressFn& progress);
+void check_verify(const std::string& path, const run::VerifyOptions& options, const ProgressFn& progress);
 // The stored result of a check file (meta "check"), for its exit code.
 nlohmann::json stored_check(const std::string& path);
 

@@ -124,9 +124,7 @@ std::unique_ptr<const RunKind> make_check_kind() {
       {kCheckKind,
        "compare an arm with a reference: exit 0 pass, 1 divergence, 2 bad configuration",
        add_check_command,
-       [](const std::string& path, const run::VerifyOptions& options, const ProgressFn& progress) {
-         check_verify(path, options.force, progress);
-       },
+       check_verify,
        [](std::ostream& out, const report::LoadedResult& l) {
          report::print_check(out, l.result, /*all_taps=*/true);
        },

@@ -102,17 +102,15 @@ run::RunEnd check_run(const CheckConfig& c, const std::string& out, bool replace
 
 run::RunEnd check_resume(const std::string& path, const std::string&,
                          const ProgressFn& progress) {
-  store::Experiment e = store::Experiment::open(path, true);
-  require_kind(e, kCheckKind);
-  if (e.sealed()) {
-    progress("'" + path + "' is already complete");
-    return {};
-  }
+  auto opened = open_to_resume(path, kCheckKind, progress);
+  if (!opened) return {};
+  store::Experiment& e = *opened;
   const CheckConfig c = check_config_from_json(nlohmann::json::parse(e.stored_config()));
   return run_check(e, c, e.meta(std::string(kCheckKind)).has_value(), progress);
 }
 
-void check_verify(const std::string& path, bool force, const ProgressFn& progress) {
+void check_verify(const std::string& path, const run::VerifyOptions& options, const ProgressFn& progress) {
+  const bool force = options.force;
   const store::Experiment e = store::Experiment::open(path, false);
   const CheckConfig c = check_config_from_json(nlohmann::json::parse(e.stored_config()));
   const nlohmann::json prov = nlohmann::json::parse(e.required_meta("provenance"));

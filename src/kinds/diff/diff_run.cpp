@@ -156,13 +156,9 @@ RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
 
 RunEnd diff_resume(const std::string& path, const std::string& command_line,
                    const ProgressFn& progress, const InputPath& again) {
-  store::Experiment e = store::Experiment::open(path, true);
-  e.stored_config();  // "holds no run" for a file stopped before its configuration
-  kinds::require_kind(e, kinds::kDiffKind);
-  if (e.sealed()) {
-    progress("'" + path + "' is already complete");
-    return {};
-  }
+  auto opened = kinds::open_to_resume(path, kinds::kDiffKind, progress);
+  if (!opened) return {};
+  store::Experiment& e = *opened;
   // Never seal rows that changed since they were stored.
   if (const auto altered = e.altered_chunks()) {
     throw InputError("'" + path + "': " + *altered +

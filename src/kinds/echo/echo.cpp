@@ -157,12 +157,9 @@ run::RunEnd echo_run(const EchoConfig& c, const std::string& out, bool replace,
 
 run::RunEnd echo_resume(const std::string& path, const std::string& command_line,
                         const ProgressFn& progress, const run::InputPath& again) {
-  store::Experiment e = store::Experiment::open(path, true);
-  require_kind(e, kEchoKind);
-  if (e.sealed()) {
-    progress("'" + path + "' is already complete");
-    return {};
-  }
+  auto opened = open_to_resume(path, kEchoKind, progress);
+  if (!opened) return {};
+  store::Experiment& e = *opened;
   Stored s = read_stored(e);
   run::require_same_numerics(s.provenance, false, true);  // never rows of two builds in one file
   const std::set<int> done = resumable_echo_chunks(e);  // never add to edited rows
@@ -176,8 +173,9 @@ run::RunEnd echo_resume(const std::string& path, const std::string& command_line
   return run_chunks(e, arm, s.config, chunks, done, progress);
 }
 
-void echo_verify(const std::string& path, bool force, const ProgressFn& progress,
-                 const run::InputPath& again) {
+void echo_verify(const std::string& path, const run::VerifyOptions& options, const ProgressFn& progress) {
+  const bool force = options.force;
+  const run::InputPath& again = options.input;
   const store::Experiment e = store::Experiment::open(path, false);
   const Stored s = read_stored(e);
   run::require_same_numerics(s.provenance, force);

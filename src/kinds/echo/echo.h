@@ -14,6 +14,7 @@
 #include "common/progress.h"
 #include "engine/arm.h"
 #include "run/chunk_loop.h"
+#include "run/verify.h"
 #include "run/input.h"
 
 namespace hd::kinds {
@@ -39,7 +40,6 @@ run::RunEnd echo_resume(const std::string& path, const std::string& command_line
                         const ProgressFn& progress, const run::InputPath& again);
 // Every stored chunk computed again and compared bit for bit: RuntimeError at the first
 // difference.
-void echo_verify(const std::string& path, bool force, const ProgressFn& progress,
-                 const run::InputPath& again);
+void echo_verify(const std::string& path, const run::VerifyOptions& options, const ProgressFn& progress);
 
 }  // namespace hd::kinds

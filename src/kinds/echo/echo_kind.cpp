@@ -73,9 +73,7 @@ std::unique_ptr<const RunKind> make_echo_kind() {
       {kEchoKind,
        "arm A's NLL of every next token (the worked example of a kind: docs/extending.md)",
        add_echo_command,
-       [](const std::string& path, const run::VerifyOptions& options, const ProgressFn& progress) {
-         echo_verify(path, options.force, progress, options.input);
-       },
+       echo_verify,
        print_echo, nullptr, nullptr, /*hidden=*/true});
 }
 

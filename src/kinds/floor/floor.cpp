@@ -183,12 +183,9 @@ RunEnd floor_run(const FloorConfig& c, const std::string& out, bool replace,
 
 RunEnd floor_resume(const std::string& path, const std::string& command_line,
                     const ProgressFn& progress, const InputPath& again) {
-  store::Experiment e = store::Experiment::open(path, true);
-  kinds::require_kind(e, kinds::kFloorKind);
-  if (e.sealed()) {
-    progress("'" + path + "' is already complete");
-    return {0, true, "group"};
-  }
+  auto opened = kinds::open_to_resume(path, kinds::kFloorKind, progress);
+  if (!opened) return {0, true, "group"};
+  store::Experiment& e = *opened;
   if (!store::has_floor_tables(e))
     throw InputError("'" + path + "' is damaged: its floor tables are missing");
   const FloorConfig c = floor_config_from_json(nlohmann::json::parse(e.stored_config()));
@@ -238,8 +235,10 @@ static std::optional<std::string> first_difference(const std::vector<store::Floo
   return std::nullopt;
 }
 
-void floor_verify(const std::string& path, bool force, const ProgressFn& progress,
-                  const InputPath& input_again) {
+void floor_verify(const std::string& path, const VerifyOptions& options,
+                  const ProgressFn& progress) {
+  const bool force = options.force;
+  const InputPath& input_again = options.input;
   const store::Experiment e = store::Experiment::open(path, false);
   const FloorConfig c = floor_config_from_json(nlohmann::json::parse(e.stored_config()));
   const auto prov = nlohmann::json::parse(e.required_meta("provenance"));

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "run/chunk_loop.h"
+#include "run/verify.h"
 #include "kinds/diff/diff_run.h"
 
 namespace hd::kinds {
@@ -60,7 +61,7 @@ RunEnd floor_run(const FloorConfig& config, const std::string& out, bool replace
 RunEnd floor_resume(const std::string& path, const std::string& command_line,
                     const ProgressFn& progress, const InputPath& again = {});
 
-void floor_verify(const std::string& path, bool force, const ProgressFn& progress,
-                  const InputPath& again = {});
+void floor_verify(const std::string& path, const VerifyOptions& options,
+                  const ProgressFn& progress);
 
 }  // namespace hd::run

@@ -29,11 +29,6 @@ void add_floor_rows(const store::Experiment& e, nlohmann::json& floor) {
 }
 }  // namespace
 
-void verify_floor(const std::string& path, const run::VerifyOptions& options,
-                  const ProgressFn& progress) {
-  run::floor_verify(path, options.force, progress, options.input);
-}
-
 void add_floor_command(const RunKind& kind, CLI::App& app, cli::Context& ctx) {
   struct Opts {
     run::FloorConfig cfg;
@@ -101,7 +96,7 @@ void add_floor_command(const RunKind& kind, CLI::App& app, cli::Context& ctx) {
 std::unique_ptr<const RunKind> make_floor_kind() {
   return summary_kind({kFloorKind,
                        "which ubatch splits (threads, flash attention) reproduce a run bit for bit",
-                       add_floor_command, verify_floor,
+                       add_floor_command, run::floor_verify,
                        report::print_floor, add_floor_rows, nullptr});
 }
 

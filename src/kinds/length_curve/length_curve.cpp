@@ -246,12 +246,9 @@ run::RunEnd length_curve_run(const LengthCurveConfig& c, const std::string& out,
 
 run::RunEnd length_curve_resume(const std::string& path, const std::string& command_line,
                                 const ProgressFn& progress, const run::InputPath& again) {
-  store::Experiment e = store::Experiment::open(path, true);
-  require_kind(e, kLengthCurveKind);
-  if (e.sealed()) {
-    progress("'" + path + "' is already complete");
-    return {};
-  }
+  auto opened = open_to_resume(path, kLengthCurveKind, progress);
+  if (!opened) return {};
+  store::Experiment& e = *opened;
   Stored s = read_stored(e);
   run::require_same_numerics(s.provenance, false, true);  // never rows of two builds in one file
   const std::set<int> stored = resumable_lengths(e);      // never add to edited rows
@@ -262,8 +259,10 @@ run::RunEnd length_curve_resume(const std::string& path, const std::string& comm
   return run_lengths(e, k, s.config, stored, progress);
 }
 
-void length_curve_verify(const std::string& path, bool force, const ProgressFn& progress,
-                         const run::InputPath& again) {
+void length_curve_verify(const std::string& path, const run::VerifyOptions& options,
+                         const ProgressFn& progress) {
+  const bool force = options.force;
+  const run::InputPath& again = options.input;
   const store::Experiment e = store::Experiment::open(path, false);
   const Stored s = read_stored(e);
   run::require_same_numerics(s.provenance, force);

@@ -18,6 +18,7 @@
 #include "common/progress.h"
 #include "engine/arm.h"
 #include "run/chunk_loop.h"
+#include "run/verify.h"
 #include "run/input.h"
 
 namespace hd::kinds {
@@ -63,7 +64,7 @@ run::RunEnd length_curve_resume(const std::string& path, const std::string& comm
                                 const ProgressFn& progress, const run::InputPath& again);
 // Every stored length measured again and compared bit for bit: RuntimeError at the first
 // difference.
-void length_curve_verify(const std::string& path, bool force, const ProgressFn& progress,
-                         const run::InputPath& again);
+void length_curve_verify(const std::string& path, const run::VerifyOptions& options,
+                         const ProgressFn& progress);
 
 }  // namespace hd::kinds

@@ -85,9 +85,7 @@ std::unique_ptr<const RunKind> make_length_curve_kind() {
       {kLengthCurveKind,
        "final-layer error and KL between two arms at several prompt lengths",
        add_length_curve_command,
-       [](const std::string& path, const run::VerifyOptions& options, const ProgressFn& progress) {
-         length_curve_verify(path, options.force, progress, options.input);
-       },
+       length_curve_verify,
        [](std::ostream& out, const report::LoadedResult& l) { print_length_curve(out, l.result); },
        nullptr, nullptr});
 }

@@ -200,12 +200,9 @@ RunEnd sweep_run(const DiffConfig& config, int max_arms, const std::string& out,
 
 RunEnd sweep_resume(const std::string& path, const std::string& command_line,
                     const ProgressFn& progress, const InputPath& again) {
-  store::Experiment e = store::Experiment::open(path, true);
-  kinds::require_kind(e, kinds::kSweepKind);
-  if (e.sealed()) {
-    progress("'" + path + "' is already complete");
-    return {};
-  }
+  auto opened = kinds::open_to_resume(path, kinds::kSweepKind, progress);
+  if (!opened) return {};
+  store::Experiment& e = *opened;
   const nlohmann::json cfg = nlohmann::json::parse(e.required_meta("config"));
   const DiffConfig config = diff_config_from_json(cfg);
   validate(config);  // an unsealed file's configuration is checked like a new one
@@ -260,8 +257,10 @@ static std::vector<store::SweepChunkRows> checked_rows(const store::Experiment& 
   return rows;
 }
 
-void sweep_verify(const std::string& path, bool force, const ProgressFn& progress,
-                  const InputPath& again) {
+void sweep_verify(const std::string& path, const VerifyOptions& options,
+                  const ProgressFn& progress) {
+  const bool force = options.force;
+  const InputPath& again = options.input;
   const store::Experiment e = store::Experiment::open(path, false);
   const nlohmann::json cfg = nlohmann::json::parse(e.required_meta("config"));
   const nlohmann::json prov = nlohmann::json::parse(e.required_meta("provenance"));

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "run/config.h"
+#include "run/verify.h"
 #include "kinds/diff/diff_run.h"
 
 namespace hd::store {
@@ -60,7 +61,7 @@ RunEnd sweep_resume(const std::string& path, const std::string& command_line,
 void store_sweep_summary(store::Experiment& e);
 
 // Re-runs a stored sweep chunk by chunk; RuntimeError at the first row that differs.
-void sweep_verify(const std::string& path, bool force, const ProgressFn& progress,
-                  const InputPath& again = {});
+void sweep_verify(const std::string& path, const VerifyOptions& options,
+                  const ProgressFn& progress);
 
 }  // namespace hd::run

@@ -19,11 +19,6 @@ using namespace cli;
 
 namespace {
 
-void verify_sweep(const std::string& path, const run::VerifyOptions& options,
-                  const ProgressFn& progress) {
-  run::sweep_verify(path, options.force, progress, options.input);
-}
-
 // A sweep's parts hash each chunk's rows under sweep_rows_sha256/N and keep a summary of their
 // own chunks (meta "sweep"); the merged file computes the run's from every chunk.
 const run::Sharding kSweepSharding{
@@ -76,7 +71,7 @@ void add_sweep_command(const RunKind& kind, CLI::App& app, cli::Context& ctx) {
 std::unique_ptr<const RunKind> make_sweep_kind() {
   return summary_kind({kSweepKind,
                        "every combination of the settings two arms differ in: how much each causes",
-                       add_sweep_command, verify_sweep,
+                       add_sweep_command, run::sweep_verify,
                        report::print_sweep, nullptr, &kSweepSharding});
 }
 
