@@ -28,7 +28,7 @@ ASAN_TESTS ?= .
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 
-.PHONY: all deps configure build bin test test-asan fuzz demo bench rpc-server fixtures worker clean
+.PHONY: all deps configure build bin test test-asan fuzz demo bench rpc-server fixtures worker records-ts clean
 
 all: build
 
@@ -50,6 +50,10 @@ test: build
 	@bash -c 'set -o pipefail; cd $(BUILD) && ctest --output-on-failure -j $(JOBS) | tee ctest-output.txt; \
 	  status=$$?; cd $(CURDIR) && scripts/slowest-tests $(BUILD) && \
 	  grep -E "tests passed|Total Test time" $(BUILD)/ctest-output.txt | tail -2; exit $$status'
+
+# web/src/records.ts again from the C++ field tables (after changing a typed record).
+records-ts: build
+	$(BUILD)/heterodyne-records-ts > web/src/records.ts
 
 # The whole suite with AddressSanitizer + UndefinedBehaviorSanitizer on every target of ours
 # (docs/reliability.md). Leak reports are off: llama.cpp's backends keep process-lifetime

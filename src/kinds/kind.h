@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/progress.h"
+#include "kinds/catalog_entry.h"
 #include "kinds/command_line/command_line.h"
 #include "kinds/views.h"
 #include "run/merge.h"
@@ -39,8 +40,9 @@ class RunKind {
   virtual Shown show(const std::string& path, const ShowRequest& request) const = 0;
   // The document report embeds and serve's result page draws ({kind, text, <name>: {...}}).
   virtual nlohmann::json document(const std::string& path) const = 0;
-  // serve's list: {kind, status, a, b} and the kind's headline numbers.
-  virtual nlohmann::json catalog_entry(const std::string& path) const = 0;
+  // serve's list: its kind, status, models and headline numbers (views.h adds `positions`,
+  // serve the name and time).
+  virtual CatalogEntry catalog_entry(const std::string& path) const = 0;
   // verify FILE after its integrity check: re-runs it, RuntimeError at the first difference.
   virtual void verify(const std::string& path, const run::VerifyOptions& options,
                       const ProgressFn& progress) const = 0;

@@ -25,7 +25,7 @@ class SummaryKind final : public RunKind {
   const run::Sharding* sharding() const override { return p_.sharding; }
   Shown show(const std::string& path, const ShowRequest& request) const override;
   nlohmann::json document(const std::string& path) const override;
-  nlohmann::json catalog_entry(const std::string& path) const override;
+  CatalogEntry catalog_entry(const std::string& path) const override;
 
  private:
   report::LoadedResult load(const std::string& path) const {
@@ -61,7 +61,7 @@ nlohmann::json SummaryKind::document(const std::string& path) const {
 }
 
 // What ran, listed while it runs too (its summary comes at the end).
-nlohmann::json SummaryKind::catalog_entry(const std::string& path) const {
+CatalogEntry SummaryKind::catalog_entry(const std::string& path) const {
   const store::Experiment e = store::Experiment::open(path, false);
   nlohmann::json config;
   try {
@@ -74,10 +74,12 @@ nlohmann::json SummaryKind::catalog_entry(const std::string& path) const {
     if (config.contains(arm) && config[arm].is_object()) return config[arm].value("model", "");
     return std::string(arm) == "a" ? config.value("model", "") : "";  // one arm: "model"
   };
-  return {{"kind", name()},
-          {"status", e.meta("status").value_or("unknown")},
-          {"a", model("a")},
-          {"b", model("b")}};
+  CatalogEntry entry;
+  entry.kind = name();
+  entry.status = e.meta("status").value_or("unknown");
+  entry.a = model("a");
+  entry.b = model("b");
+  return entry;
 }
 
 }  // namespace

@@ -92,11 +92,11 @@ std::vector<std::string> altered_files(const nlohmann::json& doc) {
   return out;
 }
 
-nlohmann::json catalog_entry(const std::string& path) {
+CatalogEntry catalog_entry(const std::string& path) {
   return reading(path, [&] {
     const RunKind& kind = kind_of_file(path);
-    nlohmann::json entry = kind.catalog_entry(path);
-    entry["positions"] = kind.holds_positions();  // the page compares only these
+    CatalogEntry entry = kind.catalog_entry(path);
+    entry.positions = kind.holds_positions();  // the page compares only these
     return entry;
   });
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "report/show.h"
+#include "kinds/catalog_entry.h"
 #include "report/transplants.h"
 
 namespace hd::kinds {
@@ -57,6 +58,6 @@ std::vector<std::string> altered_files(const nlohmann::json& doc);
 // A line of serve's experiment list: {kind, status, a, b (model paths, absolute)} and, for a
 // diff, its headline numbers (kl_mean, kl_ci95, top1_change_rate, ppl_a, ppl_b, floor_kl_mean,
 // n_chunks). InputError for a file that is not an experiment.
-nlohmann::json catalog_entry(const std::string& path);
+CatalogEntry catalog_entry(const std::string& path);
 
 }  // namespace hd::kinds

@@ -81,15 +81,16 @@ nlohmann::json list_experiments(const Sandbox& experiments, const PublicPaths& p
     const auto real = experiments.resolve(e.path().filename().string());
     if (!real) continue;
     try {
-      nlohmann::json entry = kinds::catalog_entry(real->string());
+      kinds::CatalogEntry entry = kinds::catalog_entry(real->string());
       // Every path in it as serve shows paths (B named by its quantization type has none).
-      for (const char* arm : {"a", "b"}) entry[arm] = paths.text(entry[arm].get<std::string>());
+      entry.a = paths.text(entry.a);
+      entry.b = paths.text(entry.b);
       std::error_code tec;
       const auto mtime =
           std::chrono::file_clock::to_sys(fs::last_write_time(*real, tec)).time_since_epoch();
-      entry["name"] = e.path().stem().string();
-      entry["modified"] = std::chrono::duration_cast<std::chrono::seconds>(mtime).count();
-      out.push_back(std::move(entry));
+      entry.name = e.path().stem().string();
+      entry.modified = std::chrono::duration_cast<std::chrono::seconds>(mtime).count();
+      out.push_back(record_json(entry));  // JSON at the edge: HTTP
     } catch (const std::exception&) {
       // a file being created, or not an experiment: skip
     }

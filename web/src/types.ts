@@ -91,13 +91,8 @@ export interface ArmFloor {
 }
 
 /** Arm settings as found in config.a/b and provenance.arms.a/b (the latter has more). */
-export interface ArmInfo {
-  model?: string;
-  cache_type_k?: string;
-  cache_type_v?: string;
-  flash_attn?: string;
-  n_ubatch?: number;
-  n_threads?: number;
+/** An arm as provenance records it: its stored settings, then the facts of its run. */
+export interface ArmInfo extends Partial<StoredArm> {
   n_threads_used?: number;
   architecture?: string;
   model_description?: string;
@@ -288,29 +283,9 @@ export interface TextInfo {
   size?: Num;
 }
 
-export interface ExperimentInfo {
-  name: string;
-  kind?: string; // the experiment kind: "diff", "sweep", "floor", …
-  /** Its file holds per-position rows (a diff): the numbers below are its, and it can be compared. */
-  positions?: boolean;
-  status?: string;
-  kl_mean?: Num;
-  kl_ci95?: Num;
-  top1_change_rate?: Num;
-  ppl_a?: Num;
-  ppl_b?: Num;
-  floor_kl_mean?: Num;
-  n_chunks?: Num;
-  /** B's file size in bits over its parameter count. */
-  b_bpw?: Num;
-  b_size?: Num;
-  /** A part of a sharded run ("K/N"), or how many parts a merged file joined. */
-  shard?: string;
-  merged_parts?: number;
-  a?: string;
-  b?: string;
-  modified?: string | number;
-}
+// The records the server sends, generated from their C++ field tables (web/src/records.ts).
+export type { ExperimentInfo, StoredArm } from "./records";
+import type { StoredArm } from "./records";
 
 export type RunState = "queued" | "running" | "done" | "failed" | "cancelled";
 

@@ -44,7 +44,7 @@ Shown DiffKind::show(const std::string& path, const ShowRequest& r) const {
   return {out.str(), l.integrity == store::kIntegrityMismatch};
 }
 
-nlohmann::json DiffKind::catalog_entry(const std::string& path) const {
+CatalogEntry DiffKind::catalog_entry(const std::string& path) const {
   const Loaded l = load_experiment(path);
   const auto& s = l.summary;
   const auto& arms = l.provenance.contains("arms") ? l.provenance["arms"] : nlohmann::json();
@@ -55,30 +55,29 @@ nlohmann::json DiffKind::catalog_entry(const std::string& path) const {
   const auto b_facts = arms.is_object() && arms.contains("b") ? arms["b"] : nlohmann::json();
   const double b_size = b_facts.is_object() ? b_facts.value("model_size", 0.0) : 0.0;
   const double b_params = b_facts.is_object() ? b_facts.value("n_params", 0.0) : 0.0;
-  nlohmann::json entry = {
-      {"kind", name()},
-      {"status", l.status},
-      {"b_size", b_size > 0 ? b_size : NAN},
-      {"b_bpw", b_size > 0 && b_params > 0 ? 8 * b_size / b_params : NAN},
-      {"kl_mean", s.diff.kl.mean},  // over the positions where KL is finite:
-      {"kl_infinite_positions", s.diff.n_kl_infinite},  // the others
-      {"kl_ci95", s.diff.kl.ci95},
-      {"top1_change_rate", s.diff.top1_rate.rate},
-      {"ppl_a", s.diff.ppl_a},
-      {"ppl_b", s.diff.ppl_b},
-      {"floor_kl_mean", s.has_floor ? s.noise.kl.mean : NAN},
-      {"n_chunks", s.n_chunks},
-      {"a", model("a")},
-      {"b", l.config.value("b_quant", "").empty() ? model("b") : l.config.value("b_quant", "")}};
+  CatalogEntry entry;
+  entry.kind = name();
+  entry.status = l.status;
+  entry.b_size = b_size > 0 ? b_size : NAN;
+  entry.b_bpw = b_size > 0 && b_params > 0 ? 8 * b_size / b_params : NAN;
+  entry.kl_mean = s.diff.kl.mean;  // over the positions where KL is finite:
+  entry.kl_infinite_positions = s.diff.n_kl_infinite;  // the others
+  entry.kl_ci95 = s.diff.kl.ci95;
+  entry.top1_change_rate = s.diff.top1_rate.rate;
+  entry.ppl_a = s.diff.ppl_a;
+  entry.ppl_b = s.diff.ppl_b;
+  entry.floor_kl_mean = s.has_floor ? s.noise.kl.mean : NAN;
+  entry.n_chunks = s.n_chunks;
+  entry.a = model("a");
+  entry.b = l.config.value("b_quant", "").empty() ? model("b") : l.config.value("b_quant", "");
   // A part of a sharded run, or a file merged from parts (run/merge.h): listed as such.
   const auto& p = l.provenance;
   if (p.contains("shard") && p["shard"].is_object()) {
-    entry["shard"] = std::to_string(p["shard"].value("index", 0)) + "/" +
-                     std::to_string(p["shard"].value("count", 0));
+    entry.shard = std::to_string(p["shard"].value("index", 0)) + "/" +
+                  std::to_string(p["shard"].value("count", 0));
   }
-  if (p.contains("merged") && p["merged"].is_object()) {
-    entry["merged_parts"] = p["merged"].value("parts", 0);
-  }
+  if (p.contains("merged") && p["merged"].is_object())
+    entry.merged_parts = p["merged"].value("parts", 0);
   return entry;
 }
 

@@ -18,7 +18,7 @@ class DiffKind : public RunKind {
   void add_command(CLI::App& app, cli::Context& ctx) const override;  // diff_command.cpp
   Shown show(const std::string& path, const ShowRequest& request) const override;
   nlohmann::json document(const std::string& path) const override;
-  nlohmann::json catalog_entry(const std::string& path) const override;
+  CatalogEntry catalog_entry(const std::string& path) const override;
   void verify(const std::string& path, const run::VerifyOptions& options,
               const ProgressFn& progress) const override;  // diff_verify.cpp
   bool holds_positions() const override { return true; }
