@@ -7,6 +7,7 @@
 #include "common/record.h"
 #include "engine/arm_settings.h"
 #include "kinds/catalog_entry.h"
+#include "serve/runs.h"
 
 namespace {
 
@@ -29,6 +30,7 @@ int main() {
                "not edit.\n// `make records-ts` writes it again; make test checks it is "
                "current.\nimport type { Num } from \"./types\";\n\n"
             << hd::record_ts<hd::kinds::CatalogEntry>() << "\n"
+            << hd::record_ts<hd::serve::RunState>() << "\n"
             << stored_arm_ts();
   return 0;
 }

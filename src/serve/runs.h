@@ -13,8 +13,12 @@
 #include <thread>
 #include <vector>
 
+#include "common/record.h"
+
 namespace hd::serve {
 
+// One run of the queue as GET /api/runs sends it: a typed record (common/record.h), the web
+// UI's RunInfo (web/src/records.ts).
 struct RunState {
   int id = 0;
   std::string state = "queued";  // queued | running | done | failed | cancelled
@@ -73,3 +77,22 @@ class RunQueue {
 };
 
 }  // namespace hd::serve
+
+namespace hd {
+
+template <>
+struct RecordTable<serve::RunState> {
+  using R = serve::RunState;
+  static constexpr const char* name = "RunInfo";
+  static constexpr const char* doc =
+      "One run of serve's queue (GET /api/runs, /api/runs/ID): src/serve/runs.h.";
+  static constexpr auto fields = std::make_tuple(
+      record_field("id", &R::id),
+      record_field("state", &R::state, "queued | running | done | failed | cancelled"),
+      record_field("chunk", &R::chunk, "chunks stored so far"),
+      record_field("chunks", &R::chunks, "chunks in the run (0 until it says)"),
+      record_field("message", &R::message, "the last progress line, or the error"),
+      record_field("experiment", &R::experiment, "its file's name under the experiments folder"));
+};
+
+}  // namespace hd

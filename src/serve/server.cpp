@@ -128,13 +128,9 @@ class Api {
     }
   }
 
-  nlohmann::json run_json(const RunState& r) const {
-    return {{"id", r.id},
-            {"state", r.state},
-            {"chunk", r.chunk},
-            {"chunks", r.chunks},
-            {"message", paths_.text(r.message)},
-            {"experiment", r.experiment}};
+  nlohmann::json run_json(RunState r) const {
+    r.message = paths_.text(r.message);  // as serve shows paths
+    return record_json(r);
   }
 
   void submit(const httplib::Request& req, httplib::Response& res) {

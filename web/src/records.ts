@@ -39,6 +39,21 @@ export interface ExperimentInfo {
   modified: number;
 }
 
+/** One run of serve's queue (GET /api/runs, /api/runs/ID): src/serve/runs.h. */
+export interface RunInfo {
+  id: number;
+  /** queued | running | done | failed | cancelled */
+  state: string;
+  /** chunks stored so far */
+  chunk: number;
+  /** chunks in the run (0 until it says) */
+  chunks: number;
+  /** the last progress line, or the error */
+  message: string;
+  /** its file's name under the experiments folder */
+  experiment: string;
+}
+
 /** One arm's settings as stored (config a and b, provenance arms): src/engine/arm_settings.h's kArmFields. */
 export interface StoredArm {
   model: string;

@@ -284,19 +284,8 @@ export interface TextInfo {
 }
 
 // The records the server sends, generated from their C++ field tables (web/src/records.ts).
-export type { ExperimentInfo, StoredArm } from "./records";
+export type { ExperimentInfo, RunInfo, StoredArm } from "./records";
 import type { StoredArm } from "./records";
-
-export type RunState = "queued" | "running" | "done" | "failed" | "cancelled";
-
-export interface RunInfo {
-  id: string | number;
-  state: RunState;
-  chunk?: Num;
-  chunks?: Num;
-  message?: string;
-  experiment?: string | null;
-}
 
 export interface ArmSettings {
   ctk: string;
