@@ -72,22 +72,10 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
     reuse_b_ = std::make_unique<PrefixReuse>(*b_.arm, map_, names);
   }
   if (config_.floor && map_.floor()) {  // otherwise the run says why (capability_lines)
-    // Each arm re-split by the same rule from its own ubatch: B's kernels (a quantized matmul,
-    // flash attention) can be split-sensitive where A's are bitwise stable.
-    model_a_ = model_a;
-    model_b_ = model_b;
-    floor_ = make_run(model_a, floor_arm(config_, config_.a));
-    floor_ub_[0] = floor_.arm->settings().n_ubatch;
-    floor_b_ = make_run(model_b, floor_arm(config_, config_.b));
-    floor_ub_b_[0] = floor_b_.arm->settings().n_ubatch;
-    // A second split where both arms have one: the floor of one split alone can be bitwise where
-    // another's is not (run/config.h second_floor_ubatch). --floor-ub names the one split.
-    const int second_a = floor_arm(config_, config_.a, 1).n_ubatch;
-    const int second_b = floor_arm(config_, config_.b, 1).n_ubatch;
-    if (config_.floor_ubatch == 0 && second_a > 0 && second_b > 0) {
-      floor_ub_[1] = second_a;
-      floor_ub_b_[1] = second_b;
-    }
+    floors_ = FloorArms(config_, model_a, model_b,
+                        [this](std::shared_ptr<engine::Model> m, const engine::ArmSettings& s) {
+                          return make_run(std::move(m), s);
+                        });
   }
   for (const auto& [path, m] : models) sha256_[path] = sha256_file(path);
 }
@@ -107,7 +95,7 @@ static void parallel_for(int n, int threads, const std::function<void(int, int)>
   for (auto& th : pool) th.join();
 }
 
-Session::ArmRun Session::make_run(std::shared_ptr<engine::Model> model,
+ArmRun Session::make_run(std::shared_ptr<engine::Model> model,
                                   const engine::ArmSettings& settings) const {
   ArmRun r;
   const auto& info = model->info();
@@ -274,31 +262,16 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
       }
     }
   }
-  if (floor_ub_[0] > 0) {  // the run has a floor: never a chunk without it
-    use_floor_split(floor_ub_[1] > 0 ? chunk % 2 : 0);
-    if (!floor_.arm || !floor_b_.arm)
-      throw RuntimeError("the floor's arms could not be made for chunk " + std::to_string(chunk));
-    run(floor_, tokens, first_output);
-    r.floor = compare(a_, floor_, tokens, first_output);
-    if (floor_b_.arm) {
-      run(floor_b_, tokens, first_output);
-      r.floor_b = compare(b_, floor_b_, tokens, first_output);
-    }
+  if (floors_.present()) {  // the run has a floor: never a chunk without it
+    floors_.at_chunk(chunk);
+    run(floors_.a(), tokens, first_output);
+    r.floor = compare(a_, floors_.a(), tokens, first_output);
+    run(floors_.b(), tokens, first_output);
+    r.floor_b = compare(b_, floors_.b(), tokens, first_output);
   }
   run_analyses(r, tokens, first_output);
   if (!points_.empty()) r.transplants = transplant(tokens, first_output);
   return r;
-}
-
-void Session::use_floor_split(int split) {
-  if (split == floor_split_) return;
-  floor_split_ = -1;  // until both are made: a failure leaves no arm at a stale split
-  // The old context goes before the new one is made: one floor context per arm at a time.
-  floor_ = {};
-  floor_ = make_run(model_a_, floor_arm(config_, config_.a, split));
-  floor_b_ = {};
-  floor_b_ = make_run(model_b_, floor_arm(config_, config_.b, split));
-  floor_split_ = split;
 }
 
 std::map<int32_t, std::string> Session::pieces_of(const ChunkResult& c) const {
@@ -322,25 +295,9 @@ nlohmann::json Session::arms_provenance() const {
   nlohmann::json j;
   j["a"] = arm_facts(*a_.arm, sha256_.at(config_.a.model));
   j["b"] = arm_facts(*b_.arm, sha256_.at(config_.b.model));
-  if (floor_.arm) j["floor"] = arm_facts(*floor_.arm, sha256_.at(config_.a.model));
-  if (floor_b_.arm) j["floor_b"] = arm_facts(*floor_b_.arm, sha256_.at(config_.b.model));
+  if (floors_.a().arm) j["floor"] = arm_facts(*floors_.a().arm, sha256_.at(config_.a.model));
+  if (floors_.b().arm) j["floor_b"] = arm_facts(*floors_.b().arm, sha256_.at(config_.b.model));
   return j;
-}
-
-std::optional<std::string> Session::floor_change(const nlohmann::json& provenance) const {
-  // The keys a run records (kinds/diff/diff_run.cpp), each 0 where it has none.
-  const std::pair<const char*, int> now[] = {{"floor_ubatch", floor_ub_[0]},
-                                             {"floor_ubatch_b", floor_ub_b_[0]},
-                                             {"floor_ubatch_2", floor_ub_[1]},
-                                             {"floor_ubatch_b_2", floor_ub_b_[1]}};
-  for (const auto& [key, value] : now) {
-    const auto& stored = provenance.value(key, nlohmann::json(0));
-    if (!stored.is_number_integer() || stored.get<int>() != value) {
-      return "the run's floor has " + std::string(key) + " " + stored.dump() + ", this build's " +
-             std::to_string(value);
-    }
-  }
-  return std::nullopt;
 }
 
 std::optional<std::string> Session::points_change(const nlohmann::json& provenance) const {

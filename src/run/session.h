@@ -19,6 +19,7 @@
 #include "engine/points.h"
 #include "run/config.h"
 #include "run/prefix.h"
+#include "run/session_floors.h"
 #include "run/text.h"
 
 namespace hd::run {
@@ -29,15 +30,17 @@ class Session {
   // arms share one vocabulary, and creates the arms (with the floor: A and B each re-split, chunk
   // c at split c % 2, run/config.h floor_arm). Throws InputError / RuntimeError.
   explicit Session(DiffConfig config);
+  Session(const Session&) = delete;  // its floor arms are made by its own make_run
+  Session& operator=(const Session&) = delete;
 
   const DiffConfig& config() const { return config_; }
   const engine::Arm& arm_a() const { return *a_.arm; }
   const engine::Arm& arm_b() const { return *b_.arm; }
-  int floor_ubatch() const { return floor_ub_[0]; }
-  int floor_ubatch_b() const { return floor_ub_b_[0]; }
+  int floor_ubatch() const { return floors_.ubatch_a(0); }
+  int floor_ubatch_b() const { return floors_.ubatch_b(0); }
   // The second split's ubatches; 0 where the floor has one split.
-  int floor_ubatch_2() const { return floor_ub_[1]; }
-  int floor_ubatch_b_2() const { return floor_ub_b_[1]; }
+  int floor_ubatch_2() const { return floors_.ubatch_a(1); }
+  int floor_ubatch_b_2() const { return floors_.ubatch_b(1); }
   // A's points as the survey proved them (engine/point_survey.h): which analyses can run.
   const engine::PointMap& points() const { return map_; }
 
@@ -64,25 +67,18 @@ class Session {
   std::optional<std::string> model_change(const nlohmann::json& stored) const;
   // Where the floor's ubatches now (both arms, both splits) are not those a stored run recorded
   // (provenance floor_ubatch, _b, _2, _b_2), a one-line description naming the first.
-  std::optional<std::string> floor_change(const nlohmann::json& provenance) const;
+  std::optional<std::string> floor_change(const nlohmann::json& provenance) const {
+    return floors_.change(provenance);
+  }
   // Where the points proven now are not those a stored run recorded (provenance "points", absent
   // in files from before them), a one-line description naming the first key that differs.
   std::optional<std::string> points_change(const nlohmann::json& provenance) const;
 
  private:
-  // An arm with the hook and buffers it reuses chunk after chunk (no per-chunk allocations).
-  struct ArmRun {
-    std::unique_ptr<engine::Arm> arm;
-    engine::Hook hook;
-    std::vector<float> logits;  // positions first_output..n-1
-  };
   void run(ArmRun& r, std::span<const int32_t> tokens, int first_output);
   analysis::Comparison compare(const ArmRun& a, const ArmRun& b, std::span<const int32_t> tokens,
                                int first_output) const;
   ArmRun make_run(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings) const;
-  // The floor arms at `split` (0 or 1), made anew where they are at the other: one context per
-  // arm at a time, so the second split costs no memory, only a context per change of split.
-  void use_floor_split(int split);
   analysis::Transplants transplant(std::span<const int32_t> tokens, int first_output);
   // The patched pass at points_[k]; its logits in patched_logits_.
   void patched_pass(bool denoise, size_t k, std::span<const int32_t> tokens, int first_output);
@@ -100,10 +96,8 @@ class Session {
                                      std::span<const int32_t> tokens, int first_output);
 
   DiffConfig config_;
-  ArmRun a_, b_, floor_, floor_b_;
-  std::shared_ptr<engine::Model> model_a_, model_b_;  // what the floor arms are made from
-  int floor_ub_[2] = {0, 0}, floor_ub_b_[2] = {0, 0};  // by split; [1] 0: one split
-  int floor_split_ = 0;                                // the split floor_ and floor_b_ are at
+  ArmRun a_, b_;
+  FloorArms floors_;  // none without the floor
   std::vector<analysis::RestorePoint> points_;  // empty without --transplants
   std::vector<const analysis::ChunkAnalysis*> analyses_;  // the plug-ins asked for
   engine::PointMap map_;

@@ -24,7 +24,7 @@ void Session::run_analyses(ChunkResult& r, std::span<const int32_t> tokens, int 
   in.floor_b = r.floor_b ? &*r.floor_b : nullptr;
   in.points = &model_points_;
   in.captured = [this](char arm, const std::string& point) {
-    const ArmRun& from = arm == 'a' ? a_ : arm == 'b' ? b_ : arm == 'g' ? floor_b_ : floor_;
+    const ArmRun& from = arm == 'a' ? a_ : arm == 'b' ? b_ : arm == 'g' ? floors_.b() : floors_.a();
     if (!from.arm) return analysis::ChunkInput::Rows{};
     return analysis::ChunkInput::Rows{from.hook.captured(point), from.hook.width(point),
                                       static_cast<int>(from.hook.first_row(point))};
@@ -53,7 +53,7 @@ void Session::run_analyses(ChunkResult& r, std::span<const int32_t> tokens, int 
 // MoE model with other expert counts does not).
 void Session::same_widths(const std::vector<std::string>& points) const {
   for (const std::string& p : points) {
-    for (const ArmRun* r : {&b_, &floor_}) {
+    for (const ArmRun* r : {&b_, &floors_.a()}) {
       if (!r->arm || r->hook.width(p) == a_.hook.width(p)) continue;
       throw InputError(fmt::format(
           "graph point '{}' is {} wide in arm {} and {} wide in A: the arms route to different "

@@ -1,0 +1,59 @@
+#include "run/session_floors.h"
+
+#include "errors.h"
+
+namespace hd::run {
+
+FloorArms::FloorArms(const DiffConfig& config, std::shared_ptr<engine::Model> model_a,
+                     std::shared_ptr<engine::Model> model_b, MakeRun make)
+    : config_(config),
+      model_a_(std::move(model_a)),
+      model_b_(std::move(model_b)),
+      make_(std::move(make)) {
+  a_ = make_(model_a_, floor_arm(config_, config_.a));
+  ub_a_[0] = a_.arm->settings().n_ubatch;
+  b_ = make_(model_b_, floor_arm(config_, config_.b));
+  ub_b_[0] = b_.arm->settings().n_ubatch;
+  // --floor-ub names the one split (run/config.h second_floor_ubatch).
+  const int second_a = floor_arm(config_, config_.a, 1).n_ubatch;
+  const int second_b = floor_arm(config_, config_.b, 1).n_ubatch;
+  if (config_.floor_ubatch == 0 && second_a > 0 && second_b > 0) {
+    ub_a_[1] = second_a;
+    ub_b_[1] = second_b;
+  }
+}
+
+void FloorArms::at_chunk(int chunk) {
+  use_split(ub_a_[1] > 0 ? chunk % 2 : 0);
+  if (!a_.arm || !b_.arm)
+    throw RuntimeError("the floor's arms could not be made for chunk " + std::to_string(chunk));
+}
+
+void FloorArms::use_split(int split) {
+  if (split == split_) return;
+  split_ = -1;  // until both are made: a failure leaves no arm at a stale split
+  // The old context goes before the new one is made: one floor context per arm at a time.
+  a_ = {};
+  a_ = make_(model_a_, floor_arm(config_, config_.a, split));
+  b_ = {};
+  b_ = make_(model_b_, floor_arm(config_, config_.b, split));
+  split_ = split;
+}
+
+std::optional<std::string> FloorArms::change(const nlohmann::json& provenance) const {
+  // The keys a run records (kinds/diff/diff_run.cpp), each 0 where it has none.
+  const std::pair<const char*, int> now[] = {{"floor_ubatch", ub_a_[0]},
+                                             {"floor_ubatch_b", ub_b_[0]},
+                                             {"floor_ubatch_2", ub_a_[1]},
+                                             {"floor_ubatch_b_2", ub_b_[1]}};
+  for (const auto& [key, value] : now) {
+    const auto& stored = provenance.value(key, nlohmann::json(0));
+    if (!stored.is_number_integer() || stored.get<int>() != value) {
+      return "the run's floor has " + std::string(key) + " " + stored.dump() + ", this build's " +
+             std::to_string(value);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace hd::run
