@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -285,9 +286,26 @@ TEST_F(Gate, AStoredCheckShowsVerifiesAndKeepsItsExitCode) {
   EXPECT_EQ(verified.exit_code, 0) << verified.err;
   EXPECT_NE(verified.err.find("the check reproduces bitwise"), std::string::npos) << verified.err;
   hd::test::expect_refused({"check", "--reference", *ref_, "-m", *model_, "-o", fail}, "exists");
+  // --resume of a finished check gives its verdict again, exit code included (a CI job that
+  // resumed after a stop must not pass a failed check).
   const auto resumed = hd::test::run_cli({"check", "--resume", fail});
-  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(resumed.exit_code, 1) << resumed.err;
   EXPECT_NE(resumed.err.find("already complete"), std::string::npos) << resumed.err;
+  EXPECT_NE(resumed.out.find("FAILED: first divergent tap"), std::string::npos) << resumed.out;
+  // The JSON report may not be the experiment file, under any spelling; nothing is written.
+  const std::string both = *dir_ + "/both.hdy";
+  hd::test::expect_refused({"check", "--reference", *ref_, "-m", *model_, "-o", both,
+                            "--json-out", *dir_ + "/./both.hdy", "--force"},
+                           "-o and --json-out name the same file");
+  EXPECT_FALSE(std::filesystem::exists(both));
+  // A reference without tolerances is refused as without -o, and leaves no file.
+  const std::string bare = *dir_ + "/bare-for-o";
+  ASSERT_EQ(hd::test::run_cli({"capture", "-m", *model_, "-f", *dir_ + "/golden.txt", "-o", bare})
+                .exit_code,
+            0);
+  hd::test::expect_refused({"check", "--reference", bare, "-m", *model_, "-o", both},
+                           "run calibrate first");
+  EXPECT_FALSE(std::filesystem::exists(both));
 
   const json list = hd::serve::list_experiments(hd::serve::Sandbox(*dir_),
                                                 hd::serve::PublicPaths(*dir_, *dir_));

@@ -32,7 +32,8 @@ const RunKind& kind_of_file(const std::string& path);
 void require_kind(const store::Experiment& e, std::string_view name);
 
 // `path` opened to add to, as a file of kind `name` (its configuration there, its kind checked):
-// nullopt, once `progress` has said so, when it is complete already. Every kind's --resume.
+// nullopt, once `progress` has said so, when it is complete already. Every kind's --resume
+// but recommend's, which first removes the files of runs killed mid-write, complete or not.
 std::optional<store::Experiment> open_to_resume(const std::string& path, std::string_view name,
                                                 const ProgressFn& progress);
 

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace hd::report {
 namespace {
+
 
 std::string concentration_text(const nlohmann::json& c) {
   if (c.is_null()) return "-";
@@ -64,6 +67,21 @@ void print_heads(std::ostream& os, const nlohmann::json& r, bool all_taps) {
 
 }  // namespace
 
+double gate_number(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>() == "-inf" ? -INFINITY : INFINITY;
+  return v.is_number() ? v.get<double>() : NAN;
+}
+
+namespace {
+// A tap's number to `digits` significant digits: "inf" as is, "n/a" where there is none (a NaN
+// in the candidate's activations leaves nothing to compare), never "nan".
+std::string shown(const nlohmann::json& v, int digits) {
+  const double x = gate_number(v);
+  if (std::isnan(x)) return "n/a";
+  return digits == 3 ? fmt::format("{:.3g}", x) : fmt::format("{:.4g}", x);
+}
+}  // namespace
+
 void print_check(std::ostream& os, const nlohmann::json& r, bool all_taps) {
   const bool passed = r["passed"].get<bool>();
   if (passed) {
@@ -79,10 +97,9 @@ void print_check(std::ostream& os, const nlohmann::json& r, bool all_taps) {
     for (const auto& t : r["taps"]) {
       const bool over = t["over"].get<bool>();
       if (!over && !all_taps) continue;
-      os << fmt::format("{:<22} {:>12.4g} {:>12.4g} {:>10.3g} {:>12.4g}  {}\n",
-                        t["name"].get<std::string>(), t["max_abs"].get<double>(),
-                        t["mean_abs"].get<double>(), t["rel_err"].get<double>(),
-                        t["tolerance"].get<double>(), over ? "OVER" : "");
+      os << fmt::format("{:<22} {:>12} {:>12} {:>10} {:>12}  {}\n", t["name"].get<std::string>(),
+                        shown(t["max_abs"], 4), shown(t["mean_abs"], 4), shown(t["rel_err"], 3),
+                        shown(t["tolerance"], 4), over ? "OVER" : "");
     }
   }
   print_heads(os, r, all_taps);
@@ -103,10 +120,9 @@ void print_check_markdown(std::ostream& os, const nlohmann::json& r, bool all_ta
     for (const auto& t : r["taps"]) {
       const bool over = t["over"].get<bool>();
       if (!over && !all_taps) continue;
-      os << fmt::format("| `{}` | {:.4g} | {:.4g} | {:.3g} | {:.4g} | {} |\n",
-                        t["name"].get<std::string>(), t["max_abs"].get<double>(),
-                        t["mean_abs"].get<double>(), t["rel_err"].get<double>(),
-                        t["tolerance"].get<double>(), over ? "**over**" : "");
+      os << fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", t["name"].get<std::string>(),
+                        shown(t["max_abs"], 4), shown(t["mean_abs"], 4), shown(t["rel_err"], 3),
+                        shown(t["tolerance"], 4), over ? "**over**" : "");
     }
   }
   if (r.contains("first_divergent_head")) os << "\n" << first_head_line(r) << ".\n";
@@ -148,10 +164,10 @@ void print_check_junit(std::ostream& os, const nlohmann::json& r) {
       continue;
     }
     os << fmt::format(
-        ">\n    <failure message=\"max |delta| {:.4g} over tolerance {:.4g}\">mean |delta| {:.4g}, "
-        "relative error {:.3g}</failure>\n  </testcase>\n",
-        t["max_abs"].get<double>(), t["tolerance"].get<double>(), t["mean_abs"].get<double>(),
-        t["rel_err"].get<double>());
+        ">\n    <failure message=\"max |delta| {} over tolerance {}\">mean |delta| {}, "
+        "relative error {}</failure>\n  </testcase>\n",
+        shown(t["max_abs"], 4), shown(t["tolerance"], 4), shown(t["mean_abs"], 4),
+        shown(t["rel_err"], 3));
   }
   os << "</testsuite>\n";
 }

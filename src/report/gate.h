@@ -7,6 +7,10 @@
 
 namespace hd::report {
 
+// A number of a check's result as written (common/json_number.h): "inf" where a tap of the
+// reference is zero and the candidate's is not; null (NaN) where nothing was compared.
+double gate_number(const nlohmann::json& v);
+
 void print_check(std::ostream& os, const nlohmann::json& r, bool all_taps);
 void print_check_markdown(std::ostream& os, const nlohmann::json& r, bool all_taps);
 void print_check_junit(std::ostream& os, const nlohmann::json& r);

@@ -57,13 +57,16 @@ void require_same_taps(const nlohmann::json& taps, const nlohmann::json& check,
   }
 }
 
-// print_check reads the result with operator[] (gate.h: the JSON check returns): a file that
+// print_check reads the result with operator[] (report/gate.h: the JSON check returns): a file that
 // is not one (a tolerances.json, an edited result) is refused here, whole, before it is read.
 void require_check_shape(const nlohmann::json& c, const std::string& path) {
   const auto bad = [&](const std::string& what) {
     throw InputError("'" + path + "' is not a result of `heterodyne check --json-out` (" + what + ")");
   };
-  const auto number = [](const nlohmann::json& j, const char* k) { return j.contains(k) && j[k].is_number(); };
+  // A number, or as check writes one it is not (common/json_number.h): "inf", or null for NaN.
+  const auto number = [](const nlohmann::json& j, const char* k) {
+    return j.contains(k) && (j[k].is_number() || j[k].is_null() || j[k] == "inf" || j[k] == "-inf");
+  };
   if (!c.is_object() || !c.contains("passed") || !c["passed"].is_boolean()) bad("no 'passed'");
   if (!c.contains("first_divergent_tap") ||
       !(c["first_divergent_tap"].is_string() || c["first_divergent_tap"].is_null()))

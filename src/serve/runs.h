@@ -30,7 +30,7 @@ struct RunState {
 struct RunRequest {
   std::vector<std::string> args;  // after the binary's name: the kind's command, "--a", ...
   std::string experiment;         // the name
-  std::string experiment_file;    // its .hdy, which diff creates
+  std::string experiment_file;    // its .hdy, which the run creates
   // A pasted text serve wrote for this run, or empty. It is removed when the run ends without
   // an experiment file that reads it (cancelled before it started, failed at once, or still
   // queued when the server stops); a run cancelled while running keeps both, to be resumed.

@@ -10,7 +10,8 @@ export interface CheckTap {
   name: string;
   max_abs: Num;
   mean_abs: Num;
-  rel_err: Num;
+  /** "inf": the reference's tap is zero and the candidate's is not (common/json_number.h). */
+  rel_err: Num | "inf";
   tolerance: Num;
   over: boolean;
 }
@@ -21,6 +22,11 @@ export interface CheckDoc {
   decode_steps: number;
   taps: CheckTap[];
 }
+
+/** A tap's relative error as a number to sort by ("inf" sorts as the largest). */
+export const relErr = (v: Num | "inf"): Num => (v === "inf" ? Infinity : v);
+/** A tap's relative error as the tables show it. */
+export const relErrText = (v: Num | "inf"): string => (v === "inf" ? "inf" : fmt(v, 3));
 
 export function renderCheck(root: HTMLElement, doc: CheckDoc): void {
   const over = doc.taps.filter((t) => t.over).length;
@@ -37,7 +43,7 @@ export function renderCheck(root: HTMLElement, doc: CheckDoc): void {
       { label: "max |Δ|", numeric: true, key: (t) => t.max_abs, cell: (t) => fmt(t.max_abs) },
       { label: "tolerance", numeric: true, key: (t) => t.tolerance, cell: (t) => fmt(t.tolerance) },
       { label: "mean |Δ|", numeric: true, key: (t) => t.mean_abs, cell: (t) => fmt(t.mean_abs) },
-      { label: "rel err", numeric: true, key: (t) => t.rel_err, cell: (t) => fmt(t.rel_err, 3) },
+      { label: "rel err", numeric: true, key: (t) => relErr(t.rel_err), cell: (t) => relErrText(t.rel_err) },
       { label: "over", key: (t) => (t.over ? 1 : 0), cell: (t) => (t.over ? h("strong", { class: "over" }, "OVER") : "within") },
     ],
     doc.taps,

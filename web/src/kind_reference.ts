@@ -8,7 +8,7 @@ import { makePlot, type PlotHandle } from "./plots";
 import type { PlotSpec } from "./plot_specs";
 import { sortableTable } from "./sortable_table";
 import type { Num } from "./types";
-import type { CheckTap } from "./kind_check";
+import { relErr, relErrText, type CheckTap } from "./kind_check";
 
 interface Tap {
   name: string;
@@ -78,7 +78,7 @@ export function renderReference(root: HTMLElement, doc: ReferenceDoc): PlotHandl
       { label: "from", key: (r) => r.derived_from, cell: (r) => r.derived_from ?? "not calibrated" },
       { label: "calibration max |Δ|", numeric: true, key: (r) => r.max_observed, cell: (r) => fmt(r.max_observed) },
       { label: "check max |Δ|", numeric: true, key: (r) => r.c?.max_abs, cell: (r) => fmt(r.c?.max_abs) },
-      { label: "rel err", numeric: true, key: (r) => r.c?.rel_err, cell: (r) => fmt(r.c?.rel_err, 3) },
+      { label: "rel err", numeric: true, key: (r) => (r.c ? relErr(r.c.rel_err) : null), cell: (r) => relErrText(r.c?.rel_err) },
       { label: "over", key: (r) => (r.c ? (r.c.over ? 1 : 0) : null), cell: (r) => (r.c?.over ? h("strong", { class: "over" }, "OVER") : r.c ? "within" : "") },
     ],
     rows,

@@ -141,7 +141,7 @@ nlohmann::json check_reference(const CheckConfig& c) {
     rows.push_back({{"name", cand.name},
                     {"max_abs", d.max_abs},
                     {"mean_abs", d.mean_abs},
-                    {"rel_err", d.rel_err},
+                    {"rel_err", json_number(d.rel_err)},  // "inf": an error over a zero tap
                     {"tolerance", atol},
                     {"over", over}});
     if (!c.per_head || kqv_layer(cand.name) < 0) continue;

@@ -5,6 +5,7 @@
 // heterodyne check --reference ref/ --model m2.gguf [settings] [--allow-model-change]
 //                  [--jitter-floor X] [--format human|markdown|json|junit] [--decode N]
 //                  [--per-head] [--all-taps] [--json-out FILE] [-o FILE.hdy]
+#include <filesystem>
 #include <iostream>
 
 #include "common/output_file.h"
@@ -77,23 +78,34 @@ void add_check_command(const RunKind& kind, CLI::App& app, cli::Context& ctx) {
   CLI::App* k = app.add_subcommand(std::string(kind.name()), std::string(kind.description()));
   add_check_flags(k, *o);
   k->callback([o, k, &ctx] {
-    if (!o->resume.empty()) {
+    if (!o->resume.empty()) {  // the verdict of the file, printed and as the exit code
       cli::refuse_flags_besides_resume(*k);
-      ctx.exit_code = cli::run_or_resume(*k, {o->resume, "", {}, [&] {
+      const int end = cli::run_or_resume(*k, {o->resume, "", {}, [&] {
         return check_resume(o->resume, ctx.command_line, cli::progress_line);
       }, nullptr});
+      if (end != 0) {
+        ctx.exit_code = end;
+        return;
+      }
+      const nlohmann::json r = stored_check(o->resume);
+      print_result(*o, r);
+      ctx.exit_code = r["passed"].get<bool>() ? 0 : 1;
       return;
     }
     if (o->cfg.reference.empty()) throw InputError("check needs --reference DIR");
     if (o->model.empty()) throw InputError("check needs --model MODEL.gguf");
     o->cfg.arm = cli::resolve_arm(o->model, o->flags, cli::ArmFlags{});
-    // The reports may be none of what check reads.
-    const OutputPolicy report_policy(
-        o->force, {o->model, o->cfg.reference + "/manifest.json",
-                   o->cfg.reference + "/activations.safetensors",
-                   o->cfg.reference + "/tolerances.json"});
+    // The reports may be none of what check reads, nor the experiment file it writes.
+    std::vector<std::string> read = {o->model, o->cfg.reference + "/manifest.json",
+                                     o->cfg.reference + "/activations.safetensors",
+                                     o->cfg.reference + "/tolerances.json"};
+    if (!o->out.empty()) read.push_back(o->out);
+    const OutputPolicy report_policy(o->force, read);
     if (!o->json_out.empty()) check_output_path(o->json_out, report_policy);
-    if (!o->out.empty() && o->out == o->json_out)
+    std::error_code ec;  // neither exists yet, maybe: compared by the paths they resolve to
+    if (!o->out.empty() && !o->json_out.empty() &&
+        std::filesystem::weakly_canonical(o->out, ec) ==
+            std::filesystem::weakly_canonical(o->json_out, ec))
       throw InputError("-o and --json-out name the same file");
     nlohmann::json r;
     if (o->out.empty()) {

@@ -1,8 +1,10 @@
 // The check kind's file: its configuration, what it was run against (the sha256 of the
 // reference's files and of the candidate), and its result, stored as one unit.
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 
+#include "common/json_number.h"
 #include "common/sha256.h"
 #include "engine/model.h"
 #include "errors.h"
@@ -12,7 +14,9 @@
 #include "run/provenance.h"
 #include "run/reference.h"
 #include "store/experiment.h"
+#include "report/gate.h"
 #include "store/experiment_kind.h"
+#include "store/sqlite.h"
 
 namespace hd::kinds {
 namespace fs = std::filesystem;
@@ -68,8 +72,55 @@ nlohmann::json check_provenance(const CheckConfig& c, const std::string& command
   return p;
 }
 
+// The taps of a result as rows: check_taps (tap: forward order), NULL for NaN (nothing to
+// compare), +inf kept. The result itself goes to meta "check" in the same transaction.
+void store_result(store::Experiment& e, const nlohmann::json& result) {
+  store::Database& db = e.database();
+  store::Transaction t(db);
+  db.exec("CREATE TABLE IF NOT EXISTS check_taps (tap INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+          " max_abs REAL, mean_abs REAL, rel_err REAL, tolerance REAL, over INTEGER NOT NULL)"
+          " WITHOUT ROWID");
+  store::Statement q(db.handle(), "INSERT INTO check_taps VALUES (?, ?, ?, ?, ?, ?, ?)");
+  int64_t i = 0;
+  for (const auto& tap : result.at("taps")) {
+    q.bind(1, i++).bind(2, tap.at("name").get<std::string>());
+    int col = 3;
+    for (const char* key : {"max_abs", "mean_abs", "rel_err", "tolerance"}) {
+      const double v = report::gate_number(tap.at(key));
+      if (std::isnan(v)) {
+        q.bind_null(col++);
+      } else {
+        q.bind(col++, v);
+      }
+    }
+    q.bind(7, int64_t{tap.at("over").get<bool>()});
+    q.run();
+  }
+  e.set_meta(std::string(kCheckKind), result.dump());
+  t.commit();
+}
+
+// The stored rows as a result's taps (what verify compares with meta "check").
+nlohmann::json stored_taps(const store::Experiment& e) {
+  nlohmann::json taps = nlohmann::json::array();
+  store::Statement q(e.database().handle(),
+                     "SELECT name, max_abs, mean_abs, rel_err, tolerance, over FROM check_taps "
+                     "ORDER BY tap");
+  while (q.step()) {
+    nlohmann::json tap = {{"name", q.text(0)}, {"over", q.integer(5) != 0}};
+    int col = 1;
+    for (const char* key : {"max_abs", "mean_abs", "rel_err", "tolerance"}) {
+      tap[key] = q.type(col) == SQLITE_FLOAT ? json_number(q.real(col)) : nlohmann::json();
+      ++col;
+    }
+    taps.push_back(std::move(tap));
+  }
+  return taps;
+}
+
+// `result`: the check computed already (a new run), else computed here (a resumed one).
 run::RunEnd run_check(store::Experiment& e, const CheckConfig& c, bool done,
-                      const ProgressFn& progress) {
+                      const nlohmann::json* result, const ProgressFn& progress) {
   run::ChunkLoop loop;
   loop.command = std::string(kCheckKind);
   loop.unit = "check";
@@ -77,7 +128,7 @@ run::RunEnd run_check(store::Experiment& e, const CheckConfig& c, bool done,
   if (done) loop.done.insert(0);
   loop.run_chunk = [&](int, int) {
     const auto t0 = std::chrono::steady_clock::now();
-    e.set_meta(std::string(kCheckKind), check_reference(c).dump());
+    store_result(e, result ? *result : check_reference(c));
     return run::ChunkDone{
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
   };
@@ -91,13 +142,16 @@ run::RunEnd check_run(const CheckConfig& c, const std::string& out, bool replace
   std::vector<std::string> inputs = reference_paths(c.reference);
   inputs.push_back(c.arm.model);
   store::Experiment::check_creatable(out, replace, inputs);
+  // First the check itself: a bad configuration is refused as without -o, before anything is
+  // hashed or created.
+  const nlohmann::json result = check_reference(c);
   const run::Reference ref = run::load_reference(c.reference);
   const nlohmann::json prov = check_provenance(c, command_line);
   store::Experiment e = store::Experiment::create(out, replace, inputs);
   store::set_kind(e, kCheckKind);
   e.set_meta("config", to_json(c, ref.manifest).dump());
   e.set_meta("provenance", prov.dump());
-  return run_check(e, c, false, progress);
+  return run_check(e, c, false, &result, progress);
 }
 
 run::RunEnd check_resume(const std::string& path, const std::string&,
@@ -106,11 +160,13 @@ run::RunEnd check_resume(const std::string& path, const std::string&,
   if (!opened) return {};
   store::Experiment& e = *opened;
   const CheckConfig c = check_config_from_json(nlohmann::json::parse(e.stored_config()));
-  return run_check(e, c, e.meta(std::string(kCheckKind)).has_value(), progress);
+  return run_check(e, c, e.meta(std::string(kCheckKind)).has_value(), nullptr, progress);
 }
 
 void check_verify(const std::string& path, const run::VerifyOptions& options, const ProgressFn& progress) {
   const bool force = options.force;
+  if (!options.input.empty())
+    throw InputError("a check reads its reference's tokens: -f and --tokens are not for it");
   const store::Experiment e = store::Experiment::open(path, false);
   const CheckConfig c = check_config_from_json(nlohmann::json::parse(e.stored_config()));
   const nlohmann::json prov = nlohmann::json::parse(e.required_meta("provenance"));
@@ -128,8 +184,10 @@ void check_verify(const std::string& path, const run::VerifyOptions& options, co
   progress("checking '" + c.arm.model + "' against '" + c.reference + "' again");
   // Through its text, as stored: a NaN is null in both.
   const nlohmann::json again = nlohmann::json::parse(check_reference(c).dump());
-  if (again != nlohmann::json::parse(e.required_meta(std::string(kCheckKind))))
-    throw RuntimeError("verify failed: the check gives another result now");
+  const nlohmann::json stored = nlohmann::json::parse(e.required_meta(std::string(kCheckKind)));
+  if (stored_taps(e) != stored.at("taps"))
+    throw RuntimeError("verify failed: the stored taps are not the stored result's");
+  if (again != stored) throw RuntimeError("verify failed: the check gives another result now");
   progress("verify: the check reproduces bitwise");
 }
 

@@ -9,6 +9,7 @@
 
 #include "analysis/kl.h"
 #include "analysis/tap_diff.h"
+#include "common/json_number.h"
 #include "common/sha256.h"
 #include "engine/model.h"
 #include "engine/point_survey.h"
@@ -47,10 +48,14 @@ LengthCurveConfig length_curve_config_from_json(const nlohmann::json& j) {
 nlohmann::json curve_document(const LengthCurveConfig& c, const std::vector<LengthRow>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const LengthRow& r : rows) {
-    nlohmann::json row = {{"length", r.length},         {"rel_err", r.rel_err},
-                          {"max_abs", r.max_abs},       {"mean_kl", r.mean_kl},
-                          {"max_kl", r.max_kl},         {"top1_flips", r.top1_flips}};
-    if (std::isnan(r.rel_err)) row["rel_err"] = row["max_abs"] = nullptr;  // not measured
+    // json_number: +inf (B masks a token A gives mass) as "inf", never a null it is not.
+    nlohmann::json row = {{"length", r.length},
+                          {"rel_err", json_number(r.rel_err)},
+                          {"max_abs", json_number(r.max_abs)},
+                          {"mean_kl", json_number(r.mean_kl)},
+                          {"max_kl", json_number(r.max_kl)},
+                          {"top1_flips", r.top1_flips}};
+    if (!r.residual_measured) row["rel_err"] = row["max_abs"] = nullptr;  // not measured
     out.push_back(std::move(row));
   }
   return {{"a", run::to_json(c.a)},
@@ -100,6 +105,7 @@ struct Curve {
     const ArmPass pa = run_arm(a, c.a, prompt);
     const ArmPass pb = run_arm(b, c.b, prompt);
     LengthRow row{len};
+    row.residual_measured = !last.empty();
     double sq_delta = 0, sq_ref = 0;
     for (size_t k = 0; k < pa.residual.size(); ++k) {
       const double d = static_cast<double>(pb.residual[k]) - pa.residual[k];
@@ -277,7 +283,8 @@ void length_curve_verify(const std::string& path, const run::VerifyOptions& opti
     const auto same = [](double x, double y) {
       return (std::isnan(x) && std::isnan(y)) || std::memcmp(&x, &y, sizeof x) == 0;
     };
-    if (was.length != now.length || !same(was.rel_err, now.rel_err) ||
+    if (was.length != now.length || was.residual_measured != now.residual_measured ||
+        !same(was.rel_err, now.rel_err) ||
         !same(was.max_abs, now.max_abs) || !same(was.mean_kl, now.mean_kl) ||
         !same(was.max_kl, now.max_kl) || was.top1_flips != now.top1_flips) {
       throw RuntimeError(fmt::format(
@@ -288,8 +295,9 @@ void length_curve_verify(const std::string& path, const run::VerifyOptions& opti
     }
     progress(fmt::format("length {}: identical", now.length));
   }
+  // Through its text, as stored.
   if (nlohmann::json::parse(e.required_meta(std::string(kLengthCurveKind))) !=
-      curve_document(s.config, stored))
+      nlohmann::json::parse(curve_document(s.config, stored).dump()))
     throw RuntimeError("verify failed: the stored curve is not the one its rows give");
   progress(fmt::format("verify: all {} lengths reproduce bitwise", stored.size()));
 }

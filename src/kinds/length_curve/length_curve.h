@@ -37,11 +37,13 @@ nlohmann::json to_json(const LengthCurveConfig& c);
 LengthCurveConfig length_curve_config_from_json(const nlohmann::json& j);
 
 // One length's comparison. rel_err is ||Δ|| / ||A|| over the whole [L, n_embd] residual
-// (Frobenius) and max_abs its largest |Δ|, both NaN (stored NULL, JSON null: not measured, not
-// zero) where the model has no proven last-layer residual; mean_kl and max_kl are KL(A || B)
-// over all L positions; top1_flips counts positions whose argmax differs.
+// (Frobenius) and max_abs its largest |Δ|, both stored NULL and JSON null (not measured, not
+// zero) where the model has no proven last-layer residual (residual_measured false); mean_kl
+// and max_kl are KL(A || B) over all L positions (+inf where B masks a token A gives mass: JSON
+// "inf"); top1_flips counts positions whose argmax differs.
 struct LengthRow {
   int length = 0;
+  bool residual_measured = true;
   double rel_err = 0, max_abs = 0, mean_kl = 0, max_kl = 0;
   int top1_flips = 0;
 };

@@ -43,19 +43,21 @@ void add_length_curve_command(const RunKind& kind, CLI::App& app, cli::Context& 
   });
   cmd->callback([o, cmd, &ctx] {
     const run::InputPath input = o->input.given(std::string(kLengthCurveKind));
-    const auto config = [&] {
+    // `stored`: paths made absolute, as a file keeps them; printed, they stay as given.
+    const auto config = [&](bool stored) {
       if (o->cfg.lengths.empty()) throw InputError("length-curve needs --lengths L1,L2,…");
+      const auto path = [&](const std::string& p) { return stored ? cli::stored_path(p) : p; };
       LengthCurveConfig cfg = o->cfg;
-      cfg.text_file = cli::stored_path(input.path);
+      cfg.text_file = path(input.path);
       cfg.token_ids = input.token_ids;
-      cfg.a = cli::resolve_arm(cli::stored_path(o->a), o->shared, o->own_a);
-      cfg.b = cli::resolve_arm(cli::stored_path(o->b.empty() ? o->a : o->b), o->shared, o->own_b);
+      cfg.a = cli::resolve_arm(path(o->a), o->shared, o->own_a);
+      cfg.b = cli::resolve_arm(path(o->b.empty() ? o->a : o->b), o->shared, o->own_b);
       return cfg;
     };
     if (o->out.empty() && o->resume.empty()) {  // printed, stored nowhere
       if (o->a.empty()) throw InputError("length-curve needs --a MODEL.gguf");
       o->input.required(std::string(kLengthCurveKind));
-      const nlohmann::json r = length_curve(config(), cli::progress_line);
+      const nlohmann::json r = length_curve(config(false), cli::progress_line);
       if (o->format == "json") {
         std::cout << r.dump(2) << "\n";
       } else {
@@ -72,7 +74,7 @@ void add_length_curve_command(const RunKind& kind, CLI::App& app, cli::Context& 
       return length_curve_resume(o->resume, ctx.command_line, cli::progress_line, input);
     };
     r.new_run = [&] {
-      return length_curve_run(config(), o->out, o->force, ctx.command_line, cli::progress_line);
+      return length_curve_run(config(true), o->out, o->force, ctx.command_line, cli::progress_line);
     };
     ctx.exit_code = cli::run_or_resume(*cmd, r);
   });

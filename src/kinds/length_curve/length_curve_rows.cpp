@@ -50,7 +50,7 @@ void put_length_row(store::Experiment& e, const LengthRow& r) {
   store::Transaction t(db);
   store::Statement q(db.handle(), "INSERT INTO length_curve_rows VALUES (?, ?, ?, ?, ?, ?)");
   q.bind(1, int64_t{r.length});
-  if (std::isnan(r.rel_err)) {  // not measured: NULL, never a number
+  if (!r.residual_measured) {  // not measured: NULL, never a number
     q.bind_null(2).bind_null(3);
   } else {
     q.bind(2, r.rel_err).bind(3, r.max_abs);
@@ -76,6 +76,7 @@ std::vector<LengthRow> read_length_rows(const store::Experiment& e) {
     r.rel_err = real_or_nan(q, 1, true, e);
     r.max_abs = real_or_nan(q, 2, true, e);
     if (std::isnan(r.rel_err) != std::isnan(r.max_abs)) damaged(e);
+    r.residual_measured = !std::isnan(r.rel_err);
     r.mean_kl = real_or_nan(q, 3, false, e);
     r.max_kl = real_or_nan(q, 4, false, e);
     r.top1_flips = static_cast<int>(q.integer(5));
