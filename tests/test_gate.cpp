@@ -7,9 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/output_file.h"
 #include "serve/catalog.h"
 #include "serve/public_paths.h"
 #include "serve/sandbox.h"
+#include "store/safetensors.h"
 #include "test_support.h"
 
 using nlohmann::json;
@@ -330,4 +332,46 @@ TEST_F(Gate, AStoredCheckShowsVerifiesAndKeepsItsExitCode) {
       << refused.err;
   ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", *ref_, "--force"}).exit_code, 0);
   EXPECT_EQ(hd::test::run_cli({"verify", fail}).exit_code, 0);
+}
+
+// A tap that is all zeros in the reference and not in the candidate has an infinite relative
+// error: stored and printed as "inf" / inf, never a null read back as damage, and never "nan".
+TEST_F(Gate, AnInfiniteRelativeErrorIsStoredShownAndVerified) {
+  namespace fs = std::filesystem;
+  const std::string zeroed = *dir_ + "/zeroed-ref", out = *dir_ + "/zeroed.hdy";
+  fs::remove_all(zeroed);
+  fs::copy(*ref_, zeroed);
+  fs::remove(zeroed + "/tolerances.json");
+  const std::string acts = zeroed + "/activations.safetensors";
+  hd::store::SafetensorsFile f = hd::store::read_safetensors(acts);
+  auto last = std::find_if(f.tensors.rbegin(), f.tensors.rend(), [](const auto& t) {
+    return t.name.find('@') == std::string::npos;  // the last prompt tap
+  });
+  ASSERT_NE(last, f.tensors.rend());
+  const std::string tap = last->name;
+  std::fill(last->data.begin(), last->data.end(), 0.0f);
+  hd::store::write_safetensors(acts, f.tensors, f.metadata, hd::OutputPolicy(true));
+  ASSERT_EQ(hd::test::run_cli({"calibrate", "--reference", zeroed}).exit_code, 0);
+
+  const auto printed = hd::test::run_cli(
+      {"check", "--reference", zeroed, "-m", *model_, "--format", "json", "-o", out});
+  ASSERT_NE(printed.exit_code, 2) << printed.err;
+  const json r = json::parse(printed.out);
+  bool found = false;
+  for (const auto& t : r["taps"]) {
+    if (t["name"] != tap) continue;
+    found = true;
+    EXPECT_EQ(t["rel_err"], "inf") << t;
+  }
+  EXPECT_TRUE(found) << tap;
+  const auto shown = hd::test::run_cli({"show", out});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find(" inf "), std::string::npos) << shown.out;
+  EXPECT_EQ(shown.out.find("nan"), std::string::npos) << shown.out;
+  EXPECT_EQ(json::parse(hd::test::run_cli({"show", out, "--json"}).out)["check"], r);
+  const auto verified = hd::test::run_cli({"verify", out});
+  EXPECT_EQ(verified.exit_code, 0) << verified.err;
+  const auto md = hd::test::run_cli(
+      {"check", "--reference", zeroed, "-m", *model_, "--format", "markdown", "--all-taps"});
+  EXPECT_NE(md.out.find("| inf |"), std::string::npos) << md.out;
 }
