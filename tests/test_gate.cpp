@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -374,4 +375,21 @@ TEST_F(Gate, AnInfiniteRelativeErrorIsStoredShownAndVerified) {
   const auto md = hd::test::run_cli(
       {"check", "--reference", zeroed, "-m", *model_, "--format", "markdown", "--all-taps"});
   EXPECT_NE(md.out.find("| inf |"), std::string::npos) << md.out;
+
+  // A NaN in the reference's tap: nothing to compare there, so the tap is over (never a pass),
+  // its mean "n/a", and the stored file keeps and verifies it.
+  std::fill(last->data.begin(), last->data.end(), std::nanf(""));
+  hd::store::write_safetensors(acts, f.tensors, f.metadata, hd::OutputPolicy(true));
+  const std::string nan_out = *dir_ + "/nan.hdy";
+  const auto with_nan = hd::test::run_cli({"check", "--reference", zeroed, "-m", *model_,
+                                           "--format", "json", "-o", nan_out, "--force"});
+  EXPECT_EQ(with_nan.exit_code, 1) << with_nan.err;
+  for (const auto& t : json::parse(with_nan.out)["taps"]) {
+    if (t["name"] == tap) EXPECT_TRUE(t["over"].get<bool>()) << t;
+  }
+  const auto nan_shown = hd::test::run_cli({"show", nan_out});
+  ASSERT_EQ(nan_shown.exit_code, 0) << nan_shown.err;
+  EXPECT_EQ(nan_shown.out.find("nan"), std::string::npos) << nan_shown.out;
+  EXPECT_NE(nan_shown.out.find("n/a"), std::string::npos) << nan_shown.out;
+  EXPECT_EQ(hd::test::run_cli({"verify", nan_out}).exit_code, 0);
 }

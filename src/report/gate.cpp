@@ -7,6 +7,14 @@
 namespace hd::report {
 namespace {
 
+// A number to `digits` significant digits: "inf" as is, "n/a" where there is none (a NaN in
+// either tap: nothing to compare, and the tap is over), never "nan".
+std::string shown(const nlohmann::json& v, int digits) {
+  const double x = gate_number(v);
+  if (std::isnan(x)) return "n/a";
+  return digits == 3 ? fmt::format("{:.3g}", x) : fmt::format("{:.4g}", x);
+}
+
 
 std::string concentration_text(const nlohmann::json& c) {
   if (c.is_null()) return "-";
@@ -51,11 +59,10 @@ void print_heads(std::ostream& os, const nlohmann::json& r, bool all_taps) {
   std::string rows;
   for (const auto& h : r["per_head"]) {
     if (!all_taps && h["heads_over"].empty()) continue;
-    const double worst = h["max_abs"][h["worst_head"].get<size_t>()].get<double>();
-    rows +=
-        fmt::format("{:<20} {:>6} {:>12.4g} {:>12.4g} {:>14}  {}\n", h["tap"].get<std::string>(),
-                    h["worst_head"].get<int>(), worst, h["median"].get<double>(),
-                    concentration_text(h["concentration"]), heads_text(h["heads_over"]));
+    rows += fmt::format("{:<20} {:>6} {:>12} {:>12} {:>14}  {}\n", h["tap"].get<std::string>(),
+                        h["worst_head"].get<int>(), shown(h["max_abs"][h["worst_head"].get<size_t>()], 4),
+                        shown(h["median"], 4), concentration_text(h["concentration"]),
+                        heads_text(h["heads_over"]));
   }
   if (!rows.empty()) {
     os << fmt::format("\n{:<20} {:>6} {:>12} {:>12} {:>14}  {}\n", "attention (per head)", "worst",
@@ -72,15 +79,6 @@ double gate_number(const nlohmann::json& v) {
   return v.is_number() ? v.get<double>() : NAN;
 }
 
-namespace {
-// A tap's number to `digits` significant digits: "inf" as is, "n/a" where there is none (a NaN
-// in the candidate's activations leaves nothing to compare), never "nan".
-std::string shown(const nlohmann::json& v, int digits) {
-  const double x = gate_number(v);
-  if (std::isnan(x)) return "n/a";
-  return digits == 3 ? fmt::format("{:.3g}", x) : fmt::format("{:.4g}", x);
-}
-}  // namespace
 
 void print_check(std::ostream& os, const nlohmann::json& r, bool all_taps) {
   const bool passed = r["passed"].get<bool>();

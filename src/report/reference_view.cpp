@@ -83,7 +83,8 @@ void require_check_shape(const nlohmann::json& c, const std::string& path) {
   for (const auto& h : c["per_head"]) {
     if (!h.is_object() || !h.contains("tap") || !h["tap"].is_string() || !h.contains("max_abs") ||
         !h["max_abs"].is_array() || !h.contains("worst_head") || !h["worst_head"].is_number_unsigned() ||
-        h["worst_head"].get<size_t>() >= h["max_abs"].size() || !h["max_abs"][h["worst_head"].get<size_t>()].is_number() ||
+        h["worst_head"].get<size_t>() >= h["max_abs"].size() || !(h["max_abs"][h["worst_head"].get<size_t>()].is_number() ||
+          h["max_abs"][h["worst_head"].get<size_t>()] == "inf") ||
         !number(h, "median") || !h.contains("heads_over") || !h["heads_over"].is_array() ||
         !h.contains("concentration") || !h.contains("layer") || !h["layer"].is_number_integer())
       bad("a per-head row without its numbers");

@@ -8,11 +8,11 @@ import type { Num } from "./types";
 
 export interface CheckTap {
   name: string;
-  max_abs: Num;
-  mean_abs: Num;
+  max_abs: Num | "inf";
+  mean_abs: Num | "inf";
   /** "inf": the reference's tap is zero and the candidate's is not (common/json_number.h). */
   rel_err: Num | "inf";
-  tolerance: Num;
+  tolerance: Num | "inf";
   over: boolean;
 }
 
@@ -23,10 +23,10 @@ export interface CheckDoc {
   taps: CheckTap[];
 }
 
-/** A tap's relative error as a number to sort by ("inf" sorts as the largest). */
-export const relErr = (v: Num | "inf"): Num => (v === "inf" ? Infinity : v);
-/** A tap's relative error as the tables show it. */
-export const relErrText = (v: Num | "inf"): string => (v === "inf" ? "inf" : fmt(v, 3));
+/** A tap's number as a number to sort by ("inf" sorts as the largest; null: none). */
+export const tapKey = (v: Num | "inf"): Num => (v === "inf" ? Infinity : v);
+/** A tap's number as the tables show it (check writes +inf as "inf", common/json_number.h). */
+export const tapText = (v: Num | "inf", digits = 4): string => (v === "inf" ? "inf" : fmt(v, digits));
 
 export function renderCheck(root: HTMLElement, doc: CheckDoc): void {
   const over = doc.taps.filter((t) => t.over).length;
@@ -40,10 +40,10 @@ export function renderCheck(root: HTMLElement, doc: CheckDoc): void {
     [
       { label: "#", numeric: true, key: (t) => order.get(t.name), cell: (t) => String((order.get(t.name) ?? 0) + 1), title: "forward order" },
       { label: "tap", key: (t) => t.name, cell: (t) => t.name },
-      { label: "max |Δ|", numeric: true, key: (t) => t.max_abs, cell: (t) => fmt(t.max_abs) },
-      { label: "tolerance", numeric: true, key: (t) => t.tolerance, cell: (t) => fmt(t.tolerance) },
-      { label: "mean |Δ|", numeric: true, key: (t) => t.mean_abs, cell: (t) => fmt(t.mean_abs) },
-      { label: "rel err", numeric: true, key: (t) => relErr(t.rel_err), cell: (t) => relErrText(t.rel_err) },
+      { label: "max |Δ|", numeric: true, key: (t) => tapKey(t.max_abs), cell: (t) => tapText(t.max_abs) },
+      { label: "tolerance", numeric: true, key: (t) => tapKey(t.tolerance), cell: (t) => tapText(t.tolerance) },
+      { label: "mean |Δ|", numeric: true, key: (t) => tapKey(t.mean_abs), cell: (t) => tapText(t.mean_abs) },
+      { label: "rel err", numeric: true, key: (t) => tapKey(t.rel_err), cell: (t) => tapText(t.rel_err, 3) },
       { label: "over", key: (t) => (t.over ? 1 : 0), cell: (t) => (t.over ? h("strong", { class: "over" }, "OVER") : "within") },
     ],
     doc.taps,

@@ -7,14 +7,20 @@ import { fmt, isNum } from "./format";
 import { sortableTable } from "./sortable_table";
 import type { Num } from "./types";
 
+/** A number as the curve stores it: "inf" where it is infinite (common/json_number.h). */
+type Value = Num | "inf";
+
 interface LengthRow {
   length: number;
-  rel_err: Num; // null: the model has no proven last-layer residual (not measured, not zero)
-  max_abs: Num;
-  mean_kl: Num;
-  max_kl: Num;
+  rel_err: Value; // null: the model has no proven last-layer residual (not measured, not zero)
+  max_abs: Value;
+  mean_kl: Value; // "inf": B masks a token A gives mass at one of the positions
+  max_kl: Value;
   top1_flips: number;
 }
+
+const sortKey = (v: Value): Num => (v === "inf" ? Infinity : v);
+const shown = (v: Value): string => (v === "inf" ? "inf" : fmt(v));
 
 export interface LengthCurveDoc {
   a?: { model?: string };
@@ -24,13 +30,13 @@ export interface LengthCurveDoc {
 }
 
 export function renderLengthCurve(root: HTMLElement, doc: LengthCurveDoc): void {
-  const measured = (v: Num) => (isNum(v) ? fmt(v) : h("span", { class: "muted", title: "the model has no proven last-layer residual" }, "not measured"));
+  const measured = (v: Value) => (v === "inf" || isNum(v) ? shown(v) : h("span", { class: "muted", title: "the model has no proven last-layer residual" }, "not measured"));
   const cols = [
     { label: "length", numeric: true, key: (r: LengthRow) => r.length, cell: (r: LengthRow) => String(r.length) },
-    { label: "rel err", numeric: true, key: (r: LengthRow) => r.rel_err, cell: (r: LengthRow) => measured(r.rel_err), title: "||Δ|| / ||A|| of the last layer's residual over all positions" },
-    { label: "max |Δ|", numeric: true, key: (r: LengthRow) => r.max_abs, cell: (r: LengthRow) => measured(r.max_abs) },
-    { label: "mean KL", numeric: true, key: (r: LengthRow) => r.mean_kl, cell: (r: LengthRow) => fmt(r.mean_kl), title: "KL(A || B) per position, mean over the length" },
-    { label: "max KL", numeric: true, key: (r: LengthRow) => r.max_kl, cell: (r: LengthRow) => fmt(r.max_kl) },
+    { label: "rel err", numeric: true, key: (r: LengthRow) => sortKey(r.rel_err), cell: (r: LengthRow) => measured(r.rel_err), title: "||Δ|| / ||A|| of the last layer's residual over all positions" },
+    { label: "max |Δ|", numeric: true, key: (r: LengthRow) => sortKey(r.max_abs), cell: (r: LengthRow) => measured(r.max_abs) },
+    { label: "mean KL", numeric: true, key: (r: LengthRow) => sortKey(r.mean_kl), cell: (r: LengthRow) => shown(r.mean_kl), title: "KL(A || B) per position, mean over the length" },
+    { label: "max KL", numeric: true, key: (r: LengthRow) => sortKey(r.max_kl), cell: (r: LengthRow) => shown(r.max_kl) },
     { label: "top-1 flips", numeric: true, key: (r: LengthRow) => r.top1_flips, cell: (r: LengthRow) => `${r.top1_flips} of ${r.length}` },
   ];
   root.append(h("p", { class: "length-curve-headline" }, `${doc.rows.length} prompt lengths, up to ${doc.tokens} tokens; each length runs from an empty cache as one batch`));

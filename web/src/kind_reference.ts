@@ -8,7 +8,7 @@ import { makePlot, type PlotHandle } from "./plots";
 import type { PlotSpec } from "./plot_specs";
 import { sortableTable } from "./sortable_table";
 import type { Num } from "./types";
-import { relErr, relErrText, type CheckTap } from "./kind_check";
+import { tapKey, tapText, type CheckTap } from "./kind_check";
 
 interface Tap {
   name: string;
@@ -49,7 +49,7 @@ function tapSpec(rows: Row[], hasCheck: boolean): PlotSpec {
     lines: [
       { label: "tolerance (atol)", color: "#6b7280", y: rows.map((r) => positive(r.atol)), dash: [6, 4] },
       { label: "calibration: max observed |Δ|", color: "#0d9488", y: rows.map((r) => positive(r.max_observed)) },
-      ...(hasCheck ? [{ label: "check: max |Δ|", color: "#dc2626", y: rows.map((r) => positive(r.c?.max_abs)) }] : []),
+      ...(hasCheck ? [{ label: "check: max |Δ|", color: "#dc2626", y: rows.map((r) => positive(r.c ? tapKey(r.c.max_abs) : null)) }] : []),
     ],
     bars: [],
     note: "Zeros (bitwise-equal taps) cannot sit on a log axis and are left out; the table lists every tap.",
@@ -77,8 +77,8 @@ export function renderReference(root: HTMLElement, doc: ReferenceDoc): PlotHandl
       { label: "tolerance", numeric: true, key: (r) => r.atol, cell: (r) => fmt(r.atol) },
       { label: "from", key: (r) => r.derived_from, cell: (r) => r.derived_from ?? "not calibrated" },
       { label: "calibration max |Δ|", numeric: true, key: (r) => r.max_observed, cell: (r) => fmt(r.max_observed) },
-      { label: "check max |Δ|", numeric: true, key: (r) => r.c?.max_abs, cell: (r) => fmt(r.c?.max_abs) },
-      { label: "rel err", numeric: true, key: (r) => (r.c ? relErr(r.c.rel_err) : null), cell: (r) => relErrText(r.c?.rel_err) },
+      { label: "check max |Δ|", numeric: true, key: (r) => (r.c ? tapKey(r.c.max_abs) : null), cell: (r) => (r.c ? tapText(r.c.max_abs) : fmt(null)) },
+      { label: "rel err", numeric: true, key: (r) => (r.c ? tapKey(r.c.rel_err) : null), cell: (r) => (r.c ? tapText(r.c.rel_err, 3) : fmt(null)) },
       { label: "over", key: (r) => (r.c ? (r.c.over ? 1 : 0) : null), cell: (r) => (r.c?.over ? h("strong", { class: "over" }, "OVER") : r.c ? "within" : "") },
     ],
     rows,

@@ -76,14 +76,15 @@ static void require_same_tokens(const Reference& ref, const engine::Model& model
 static nlohmann::json head_row(const store::NamedTensor& cand, const std::vector<float>& ref_data,
                                int n_head, double atol) {
   const auto h = analysis::head_delta(ref_data, cand.data, static_cast<int>(cand.shape[1]), n_head);
-  nlohmann::json over_heads = nlohmann::json::array();
+  nlohmann::json over_heads = nlohmann::json::array(), max_abs = nlohmann::json::array();
   for (size_t i = 0; i < h.max_abs.size(); ++i) {
-    if (h.max_abs[i] > atol) over_heads.push_back(i);
+    if (!(h.max_abs[i] <= atol)) over_heads.push_back(i);  // a NaN is over, never within
+    max_abs.push_back(json_number(h.max_abs[i]));
   }
-  return {{"tap", cand.name},     {"layer", kqv_layer(cand.name)},
-          {"max_abs", h.max_abs}, {"worst_head", h.worst},
-          {"median", h.median},   {"concentration", json_number(h.concentration)},
-          {"tolerance", atol},    {"heads_over", over_heads}};
+  return {{"tap", cand.name},        {"layer", kqv_layer(cand.name)},
+          {"max_abs", max_abs},      {"worst_head", h.worst},
+          {"median", json_number(h.median)}, {"concentration", json_number(h.concentration)},
+          {"tolerance", json_number(atol)},  {"heads_over", over_heads}};
 }
 
 nlohmann::json check_reference(const CheckConfig& c) {
@@ -136,13 +137,16 @@ nlohmann::json check_reference(const CheckConfig& c) {
     const auto d = analysis::tap_delta(ref_data, cand.data);
     double atol = atol_it->second;
     if (c.jitter_floor > 0) atol = std::max(atol, c.jitter_floor * d.ref_abs_max);  // only loosens
-    const bool over = d.max_abs > atol;
+    // A NaN anywhere in either tap (max |Δ| skips it, the mean does not) is over: a tap that
+    // cannot be compared never passes.
+    const bool over = d.max_abs > atol || !std::isfinite(d.mean_abs);
     if (over && first.empty()) first = cand.name;
+    // json_number: "inf" for +inf (rel err over a zero tap), null for NaN (JSON has neither).
     rows.push_back({{"name", cand.name},
-                    {"max_abs", d.max_abs},
-                    {"mean_abs", d.mean_abs},
-                    {"rel_err", json_number(d.rel_err)},  // "inf": an error over a zero tap
-                    {"tolerance", atol},
+                    {"max_abs", json_number(d.max_abs)},
+                    {"mean_abs", json_number(d.mean_abs)},
+                    {"rel_err", json_number(d.rel_err)},
+                    {"tolerance", json_number(atol)},
                     {"over", over}});
     if (!c.per_head || kqv_layer(cand.name) < 0) continue;
     heads.push_back(head_row(cand, ref_data, n_head, atol));

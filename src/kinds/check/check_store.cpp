@@ -16,6 +16,7 @@
 #include "store/experiment.h"
 #include "report/gate.h"
 #include "store/experiment_kind.h"
+#include "store/experiment_detail.h"
 #include "store/sqlite.h"
 
 namespace hd::kinds {
@@ -74,7 +75,9 @@ nlohmann::json check_provenance(const CheckConfig& c, const std::string& command
 
 // The taps of a result as rows: check_taps (tap: forward order), NULL for NaN (nothing to
 // compare), +inf kept. The result itself goes to meta "check" in the same transaction.
-void store_result(store::Experiment& e, const nlohmann::json& result) {
+void store_result(store::Experiment& e, const nlohmann::json& computed) {
+  // The rows and meta from one text: what a reader of either gets back.
+  const nlohmann::json result = nlohmann::json::parse(computed.dump());
   store::Database& db = e.database();
   store::Transaction t(db);
   db.exec("CREATE TABLE IF NOT EXISTS check_taps (tap INTEGER PRIMARY KEY, name TEXT NOT NULL,"
@@ -102,6 +105,8 @@ void store_result(store::Experiment& e, const nlohmann::json& result) {
 
 // The stored rows as a result's taps (what verify compares with meta "check").
 nlohmann::json stored_taps(const store::Experiment& e) {
+  if (!store::detail::has_table(e.database(), "check_taps"))
+    throw InputError("'" + e.path() + "' is damaged: its check_taps table is missing");
   nlohmann::json taps = nlohmann::json::array();
   store::Statement q(e.database().handle(),
                      "SELECT name, max_abs, mean_abs, rel_err, tolerance, over FROM check_taps "
@@ -160,7 +165,13 @@ run::RunEnd check_resume(const std::string& path, const std::string&,
   if (!opened) return {};
   store::Experiment& e = *opened;
   const CheckConfig c = check_config_from_json(nlohmann::json::parse(e.stored_config()));
-  return run_check(e, c, e.meta(std::string(kCheckKind)).has_value(), nullptr, progress);
+  // Stopped while sealing: its rows and its result must agree (both or neither were written).
+  const auto result = e.meta(std::string(kCheckKind));
+  const bool rows = store::detail::has_table(e.database(), "check_taps");
+  if (result.has_value() != rows ||
+      (result && stored_taps(e) != nlohmann::json::parse(*result).at("taps")))
+    throw InputError("'" + path + "' is damaged: its check_taps rows are not its result's");
+  return run_check(e, c, result.has_value(), nullptr, progress);
 }
 
 void check_verify(const std::string& path, const run::VerifyOptions& options, const ProgressFn& progress) {
@@ -181,12 +192,12 @@ void check_verify(const std::string& path, const run::VerifyOptions& options, co
     if (sha256_file(c.arm.model) != prov.at("arms").at("b").at("model_sha256").get<std::string>())
       throw InputError("the candidate is not the one this check ran (--force to compare anyway)");
   }
-  progress("checking '" + c.arm.model + "' against '" + c.reference + "' again");
-  // Through its text, as stored: a NaN is null in both.
-  const nlohmann::json again = nlohmann::json::parse(check_reference(c).dump());
   const nlohmann::json stored = nlohmann::json::parse(e.required_meta(std::string(kCheckKind)));
   if (stored_taps(e) != stored.at("taps"))
     throw RuntimeError("verify failed: the stored taps are not the stored result's");
+  progress("checking '" + c.arm.model + "' against '" + c.reference + "' again");
+  // Through its text, as stored: a NaN is null in both.
+  const nlohmann::json again = nlohmann::json::parse(check_reference(c).dump());
   if (again != stored) throw RuntimeError("verify failed: the check gives another result now");
   progress("verify: the check reproduces bitwise");
 }
