@@ -88,7 +88,10 @@ static nlohmann::json head_row(const store::NamedTensor& cand, const std::vector
 }
 
 nlohmann::json check_reference(const CheckConfig& c) {
-  const Reference ref = run::load_reference(c.reference);
+  return check_reference(c, run::load_reference(c.reference));
+}
+
+nlohmann::json check_reference(const CheckConfig& c, const Reference& ref) {
   const auto atol_of = read_tolerances(c.reference);
   const int steps = c.decode_steps < 0 ? ref.decode_steps : c.decode_steps;
   if (steps > ref.decode_steps) {

@@ -17,6 +17,7 @@
 #include "run/chunk_loop.h"
 #include "run/verify.h"
 #include "run/input.h"
+#include "run/reference.h"
 
 namespace hd::kinds {
 
@@ -38,6 +39,9 @@ struct CheckConfig {
 // tolerances, another model without allow_model_change, tokens the candidate cannot take,
 // shapes that differ.
 nlohmann::json check_reference(const CheckConfig& config);
+// The same on the reference already read (run::load_reference): `check -o` reads it once for the
+// result, the stored configuration and the provenance.
+nlohmann::json check_reference(const CheckConfig& config, const run::Reference& ref);
 
 // The check stored in `out` (meta "check" holds check_reference's result).
 run::RunEnd check_run(const CheckConfig& config, const std::string& out, bool replace,

@@ -24,6 +24,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A tap's numbers, in check_taps' column order after its name.
+constexpr const char* kTapNumbers[] = {"max_abs", "mean_abs", "rel_err", "tolerance"};
+
 constexpr const char* kReferenceFiles[] = {"manifest.json", "activations.safetensors",
                                            "tolerances.json"};
 
@@ -56,8 +59,8 @@ CheckConfig check_config_from_json(const nlohmann::json& j) {
 }
 
 // The builds, the machine, the command, and the sha256 of everything the check reads.
-nlohmann::json check_provenance(const CheckConfig& c, const std::string& command_line) {
-  const run::Reference ref = run::load_reference(c.reference);
+nlohmann::json check_provenance(const CheckConfig& c, const run::Reference& ref,
+                                const std::string& command_line) {
   nlohmann::json p = {{"heterodyne", run::heterodyne_facts()},
                       {"llama_cpp", run::llama_cpp_facts()},
                       {"machine", run::machine_facts()},
@@ -88,7 +91,7 @@ void store_result(store::Experiment& e, const nlohmann::json& computed) {
   for (const auto& tap : result.at("taps")) {
     q.bind(1, i++).bind(2, tap.at("name").get<std::string>());
     int col = 3;
-    for (const char* key : {"max_abs", "mean_abs", "rel_err", "tolerance"}) {
+    for (const char* key : kTapNumbers) {
       const double v = report::gate_number(tap.at(key));
       if (std::isnan(v)) {
         q.bind_null(col++);
@@ -114,7 +117,7 @@ nlohmann::json stored_taps(const store::Experiment& e) {
   while (q.step()) {
     nlohmann::json tap = {{"name", q.text(0)}, {"over", q.integer(5) != 0}};
     int col = 1;
-    for (const char* key : {"max_abs", "mean_abs", "rel_err", "tolerance"}) {
+    for (const char* key : kTapNumbers) {
       tap[key] = q.type(col) == SQLITE_FLOAT ? json_number(q.real(col)) : nlohmann::json();
       ++col;
     }
@@ -149,9 +152,9 @@ run::RunEnd check_run(const CheckConfig& c, const std::string& out, bool replace
   store::Experiment::check_creatable(out, replace, inputs);
   // First the check itself: a bad configuration is refused as without -o, before anything is
   // hashed or created.
-  const nlohmann::json result = check_reference(c);
   const run::Reference ref = run::load_reference(c.reference);
-  const nlohmann::json prov = check_provenance(c, command_line);
+  const nlohmann::json result = check_reference(c, ref);
+  const nlohmann::json prov = check_provenance(c, ref, command_line);
   store::Experiment e = store::Experiment::create(out, replace, inputs);
   store::set_kind(e, kCheckKind);
   e.set_meta("config", to_json(c, ref.manifest).dump());

@@ -217,7 +217,7 @@ Curve reopen(const Stored& s, const run::InputPath& again, const std::string& ho
 }  // namespace
 
 nlohmann::json length_curve(const LengthCurveConfig& c, const ProgressFn& progress) {
-  check_lengths(c.lengths);
+  check_lengths(c.lengths);  // before the input is read: the lengths' message first
   Curve k = open_curve(c, run::read_input({c.text_file, c.token_ids}, c.skip_unencodable),
                        progress);
   std::vector<LengthRow> rows;
