@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/local_arm.h"
+#include "engine/server_schedule.h"
 #include "engine/system.h"
 #include "engine/worker_arm.h"
 #include "errors.h"
@@ -90,6 +91,7 @@ void check_settings(const ArmSettings& s, const ModelInfo& m, int n_ctx) {
     throw InputError("a quantized V cache (" + s.cache_type_v +
                      ") needs flash attention: use -fa on or auto, or an f16 V cache");
   }
+  check_server_settings(s, n_ctx, m.n_ctx_train);
 }
 
 bool runs_in_worker(const ArmSettings& s) { return !s.rpc.empty() || !s.llama_build.empty(); }

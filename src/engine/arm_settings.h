@@ -26,6 +26,18 @@ struct ArmSettings {
   // "" : this binary's llama.cpp, in this process. Otherwise a build spec (see worker_build.h):
   // the arm runs in a worker process linked against that build.
   std::string llama_build;
+  // How llama-server would hold the measured text (docs/server.md, server_schedule.h): its
+  // slots (n_seq_max), whether they share one KV cache, the slot the text occupies, how many
+  // other slots decode in the same batches, which composition they take, the logical batch
+  // (0: the whole chunk in one llama_decode), and what the prompt cache already held. The
+  // defaults are a plain arm: one sequence, one batch.
+  int slots = 1;
+  std::string kv_unified = "off";  // on | off
+  int slot = 0;
+  int neighbours = 0;
+  int neighbour_seed = 0;
+  int n_batch = 0;
+  std::string prompt_cache = "miss";  // miss | hit | prefix
 
   bool operator==(const ArmSettings&) const = default;
 };
@@ -97,7 +109,37 @@ inline constexpr auto kArmFields = std::make_tuple(
          .help = "another llama.cpp for {}, run in a worker process: pinned[,OPT=V…], a "
                  "llama.cpp checkout, npm:node-llama-cpp@X.Y.Z or a heterodyne-worker executable",
          .on_wire = false},
-        &ArmSettings::llama_build});
+        &ArmSettings::llama_build},
+    ArmField<int>{{.key = "slots", .flags = "np,slots",
+                   .help = "llama-server slots (-np, n_seq_max) for {} (1)", .min_flag_value = 1},
+                  &ArmSettings::slots},
+    ArmField<std::string>{{.key = "kv_unified", .flags = "kvu,kv-unified",
+                           .help = "one KV cache shared by the slots of {}: on|off (off)",
+                           .lower_case = true},
+                          &ArmSettings::kv_unified},
+    ArmField<int>{{.key = "slot", .flags = "slot",
+                   .help = "the slot the measured text occupies for {} (0)", .min_flag_value = 0},
+                  &ArmSettings::slot},
+    ArmField<int>{{.key = "neighbours", .flags = "neighbours",
+                   .help = "other slots decoding in the same batches for {} (0)",
+                   .min_flag_value = 0},
+                  &ArmSettings::neighbours},
+    ArmField<int>{{.key = "neighbour_seed", .flags = "neighbour-seed",
+                   .help = "which composition the neighbours of {} take: 0 all prompting a "
+                           "whole chunk, others drawn (0)",
+                   .min_flag_value = 0},
+                  &ArmSettings::neighbour_seed},
+    ArmField<int>{{.key = "n_batch", .flags = "batch-size,batch",
+                   .help = "logical batch (llama-server's -b) for {} (the whole chunk)",
+                   .min_flag_value = 1},
+                  &ArmSettings::n_batch},
+    ArmField<std::string>{{.key = "prompt_cache", .flags = "prompt-cache",
+                           .help = "prompt cache for {}: miss; hit (the same prompt again: all "
+                                   "but the last token kept, it decoded alone); prefix (an "
+                                   "earlier prompt was the chunk's first half, the rest decoded "
+                                   "on it) (miss)",
+                           .lower_case = true},
+                          &ArmSettings::prompt_cache});
 
 // Calls f(field) for every entry of kArmFields, in order; f reads or writes s.*field.member of
 // as many settings as it likes (one arm, two, the CLI's given values).

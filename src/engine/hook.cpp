@@ -71,6 +71,8 @@ void Hook::begin_decode(int64_t n_rows, int64_t first_output, int n_layer) {
     const bool output_only =
         point_has_output_rows_only(name, n_layer) != (row_rule_exceptions_.count(name) > 0);
     p.first_row = output_only ? first_output : 0;
+    p.output_only = output_only;
+    p.ubatches_seen = 0;
   }
 }
 
@@ -143,16 +145,20 @@ static void set_rows(ggml_tensor* t, const float* src, int64_t row, int64_t n, i
   ggml_backend_tensor_set(t, span.data(), 0, span.size() * sizeof(int32_t));
 }
 
-static void get_rows(const ggml_tensor* t, float* dst, int64_t n, int64_t width) {
+// Rows [row, row + n) of `t` into `dst`.
+static void get_rows(const ggml_tensor* t, float* dst, int64_t row, int64_t n, int64_t width) {
   if (t->type == GGML_TYPE_F32) {
-    ggml_backend_tensor_get(t, dst, 0, sizeof(float) * static_cast<size_t>(n * width));
+    const size_t row_bytes = sizeof(float) * static_cast<size_t>(width);
+    ggml_backend_tensor_get(t, dst, static_cast<size_t>(row) * row_bytes,
+                            static_cast<size_t>(n) * row_bytes);
     return;
   }
   std::vector<int32_t> span = whole_span(t);
   const size_t stride = t->nb[1] / sizeof(int32_t);
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t i = 0; i < width; ++i) {
-      dst[r * width + i] = static_cast<float>(span[static_cast<size_t>(r) * stride + static_cast<size_t>(i)]);
+      dst[r * width + i] =
+          static_cast<float>(span[static_cast<size_t>(row + r) * stride + static_cast<size_t>(i)]);
     }
   }
 }
@@ -212,6 +218,10 @@ void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
   if (width != p.width) {
     throw RuntimeError("graph point '" + name + "' changed width between ubatches");
   }
+  if (!layout_.empty()) {
+    handle_mapped(p, name, t, width, rows);
+    return;
+  }
   const int64_t first = p.rows_seen;  // in this point's own rows
   if (first + rows > n_rows_ - p.first_row) {
     throw RuntimeError("graph point '" + name + "' produced more rows than the batch has");
@@ -232,9 +242,60 @@ void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
   if (p.keep) {
     const size_t need = static_cast<size_t>((first + rows) * width);
     if (p.data.size() < need) p.data.resize(need);
-    get_rows(t, p.data.data() + first * width, rows, width);
+    get_rows(t, p.data.data() + first * width, 0, rows, width);
   }
   p.rows_seen += rows;
+}
+
+// With a layout, this piece is the next ubatch whose rows the point has (a ubatch with no
+// output rows may show an output-only point no rows, or not show it at all). Each run of the
+// decode's consecutive rows is patched and captured in one copy; other sequences' rows are left.
+void Hook::handle_mapped(Point& p, const std::string& name, ggml_tensor* t, int64_t width,
+                         int64_t rows) {
+  const auto map_of = [&](size_t k) -> const std::vector<int32_t>& {
+    return p.output_only ? layout_[k].outputs : layout_[k].rows;
+  };
+  while (rows > 0 && p.ubatches_seen < layout_.size() && map_of(p.ubatches_seen).empty()) {
+    ++p.ubatches_seen;
+  }
+  if (p.ubatches_seen >= layout_.size()) {
+    throw RuntimeError("graph point '" + name + "' came in more ubatches than the batch has");
+  }
+  const std::vector<int32_t>& map = map_of(p.ubatches_seen++);
+  if (static_cast<int64_t>(map.size()) != rows) {
+    throw RuntimeError("graph point '" + name + "' has " + std::to_string(rows) + " rows in ubatch " +
+                       std::to_string(p.ubatches_seen - 1) + ", where llama.cpp's split as " +
+                       "heterodyne reads it has " + std::to_string(map.size()) +
+                       ": this llama.cpp splits batches otherwise (engine/server_schedule.h)");
+  }
+  for (const auto& patch : p.patches) {
+    if (patch.rows.size() % static_cast<size_t>(width) != 0) {
+      throw RuntimeError("the rows written at graph point '" + name + "' are not " +
+                         std::to_string(width) + " wide, as the graph's are");
+    }
+  }
+  for (int64_t r = 0; r < rows;) {
+    const int64_t at = map[static_cast<size_t>(r)];
+    if (at < p.first_row) {
+      ++r;
+      continue;
+    }
+    int64_t len = 1;
+    while (r + len < rows && map[static_cast<size_t>(r + len)] == at + len) ++len;
+    for (const auto& patch : p.patches) {
+      const int64_t n_patch = static_cast<int64_t>(patch.rows.size()) / width;
+      const int64_t lo = std::max(at, patch.row_begin);
+      const int64_t hi = std::min(at + len, patch.row_begin + n_patch);
+      if (lo < hi) set_rows(t, patch.rows.data() + (lo - patch.row_begin) * width, r + (lo - at), hi - lo, width);
+    }
+    if (p.keep) {
+      const size_t need = static_cast<size_t>((at - p.first_row + len) * width);
+      if (p.data.size() < need) p.data.resize(need);
+      get_rows(t, p.data.data() + (at - p.first_row) * width, r, len, width);
+    }
+    p.rows_seen += len;
+    r += len;
+  }
 }
 
 }  // namespace hd::engine

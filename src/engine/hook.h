@@ -54,6 +54,15 @@ class Hook {
 
   bool empty() const { return points_.empty() && nodes_ == nullptr; }
 
+  // A decode of several sequences (a server arm, server_schedule.h): the rows of each ubatch in
+  // graph order, each the decode's row it is (-1: another sequence's token), and the same for
+  // the rows a point of output rows only keeps. The decode may span several llama_decode calls;
+  // their ubatches follow each other here. Empty (the default): the batch's rows in order.
+  struct UbatchRows {
+    std::vector<int32_t> rows, outputs;
+  };
+  void set_layout(std::vector<UbatchRows> layout) { layout_ = std::move(layout); }
+
   // Capture `point` and stop computing the graph once it is (each ubatch): a cheap check of
   // what a pass computes up to there. The decode then has no logits.
   void stop_after(const std::string& point);
@@ -94,8 +103,12 @@ class Hook {
     int64_t width = 0;
     int64_t rows_seen = 0;
     int64_t first_row = 0;  // position of row 0: first_output for output-only points
+    bool output_only = false;
+    size_t ubatches_seen = 0;  // with a layout
   };
   void handle(Point& p, const std::string& name, ggml_tensor* t);
+  void handle_mapped(Point& p, const std::string& name, ggml_tensor* t, int64_t width,
+                     int64_t rows);
 
   void list(const ggml_tensor* t);
 
@@ -103,6 +116,7 @@ class Hook {
   std::vector<Node>* nodes_ = nullptr;
   std::set<std::string> row_rule_exceptions_;
   std::map<std::string, int64_t, std::less<>> widths_;  // expect_width's
+  std::vector<UbatchRows> layout_;
   int64_t n_rows_ = 0;
   std::string error_;
   std::string stop_;

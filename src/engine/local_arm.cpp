@@ -27,6 +27,15 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
   cp.n_batch = static_cast<uint32_t>(n_ctx_);
   cp.n_ubatch = static_cast<uint32_t>(std::min(settings_.n_ubatch, n_ctx_));
   cp.n_seq_max = 1;
+  if (is_server_arm(settings_)) {  // slots as llama-server holds them (server_schedule.h)
+    const int cells = server_cells_per_slot(settings_, n_ctx_);
+    composer_ = std::make_unique<ServerComposer>(settings_, cells);
+    cp.n_seq_max = static_cast<uint32_t>(settings_.slots);
+    cp.n_ctx = static_cast<uint32_t>(cells * settings_.slots);
+    cp.kv_unified = settings_.kv_unified == "on";
+    cp.n_batch = settings_.n_batch > 0 ? static_cast<uint32_t>(settings_.n_batch) : cp.n_ctx;
+    cp.n_ubatch = std::min(static_cast<uint32_t>(settings_.n_ubatch), cp.n_batch);
+  }
   cp.n_threads = n_threads_;
   cp.n_threads_batch = n_threads_;
   cp.type_k = static_cast<ggml_type>(cache_ggml_type(settings_.cache_type_k));
@@ -52,6 +61,11 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
     const std::string why = last_llama_error();
     throw InputError("llama.cpp refused the settings for '" + settings_.model + "'" +
                      (why.empty() ? "" : ": " + why));
+  }
+  if (composer_ != nullptr && !splits_batches()) {
+    llama_free(ctx_);
+    ctx_ = nullptr;
+    throw InputError(no_split_reason(settings_.model) + ": it has no slots to share a batch with");
   }
   // A model without a KV cache (the diffusion models dream, llada, rnd1) is encoded: llama.cpp
   // asserts (aborts) unless the whole batch is one ubatch.
@@ -107,8 +121,7 @@ static size_t copy_until_not_finite(const float* src, float* dst, size_t n, bool
 // One position's row of logits into `dst`. A NaN or +inf logit makes every number downstream
 // meaningless (KL would print as nan): refused here, where the position is still known; -inf
 // is a masked token, and a row of nothing else has no token to predict.
-static void copy_logits(const float* row, float* dst, size_t n_vocab, const std::string& model,
-                        int pos) {
+void copy_logits(const float* row, float* dst, size_t n_vocab, const std::string& model, int pos) {
   bool masked_all = false;
   const size_t k = copy_until_not_finite(row, dst, n_vocab, masked_all);
   if (k < n_vocab) {
@@ -131,6 +144,10 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
     throw RuntimeError("chunk length out of range for this arm");
   if (first_output < 0 || first_output >= n)
     throw RuntimeError("first output position out of range");
+  if (composer_ != nullptr) {
+    decode_server(in, hook, logits);
+    return;
+  }
   if (pos0 > 0 && !splits_batches()) {
     throw InputError(no_split_reason(settings_.model) + ": it cannot continue a sequence (decode steps)");
   }
@@ -161,6 +178,7 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
   }
 #endif
   hook_ = hook != nullptr && !hook->empty() ? hook : nullptr;
+  if (hook_ != nullptr) hook_->set_layout({});
   if (hook_ != nullptr) hook_->begin_decode(n, first_output, model_->info().n_layer);
   fatal::set_activity("running '" + settings_.model + "'");
   const int32_t rc = llama_decode(ctx_, batch);

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "engine/arm.h"
+#include "engine/server_schedule.h"
 
 struct ggml_tensor;
 struct llama_context;
@@ -24,6 +25,9 @@ class LocalArm : public ArmBackend {
 
  private:
   static bool eval_callback(ggml_tensor* t, bool ask, void* self);
+  // A server arm's decode (local_arm_server.cpp): the measured tokens among the other slots'.
+  void decode_server(const DecodeInput& in, Hook* hook, std::vector<float>& logits);
+  void run_server_batch(const ServerBatch& b, int first_output, std::vector<float>& logits);
 
   std::shared_ptr<Model> model_;
   std::shared_ptr<Weights> weights_;
@@ -34,7 +38,11 @@ class LocalArm : public ArmBackend {
   std::string flash_attn_resolved_;
   llama_context* ctx_ = nullptr;
   Hook* hook_ = nullptr;
+  std::unique_ptr<ServerComposer> composer_;  // a server arm's other slots; null for a plain arm
 };
+
+// One position's row of logits into `dst`, refusing NaN, +inf and a row of -inf alone.
+void copy_logits(const float* row, float* dst, size_t n_vocab, const std::string& model, int pos);
 
 // The ggml_type of a KV cache type name (GGML_TYPE_COUNT when unknown), as an int so this
 // header needs no ggml.h.

@@ -22,7 +22,7 @@ namespace hd::engine::wire {
 
 inline constexpr uint32_t kMagic = 0x31574448;  // "HDW1" read as little-endian bytes
 // Bump on any change to a body's layout; both sides refuse a peer with another version.
-inline constexpr uint32_t kVersion = 3;  // 2: Decode's row_rule_exceptions; 3: start, stop_after
+inline constexpr uint32_t kVersion = 4;  // 2: Decode's row_rule_exceptions; 3: start, stop_after; 4: Open's server settings
 
 enum class Type : uint32_t {
   kHello = 1,    // both ways: protocol version and, from the worker, its build facts

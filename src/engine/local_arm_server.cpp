@@ -1,0 +1,128 @@
+// A server arm's decode: the measured tokens fed among the other slots' as llama-server's
+// update loop composes its batches (server_schedule.h), one llama_decode per batch, the hook
+// told which graph rows are the measured sequence's.
+#include <algorithm>
+#include <cstring>
+
+#include "common/fatal.h"
+#include "engine/local_arm.h"
+#include "engine/system.h"
+#include "errors.h"
+#include "llama.h"
+
+namespace hd::engine {
+
+namespace {
+
+// llama-server decodes a batch longer than n_batch in views of n_batch (update_slots).
+std::vector<ServerBatch> in_views(std::vector<ServerBatch> plan, int n_batch) {
+  if (n_batch <= 0) return plan;
+  std::vector<ServerBatch> out;
+  for (auto& b : plan) {
+    for (size_t i = 0; i < b.size(); i += static_cast<size_t>(n_batch)) {
+      out.emplace_back(b.begin() + static_cast<ptrdiff_t>(i),
+                       b.begin() + static_cast<ptrdiff_t>(std::min(b.size(), i + static_cast<size_t>(n_batch))));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void LocalArm::decode_server(const DecodeInput& in, Hook* hook, std::vector<float>& logits) {
+  if (!in.rows.empty() || !in.start.empty()) {
+    throw InputError("a server arm ('" + settings_.model + "' with slots or neighbours) runs from "
+                     "tokens: its other slots have no rows to start a pass from");
+  }
+  const int32_t n = in.n, first_output = in.first_output;
+  if (in.tokens.size() != static_cast<size_t>(n)) throw RuntimeError("decode input does not match its length");
+  // A prompt-cache hit of the same prompt: an earlier request decoded it all; the slot keeps all
+  // but its last token (seq_rm) and decodes that one again, for its logits. A hit of a prefix:
+  // an earlier request's prompt was the chunk's first half, kept; the rest is decoded on it.
+  const bool hit = settings_.prompt_cache == "hit" && in.pos0 == 0 && n > 1;
+  const int32_t kept = settings_.prompt_cache == "prefix" && in.pos0 == 0 ? n / 2 : 0;
+  std::vector<ServerBatch> plan, again;
+  if (in.pos0 == 0) composer_->start(in.tokens, plan);
+  if (hit) {
+    composer_->feed(in.tokens, 0, n, in.pos0, first_output, plan, n - 1);
+    composer_->feed(in.tokens, n - 1, n, in.pos0, first_output, again);
+  } else {
+    composer_->feed(in.tokens, 0, kept, in.pos0, first_output, plan);
+    composer_->feed(in.tokens, kept, n, in.pos0, first_output, again);
+  }
+  plan = in_views(std::move(plan), settings_.n_batch);
+  again = in_views(std::move(again), settings_.n_batch);
+  if (in.pos0 == 0) llama_memory_clear(llama_get_memory(ctx_), true);
+
+  const auto n_ubatch = static_cast<int>(llama_n_ubatch(ctx_));
+  const bool stream_per_slot = settings_.slots > 1 && settings_.kv_unified == "off";
+  std::vector<Hook::UbatchRows> layout;
+  for (const auto* part : {&plan, &again}) {
+    for (const auto& b : *part) {
+      for (const auto& u : ubatch_split(b, n_ubatch, stream_per_slot)) {
+        Hook::UbatchRows rows;
+        for (const int32_t i : u) {
+          const BatchToken& t = b[static_cast<size_t>(i)];
+          rows.rows.push_back(t.measured);
+          if (t.output) rows.outputs.push_back(t.measured);
+        }
+        layout.push_back(std::move(rows));
+      }
+    }
+  }
+  hook_ = hook != nullptr && !hook->empty() ? hook : nullptr;
+  if (hook_ != nullptr) {
+    hook_->set_layout(std::move(layout));
+    hook_->begin_decode(n, first_output, model_->info().n_layer);
+  }
+  logits.resize(static_cast<size_t>(n - first_output) * static_cast<size_t>(model_->info().n_vocab));
+  std::string failure;
+  try {
+    for (const auto& b : plan) run_server_batch(b, first_output, logits);
+    if (hit && !llama_memory_seq_rm(llama_get_memory(ctx_), settings_.slot, n - 1, -1)) {
+      throw RuntimeError("llama.cpp could not drop the last token of '" + settings_.model +
+                         "' from its cache (llama_memory_seq_rm): it cannot take a prompt-cache hit");
+    }
+    for (const auto& b : again) run_server_batch(b, first_output, logits);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  Hook* used = hook_;
+  hook_ = nullptr;
+  if (used != nullptr) used->end_decode();  // a hook failure is the more precise message
+  if (!failure.empty()) throw RuntimeError(failure);
+}
+
+void LocalArm::run_server_batch(const ServerBatch& b, int first_output, std::vector<float>& logits) {
+  const auto size = static_cast<int32_t>(b.size());
+  llama_batch batch = llama_batch_init(size, 0, 1);
+  for (int32_t i = 0; i < size; ++i) {
+    const BatchToken& t = b[static_cast<size_t>(i)];
+    batch.token[i] = t.token;
+    batch.pos[i] = t.pos;
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = t.seq;
+    batch.logits[i] = t.output ? 1 : 0;
+  }
+  batch.n_tokens = size;
+  fatal::set_activity("running '" + settings_.model + "' among " + std::to_string(settings_.slots) + " slots");
+  const int32_t rc = llama_decode(ctx_, batch);
+  fatal::set_activity("");
+  llama_batch_free(batch);
+  if (rc != 0) {
+    const std::string why = last_llama_error();
+    throw RuntimeError("llama_decode failed (" + std::to_string(rc) + ") for a server batch of " +
+                       std::to_string(size) + " tokens" + (why.empty() ? "" : ": " + why));
+  }
+  const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
+  for (int32_t i = 0; i < size; ++i) {
+    const BatchToken& t = b[static_cast<size_t>(i)];
+    if (t.measured < first_output) continue;  // a neighbour's (-1) or an unscored position
+    const float* row = llama_get_logits_ith(ctx_, i);
+    if (row == nullptr) throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(t.measured));
+    copy_logits(row, logits.data() + static_cast<size_t>(t.measured - first_output) * n_vocab,
+                n_vocab, settings_.model, t.pos);
+  }
+}
+
+}  // namespace hd::engine
