@@ -63,6 +63,9 @@ struct ArmFieldInfo {
   // The smallest value a flag may give: 0 threads means "the default" inside, and a user who
   // types -t 0 made a mistake, not a request.
   int min_flag_value = INT_MIN;
+  // How llama-server holds the text (server_schedule.h): a value other than the default makes
+  // a server arm, and provenance spells it (server_flags).
+  bool server = false;
 };
 
 template <class T>
@@ -111,34 +114,34 @@ inline constexpr auto kArmFields = std::make_tuple(
          .on_wire = false},
         &ArmSettings::llama_build},
     ArmField<int>{{.key = "slots", .flags = "np,slots",
-                   .help = "llama-server slots (-np, n_seq_max) for {} (1)", .min_flag_value = 1},
+                   .help = "llama-server slots (-np, n_seq_max) for {} (1)", .min_flag_value = 1, .server = true},
                   &ArmSettings::slots},
     ArmField<std::string>{{.key = "kv_unified", .flags = "kvu,kv-unified",
                            .help = "one KV cache shared by the slots of {}: on|off (off)",
-                           .lower_case = true},
+                           .lower_case = true, .server = true},
                           &ArmSettings::kv_unified},
     ArmField<int>{{.key = "slot", .flags = "slot",
-                   .help = "the slot the measured text occupies for {} (0)", .min_flag_value = 0},
+                   .help = "the slot the measured text occupies for {} (0)", .min_flag_value = 0, .server = true},
                   &ArmSettings::slot},
     ArmField<int>{{.key = "neighbours", .flags = "neighbours",
                    .help = "other slots decoding in the same batches for {} (0)",
-                   .min_flag_value = 0},
+                   .min_flag_value = 0, .server = true},
                   &ArmSettings::neighbours},
     ArmField<int>{{.key = "neighbour_seed", .flags = "neighbour-seed",
                    .help = "which composition the neighbours of {} take: 0 all prompting a "
                            "whole chunk, others drawn (0)",
-                   .min_flag_value = 0},
+                   .min_flag_value = 0, .server = true},
                   &ArmSettings::neighbour_seed},
     ArmField<int>{{.key = "n_batch", .flags = "batch-size,batch",
                    .help = "logical batch (llama-server's -b) for {} (the whole chunk)",
-                   .min_flag_value = 1},
+                   .min_flag_value = 1, .server = true},
                   &ArmSettings::n_batch},
     ArmField<std::string>{{.key = "prompt_cache", .flags = "prompt-cache",
                            .help = "prompt cache for {}: miss; hit (the same prompt again: all "
                                    "but the last token kept, it decoded alone); prefix (an "
                                    "earlier prompt was the chunk's first half, the rest decoded "
                                    "on it) (miss)",
-                           .lower_case = true},
+                           .lower_case = true, .server = true},
                           &ArmSettings::prompt_cache});
 
 // Calls f(field) for every entry of kArmFields, in order; f reads or writes s.*field.member of

@@ -3,16 +3,37 @@
 #include <algorithm>
 #include <climits>
 #include <random>
+#include <type_traits>
 
 #include "errors.h"
 
 namespace hd::engine {
 
-bool is_server_arm(const ArmSettings& s) {
+bool is_server_arm(const ArmSettings& s) { return !server_flags(s).empty(); }
+
+std::string server_flags(const ArmSettings& s) {
   const ArmSettings plain;
-  return s.slots != plain.slots || s.kv_unified != plain.kv_unified || s.slot != plain.slot ||
-         s.neighbours != plain.neighbours || s.neighbour_seed != plain.neighbour_seed ||
-         s.n_batch != plain.n_batch || s.prompt_cache != plain.prompt_cache;
+  std::string out;
+  for_each_arm_field([&](const auto& field) {
+    using T = typename std::decay_t<decltype(field)>::Value;
+    if (!field.info.server || s.*field.member == plain.*field.member) return;
+    const std::string spellings = field.info.flags;
+    std::string value;
+    if constexpr (std::is_same_v<T, std::string>) {
+      value = s.*field.member;
+    } else if constexpr (std::is_same_v<T, int>) {
+      value = std::to_string(s.*field.member);
+    }
+    out += (out.empty() ? "--" : " --") + spellings.substr(spellings.rfind(',') + 1) + " " + value;
+  });
+  return out;
+}
+
+void apply_server_preset(ArmSettings& s) {
+  s.slots = 4;
+  s.kv_unified = "on";
+  s.n_batch = 2048;
+  s.n_ubatch = 512;
 }
 
 void check_server_settings(const ArmSettings& s, int n_ctx, int n_ctx_train) {

@@ -27,6 +27,12 @@ namespace hd::engine {
 
 // Whether the settings leave the plain path (one sequence, one llama_decode per chunk).
 bool is_server_arm(const ArmSettings& s);
+// The server settings that differ from a plain arm's, as flags: "--slots 4 --kv-unified on";
+// "" for a plain arm. Provenance stores it and show prints it.
+std::string server_flags(const ArmSettings& s);
+// llama-server's defaults at the pin (tools/server, common/common.h): -np auto is 4 slots with
+// unified KV, -b 2048, -ub 512; the prompt cache is on (a request misses until it repeats).
+void apply_server_preset(ArmSettings& s);
 
 // Refuses server settings that no llama-server runs: a slot past the slots, neighbours without
 // room for them, a context the model's training length cannot split into slots of a chunk.

@@ -98,6 +98,7 @@ static std::string arm_line(const nlohmann::json& arm) {
   }
   const std::string build = arm.value("llama_build", "");
   if (!build.empty()) where += " --llama-build " + build;
+  if (const std::string server = arm.value("server", ""); !server.empty()) where += " " + server;
   return fmt::format("{}  [-ctk {} -ctv {} -fa {} -ub {} -t {}{}]", arm.value("model", "?"),
                      arm.value("cache_type_k", "?"), arm.value("cache_type_v", "?"),
                      flash_attn_text(arm), arm.value("n_ubatch", 0),

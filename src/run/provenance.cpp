@@ -4,6 +4,7 @@
 #include "commit.h"
 #include "common/sha256.h"
 #include "engine/arm.h"
+#include "engine/server_schedule.h"
 #include "engine/system.h"
 #include "errors.h"
 #include "run/chunk_loop.h"
@@ -67,6 +68,9 @@ nlohmann::json arm_facts(const engine::Arm& arm, const std::string& model_sha256
   const auto& m = arm.model_info();
   nlohmann::json j = to_json(arm.settings());
   j["n_threads_used"] = arm.n_threads();
+  if (const std::string server = engine::server_flags(arm.settings()); !server.empty()) {
+    j["server"] = server;  // as llama-server holds the text: show prints it beside the flags
+  }
   j["model_sha256"] = model_sha256;
   j["model_size"] = m.file_size;
   j["model_description"] = m.description;

@@ -11,6 +11,7 @@
 #include <set>
 #include <type_traits>
 
+#include "engine/server_schedule.h"
 #include "errors.h"
 
 namespace hd::cli {
@@ -74,6 +75,11 @@ void register_arm_flags(CLI::App& cmd, ArmFlags& f, const std::string& prefix,
     }
     opt->group("Arms");
   });
+  cmd.add_flag("--" + prefix + "server", f.server,
+               fmt::format("llama-server's defaults for {}: 4 slots sharing one KV cache, batch "
+                           "2048, ubatch 512 (docs/server.md); flags given win",
+                           whose))
+      ->group("Arms");
 }
 
 }  // namespace
@@ -101,6 +107,7 @@ engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared
                                 const ArmFlags& own) {
   engine::ArmSettings s;
   s.model = model;
+  if (shared.server || own.server) engine::apply_server_preset(s);
   engine::for_each_arm_field([&](const auto& field) {
     const engine::ArmFieldInfo& info = field.info;
     const ArmFlags* from = own.given.count(info.key)      ? &own

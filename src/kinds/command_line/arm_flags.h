@@ -16,6 +16,7 @@ struct ArmFlags {
   engine::ArmSettings values;   // the given settings' values (the others are unused)
   std::set<std::string> given;  // kArmFields keys of the settings given
   std::string prefix;           // "", "a-" or "b-": how the flags are spelled, for messages
+  bool server = false;          // --server: llama-server's defaults, under any flag given
 };
 
 // Registers every arm setting of engine's field table (kArmFields) as a flag, in the CLI11
@@ -25,7 +26,8 @@ void add_arm_flags(CLI::App& cmd, ArmFlags& flags, const std::string& prefix);
 // (floor sweeps -ub, -t and -fa as lists of its own).
 void add_single_arm_flags(CLI::App& cmd, ArmFlags& flags, const std::set<std::string>& skip = {});
 
-// The shared values, overridden by the arm's own, over llama.cpp's defaults. InputError for a
+// The shared values, overridden by the arm's own, over llama.cpp's defaults (over llama-server's
+// where --server, --a-server or --b-server is given). InputError for a
 // value a field refuses (-t 0, a list with an empty entry); device names are lower-cased.
 engine::ArmSettings resolve_arm(const std::string& model, const ArmFlags& shared,
                                 const ArmFlags& own);
