@@ -276,6 +276,7 @@ int main(int argc, char** argv) {
         same_results("components-full-half.hdy", "components-reuse-half.hdy").c_str());
   }
   print_pass_parts(reporter.by_name);
+  print_server_ratios(reporter.by_name);
   print_kl_kernel_ratios(reporter.median);
   print_mid_size_ratios(reporter.median);
   return 0;

@@ -66,4 +66,11 @@ export interface StoredArm {
   n_gpu_layers: number;
   rpc: string[];
   llama_build: string;
+  slots: number;
+  kv_unified: string;
+  slot: number;
+  neighbours: number;
+  neighbour_seed: number;
+  n_batch: number;
+  prompt_cache: string;
 }
