@@ -118,6 +118,30 @@ std::vector<uint8_t> version_1_open(const engine::ArmSettings& s, int32_t n_ctx)
   return out;
 }
 
+// Version 4: version 1's settings, then the server settings (slots … prompt_cache), then n_ctx.
+std::vector<uint8_t> version_4_open(const engine::ArmSettings& s, int32_t n_ctx) {
+  std::vector<uint8_t> out = version_1_open(s, n_ctx);
+  out.resize(out.size() - 4);  // n_ctx comes last
+  auto raw = [&](const void* p, size_t n) {
+    out.insert(out.end(), static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
+  };
+  auto i32 = [&](int32_t v) { raw(&v, 4); };
+  auto str = [&](const std::string& v) {
+    const auto size = static_cast<uint32_t>(v.size());
+    raw(&size, 4);
+    raw(v.data(), v.size());
+  };
+  i32(s.slots);
+  str(s.kv_unified);
+  i32(s.slot);
+  i32(s.neighbours);
+  i32(s.neighbour_seed);
+  i32(s.n_batch);
+  str(s.prompt_cache);
+  i32(n_ctx);
+  return out;
+}
+
 }  // namespace
 
 TEST(ArmConfig, EveryFieldIsChangedByTheTestValues) {
@@ -166,13 +190,13 @@ TEST(ArmConfig, AConfigFromBeforeTheLaterKeysReadsAsThisBinarysCpu) {
             R"("n_ubatch":512,"rpc":[]})");
 }
 
-TEST(WorkerProtocol, OpenCarriesEveryOnWireFieldInVersion1sBytes) {
+TEST(WorkerProtocol, OpenCarriesEveryOnWireFieldInVersion4sBytes) {
   const engine::ArmSettings s = every_field_changed(1);
   const wire::Message m = wire::encode(wire::Open{s, 96});
-  // Open's bytes did not change since version 1 (version 2 added a list to Decode, version 3
-  // its start and stop point).
-  EXPECT_EQ(m.body, version_1_open(s, 96));
-  EXPECT_EQ(wire::kVersion, 3u);
+  // Open's bytes are version 1's with the server settings before n_ctx (version 2 added a list
+  // to Decode, version 3 its start and stop point, version 4 the server settings).
+  EXPECT_EQ(m.body, version_4_open(s, 96));
+  EXPECT_EQ(wire::kVersion, 4u);
   const wire::Open back = wire::decode_open(m);
   EXPECT_EQ(back.n_ctx, 96);
   std::vector<std::string> off_wire;
@@ -218,7 +242,7 @@ TEST(ArmConfig, FlagsAreInTheArmsGroupWithLlamaCppsSpellings) {
   }
   size_t with_flags = 0;
   engine::for_each_arm_field([&](const auto& field) { with_flags += *field.info.flags != '\0'; });
-  EXPECT_EQ(n, 2 * with_flags);
+  EXPECT_EQ(n, 2 * with_flags + 2);  // and --server, --a-server: the preset
   for (const char* name : {"-t", "--threads", "--ctk", "--ngl", "--dev", "--rpc", "--llama-build",
                            "--a-t", "--a-threads", "--a-ctk", "--a-llama-build"}) {
     EXPECT_NE(app.get_option_no_throw(name), nullptr) << name;
@@ -258,7 +282,8 @@ TEST(SweepSettings, TheNamesAreTheStoredOnesAndEveryFieldCanBeAttributed) {
   EXPECT_EQ(run::sweep_setting_names(),
             (std::vector<std::string>{"model", "cache_type_k", "cache_type_v", "flash_attn",
                                       "n_ubatch", "n_threads", "device", "n_gpu_layers", "rpc",
-                                      "llama_build"}));
+                                      "llama_build", "slots", "kv_unified", "slot", "neighbours",
+                                      "neighbour_seed", "n_batch", "prompt_cache"}));
   EXPECT_EQ(run::sweep_setting_names(), engine::arm_field_keys());
   const engine::ArmSettings a = every_field_changed(1), b = every_field_changed(2);
   const auto names = run::differing_settings(a, b);

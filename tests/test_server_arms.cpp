@@ -201,8 +201,13 @@ TEST(ServerArm, KnownAnswersThroughDiff) {
   // One token of each of four slots per ubatch (split KV, ubatch 7): the measured text runs
   // through the one-row kernels, and every position moves.
   EXPECT_NE(diff("one-row", {"--b-slots", "4", "--b-slot", "3", "--b-neighbours", "3", "--ub",
-                             "7"}),
+                             "7", "--transplants", "--components"}),
             zero);
+  EXPECT_EQ(test::rows_text(dir + "/one-row.hdy",
+                            "select count(*) from positions where comparison = 'diff' and kl = 0"),
+            test::rows_text(dir + "/one-row.hdy", "select 0"));
+  EXPECT_NE(test::rows_text(dir + "/one-row.hdy", "select count(*) from transplants"),
+            test::rows_text(dir + "/one-row.hdy", "select 0"));
   const auto shown = test::run_cli({"show", dir + "/one-row.hdy"});
   EXPECT_NE(shown.out.find("--slots 4 --slot 3 --neighbours 3"), std::string::npos) << shown.out;
 }

@@ -128,8 +128,8 @@ inline constexpr auto kArmFields = std::make_tuple(
                    .min_flag_value = 0, .server = true},
                   &ArmSettings::neighbours},
     ArmField<int>{{.key = "neighbour_seed", .flags = "neighbour-seed",
-                   .help = "which composition the neighbours of {} take: 0 all prompting a "
-                           "whole chunk, others drawn (0)",
+                   .help = "neighbours' composition for {}: 0 all reading chunk-long prompts, "
+                           "others drawn (0)",
                    .min_flag_value = 0, .server = true},
                   &ArmSettings::neighbour_seed},
     ArmField<int>{{.key = "n_batch", .flags = "batch-size,batch",
@@ -137,10 +137,8 @@ inline constexpr auto kArmFields = std::make_tuple(
                    .min_flag_value = 1, .server = true},
                   &ArmSettings::n_batch},
     ArmField<std::string>{{.key = "prompt_cache", .flags = "prompt-cache",
-                           .help = "prompt cache for {}: miss; hit (the same prompt again: all "
-                                   "but the last token kept, it decoded alone); prefix (an "
-                                   "earlier prompt was the chunk's first half, the rest decoded "
-                                   "on it) (miss)",
+                           .help = "prompt cache for {}: miss, hit (the same prompt again) or "
+                                   "prefix (the first half cached) (miss)",
                            .lower_case = true, .server = true},
                           &ArmSettings::prompt_cache});
 

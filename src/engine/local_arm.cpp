@@ -67,6 +67,18 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
     ctx_ = nullptr;
     throw InputError(no_split_reason(settings_.model) + ": it has no slots to share a batch with");
   }
+  // A recurrent or hybrid memory splits a batch of several sequences into equal parts of each
+  // (split_equal, non-sequential with unified KV): a split server_schedule.h does not mirror,
+  // so the hook could not tell the measured rows apart.
+  const llama_model* handle = weights_->handle();
+  if (composer_ != nullptr && settings_.slots > 1 &&
+      (llama_model_is_recurrent(handle) || llama_model_is_hybrid(handle))) {
+    llama_free(ctx_);
+    ctx_ = nullptr;
+    throw InputError("'" + settings_.model + "' keeps a recurrent state, whose batches llama.cpp "
+                     "splits per sequence: server arms of more than one slot are not supported "
+                     "for it yet (docs/server.md)");
+  }
   // A model without a KV cache (the diffusion models dream, llada, rnd1) is encoded: llama.cpp
   // asserts (aborts) unless the whole batch is one ubatch.
   if (!splits_batches() && static_cast<int>(cp.n_ubatch) < n_ctx_) {

@@ -71,6 +71,10 @@ void LocalArm::decode_server(const DecodeInput& in, Hook* hook, std::vector<floa
     }
   }
   hook_ = hook != nullptr && !hook->empty() ? hook : nullptr;
+  if (hook_ != nullptr && !hook_->stop_point().empty()) {
+    hook_ = nullptr;
+    throw InputError("a server arm's pass runs to the logits: it cannot stop at a graph point");
+  }
   if (hook_ != nullptr) {
     hook_->set_layout(std::move(layout));
     hook_->begin_decode(n, first_output, model_->info().n_layer);

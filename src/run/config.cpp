@@ -14,9 +14,10 @@ void arm_settings_into_json(nlohmann::json& j, const engine::ArmSettings& s,
   const engine::ArmSettings defaults;
   engine::for_each_arm_field([&](const auto& field) {
     if (skip.count(field.info.key)) return;
-    // A file whose format predates a setting keeps its old bytes while the setting is unused.
-    if (later_only_when_set && !field.info.required && s.*field.member == defaults.*field.member)
-      return;
+    // A file whose format predates a setting keeps its old bytes while the setting is unused;
+    // a plain arm's file never names the server settings (docs/server.md).
+    const bool unused = s.*field.member == defaults.*field.member;
+    if (unused && ((later_only_when_set && !field.info.required) || field.info.server)) return;
     j[field.info.key] = s.*field.member;
   });
 }

@@ -10,6 +10,7 @@
 #include "analysis/kl.h"
 #include "common/sha256.h"
 #include "engine/point_survey.h"
+#include "engine/server_schedule.h"
 #include "errors.h"
 #include "run/arms.h"
 #include "run/provenance.h"
@@ -64,8 +65,10 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   }
   a_ = make_run(model_a, config_.a);
   b_ = make_run(model_b, config_.b);
+  // A server arm's passes start from tokens only: its neighbours' rows are nowhere stored.
   if (!points_.empty() && config_.prefix_reuse &&
-      prefix_reuse_applies(model_a->info().architecture)) {
+      prefix_reuse_applies(model_a->info().architecture) && !engine::is_server_arm(config_.a) &&
+      !engine::is_server_arm(config_.b)) {
     std::vector<std::string> names;
     for (const auto& p : points_) names.push_back(graph_name(p));
     reuse_a_ = std::make_unique<PrefixReuse>(*a_.arm, map_, names);

@@ -34,24 +34,25 @@ const std::vector<std::string>& sweep_setting_names() {
   return names;
 }
 
+// By the field table, not by the stored JSON: a plain arm's JSON leaves the server settings out.
 std::vector<std::string> differing_settings(const engine::ArmSettings& a,
                                             const engine::ArmSettings& b) {
-  const nlohmann::json ja = to_json(a), jb = to_json(b);
   std::vector<std::string> out;
-  for (const auto& n : sweep_setting_names()) {
-    if (ja[n] != jb[n]) out.push_back(n);
-  }
+  engine::for_each_arm_field([&](const auto& field) {
+    if (a.*field.member != b.*field.member) out.emplace_back(field.info.key);
+  });
   return out;
 }
 
 engine::ArmSettings combination(const engine::ArmSettings& a, const engine::ArmSettings& b,
                                 const std::vector<std::string>& settings, unsigned mask) {
-  nlohmann::json j = to_json(a);
-  const nlohmann::json jb = to_json(b);
-  for (size_t i = 0; i < settings.size(); ++i) {
-    if (mask & (1u << i)) j[settings[i]] = jb[settings[i]];
-  }
-  return arm_settings_from_json(j);
+  engine::ArmSettings s = a;
+  engine::for_each_arm_field([&](const auto& field) {
+    for (size_t i = 0; i < settings.size(); ++i) {
+      if ((mask & (1u << i)) && settings[i] == field.info.key) s.*field.member = b.*field.member;
+    }
+  });
+  return s;
 }
 
 namespace {
