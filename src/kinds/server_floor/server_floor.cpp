@@ -100,13 +100,16 @@ std::vector<ServerFloorRow> floor_chunk(Arms& arms, int c, const std::vector<int
       const double kl = analysis::kl_divergence(a, b, scratch);
       const int32_t top1 = argmax(b);
       ServerFloorRow& r = rows[p];
-      r.kl_mean += kl / static_cast<double>(arms.trials.size());
+      r.kl_mean += kl;  // the sum until the last trial
       r.kl_max = std::max(r.kl_max, kl);
       r.flips += top1 != r.top1;
       if (t == 0) first_top1[p] = top1;
       r.varies = r.varies || top1 != first_top1[p];
     }
   }
+  // The mean never above the largest: a sum of equal KLs divided back may round past it.
+  for (ServerFloorRow& r : rows)
+    r.kl_mean = std::min(r.kl_mean / static_cast<double>(arms.trials.size()), r.kl_max);
   return rows;
 }
 
