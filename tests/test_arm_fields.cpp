@@ -118,7 +118,7 @@ std::vector<uint8_t> version_1_open(const engine::ArmSettings& s, int32_t n_ctx)
   return out;
 }
 
-// Version 4: version 1's settings, then the server settings (slots … prompt_cache), then n_ctx.
+// Version 4: version 1's settings, then the server settings (slots … cache_reuse), then n_ctx.
 std::vector<uint8_t> version_4_open(const engine::ArmSettings& s, int32_t n_ctx) {
   std::vector<uint8_t> out = version_1_open(s, n_ctx);
   out.resize(out.size() - 4);  // n_ctx comes last
@@ -138,6 +138,7 @@ std::vector<uint8_t> version_4_open(const engine::ArmSettings& s, int32_t n_ctx)
   i32(s.neighbour_seed);
   i32(s.n_batch);
   str(s.prompt_cache);
+  i32(s.cache_reuse);
   i32(n_ctx);
   return out;
 }
@@ -283,7 +284,7 @@ TEST(SweepSettings, TheNamesAreTheStoredOnesAndEveryFieldCanBeAttributed) {
             (std::vector<std::string>{"model", "cache_type_k", "cache_type_v", "flash_attn",
                                       "n_ubatch", "n_threads", "device", "n_gpu_layers", "rpc",
                                       "llama_build", "slots", "kv_unified", "slot", "neighbours",
-                                      "neighbour_seed", "n_batch", "prompt_cache"}));
+                                      "neighbour_seed", "n_batch", "prompt_cache", "cache_reuse"}));
   EXPECT_EQ(run::sweep_setting_names(), engine::arm_field_keys());
   const engine::ArmSettings a = every_field_changed(1), b = every_field_changed(2);
   const auto names = run::differing_settings(a, b);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "engine/arm.h"
 #include "engine/server_schedule.h"
@@ -208,8 +209,43 @@ TEST(ServerArm, KnownAnswersThroughDiff) {
             test::rows_text(dir + "/one-row.hdy", "select 0"));
   EXPECT_NE(test::rows_text(dir + "/one-row.hdy", "select count(*) from transplants"),
             test::rows_text(dir + "/one-row.hdy", "select 0"));
+  // --cache-reuse 8: the first half as a prefix hit computes it (a clean decode of it), the
+  // second half runs on a cache whose second quarter was shifted back 8 cells (RoPE twice).
+  const std::string half = "select kl from positions where comparison = 'diff' and pos < 32";
+  const std::string rest = "select kl from positions where comparison = 'diff' and pos >= 32";
+  (void)diff("prefix", {"--b-prompt-cache", "prefix"});
+  (void)diff("reuse", {"--b-cache-reuse", "8"});
+  EXPECT_EQ(test::rows_text(dir + "/reuse.hdy", half), test::rows_text(dir + "/prefix.hdy", half));
+  EXPECT_NE(test::rows_text(dir + "/reuse.hdy", rest), test::rows_text(dir + "/prefix.hdy", rest));
   const auto shown = test::run_cli({"show", dir + "/one-row.hdy"});
   EXPECT_NE(shown.out.find("--slots 4 --slot 3 --neighbours 3"), std::string::npos) << shown.out;
+}
+
+TEST(ServerArm, ASweepAttributesTheServerSettings) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = test::temp_dir("server-sweep");
+  const std::string out = dir + "/s.hdy";
+  const auto r = test::run_cli({"sweep", "--a", test::shared_path("models/stories260K.gguf"), "-f",
+                                test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "64",
+                                "--max-chunks", "2", "-t", "1", "--slots", "4", "--slot", "3",
+                                "--ub", "7", "--b-neighbours", "3", "--b-kv-unified", "on",
+                                "--no-floor", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto shown = test::run_cli({"show", out, "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  const auto doc = nlohmann::json::parse(shown.out);
+  const auto& sweep = doc.at("sweep");
+  EXPECT_EQ(sweep.at("settings"), nlohmann::json::array({"kv_unified", "neighbours"}));
+  // A's values are stored although they are the defaults a plain arm's JSON leaves out.
+  EXPECT_EQ(sweep.at("a").at("neighbours"), 0);
+  EXPECT_EQ(sweep.at("a").at("kv_unified"), "off");
+  bool all_four = true;
+  for (const auto& c : sweep.at("combinations")) {
+    all_four = all_four && c.at("values").contains("neighbours") && c.at("values").contains("kv_unified");
+  }
+  EXPECT_TRUE(all_four) << sweep.at("combinations").dump();
+  const auto text = test::run_cli({"show", out});
+  EXPECT_NE(text.out.find("*3"), std::string::npos) << text.out;
 }
 
 TEST(ServerArm, ImpossibleServersAreRefusedInOneLine) {
@@ -231,4 +267,19 @@ TEST(ServerArm, ImpossibleServersAreRefusedInOneLine) {
   refused({"--b-prompt-cache", "warm"}, "prompt-cache must be miss, hit or prefix");
   refused({"--b-kv-unified", "yes"}, "kv-unified must be on or off");
   refused({"--b-slots", "0"}, "--b-slots must be at least 1");
+  refused({"--b-cache-reuse", "40"}, "cache-reuse 40 shifts a reused part back that many cells");
+  refused({"--b-cache-reuse", "4", "--b-prompt-cache", "hit"}, "cache-reuse is a prompt-cache state of its own");
+  // A recurrent model splits a batch of several sequences per sequence: not mirrored, refused.
+  const std::string mamba = dir + "/mamba.gguf", ids = dir + "/ids.txt";
+  ASSERT_EQ(test::run_cli({"make-model", "--arch", "mamba", "-o", mamba}).exit_code, 0);
+  std::string text;
+  for (int i = 0; i < 64; ++i) text += std::to_string(i % 50 + 1) + " ";
+  test::write_file(ids, text);
+  test::expect_refused({"diff", "--a", mamba, "--b", mamba, "--tokens", ids, "--chunk", "32",
+                        "--b-slots", "2", "-o", out},
+                       "keeps a recurrent state, whose batches llama.cpp splits per sequence");
+  test::expect_refused({"diff", "--a", mamba, "--b", mamba, "--tokens", ids, "--chunk", "32",
+                        "--b-cache-reuse", "4", "-o", out},
+                       "keeps a recurrent state, which cannot drop the end of a sequence");
+  EXPECT_FALSE(std::filesystem::exists(out));
 }

@@ -38,6 +38,7 @@ struct ArmSettings {
   int neighbour_seed = 0;
   int n_batch = 0;
   std::string prompt_cache = "miss";  // miss | hit | prefix
+  int cache_reuse = 0;  // llama-server's --cache-reuse: J > 0 shifts a reused part J cells back
 
   bool operator==(const ArmSettings&) const = default;
 };
@@ -140,7 +141,12 @@ inline constexpr auto kArmFields = std::make_tuple(
                            .help = "prompt cache for {}: miss, hit (the same prompt again) or "
                                    "prefix (the first half cached) (miss)",
                            .lower_case = true, .server = true},
-                          &ArmSettings::prompt_cache});
+                          &ArmSettings::prompt_cache},
+    ArmField<int>{{.key = "cache_reuse", .flags = "cache-reuse",
+                   .help = "llama-server's KV shift for {}: a reused quarter of the chunk moved "
+                           "back J cells (seq_rm + seq_add) (0: off)",
+                   .min_flag_value = 0, .server = true},
+                  &ArmSettings::cache_reuse});
 
 // Calls f(field) for every entry of kArmFields, in order; f reads or writes s.*field.member of
 // as many settings as it likes (one arm, two, the CLI's given values).

@@ -13,6 +13,19 @@
 
 namespace hd::engine {
 
+namespace {
+// llama_model_is_hybrid came after some builds a worker may link (node-llama-cpp@3.14.0 lacks
+// it): found by argument-dependent lookup where it exists, false where it does not.
+template <class M>
+auto model_is_hybrid(const M* m, int) -> decltype(llama_model_is_hybrid(m)) {
+  return llama_model_is_hybrid(m);
+}
+template <class M>
+bool model_is_hybrid(const M*, long) {
+  return false;
+}
+}  // namespace
+
 Placement placement_of(const ArmSettings& s) {
   if (!s.rpc.empty()) return rpc_placement(s.rpc, s.n_gpu_layers);
   return device_placement(s.device, s.n_gpu_layers);
@@ -67,12 +80,27 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
     ctx_ = nullptr;
     throw InputError(no_split_reason(settings_.model) + ": it has no slots to share a batch with");
   }
+  if (composer_ != nullptr && settings_.cache_reuse > 0 &&
+      !llama_memory_can_shift(llama_get_memory(ctx_))) {
+    llama_free(ctx_);
+    ctx_ = nullptr;
+    throw InputError("'" + settings_.model + "' cannot shift its KV cache (llama_memory_can_shift), "
+                     "so llama-server turns --cache-reuse off for it: drop --cache-reuse");
+  }
   // A recurrent or hybrid memory splits a batch of several sequences into equal parts of each
   // (split_equal, non-sequential with unified KV): a split server_schedule.h does not mirror,
   // so the hook could not tell the measured rows apart.
   const llama_model* handle = weights_->handle();
-  if (composer_ != nullptr && settings_.slots > 1 &&
-      (llama_model_is_recurrent(handle) || llama_model_is_hybrid(handle))) {
+  const bool recurrent = llama_model_is_recurrent(handle) || model_is_hybrid(handle, 0);
+  if (composer_ != nullptr && recurrent &&
+      (settings_.cache_reuse > 0 || settings_.prompt_cache == "hit")) {
+    llama_free(ctx_);
+    ctx_ = nullptr;
+    throw InputError("'" + settings_.model + "' keeps a recurrent state, which cannot drop the "
+                     "end of a sequence (llama_memory_seq_rm): a prompt-cache hit or --cache-reuse "
+                     "cannot be taken there (--prompt-cache prefix can)");
+  }
+  if (composer_ != nullptr && settings_.slots > 1 && recurrent) {
     llama_free(ctx_);
     ctx_ = nullptr;
     throw InputError("'" + settings_.model + "' keeps a recurrent state, whose batches llama.cpp "

@@ -1,6 +1,7 @@
 // An arm evaluated in this process by the llama.cpp this binary links: one llama_context on the
 // model, its weights on the CPU or where the settings place them (a GPU, RPC servers).
 #pragma once
+#include <functional>
 #include <memory>
 
 #include "engine/arm.h"
@@ -28,6 +29,12 @@ class LocalArm : public ArmBackend {
   // A server arm's decode (local_arm_server.cpp): the measured tokens among the other slots'.
   void decode_server(const DecodeInput& in, Hook* hook, std::vector<float>& logits);
   void run_server_batch(const ServerBatch& b, int first_output, std::vector<float>& logits);
+  // One step of a server arm's decode: what is done to the cache first, then its batches.
+  struct Phase {
+    std::vector<ServerBatch> batches;
+    std::function<void()> before;
+  };
+  std::vector<Phase> plan_phases(const DecodeInput& in);
 
   std::shared_ptr<Model> model_;
   std::shared_ptr<Weights> weights_;

@@ -59,6 +59,15 @@ void check_server_settings(const ArmSettings& s, int n_ctx, int n_ctx_train) {
   }
   if (s.neighbour_seed < 0) throw InputError("the neighbour seed must be 0 or more");
   if (s.n_batch < 0) throw InputError("the batch must be at least 1 token");
+  if (s.cache_reuse < 0 || s.cache_reuse > n_ctx / 2) {
+    throw InputError("cache-reuse " + std::to_string(s.cache_reuse) + " shifts a reused part " +
+                     "back that many cells, which must be between 0 and half the chunk (" +
+                     std::to_string(n_ctx / 2) + ")");
+  }
+  if (s.cache_reuse > 0 && s.prompt_cache != "miss") {
+    throw InputError("cache-reuse is a prompt-cache state of its own: give it with --prompt-cache "
+                     "miss (the default), not " + s.prompt_cache);
+  }
   // llama-server gives each slot n_ctx / slots cells, n_ctx being the training context by
   // default: a chunk longer than that is a request the server would refuse (or shift).
   if (s.slots > 1 && static_cast<int64_t>(n_ctx) * s.slots > n_ctx_train) {

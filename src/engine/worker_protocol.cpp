@@ -221,7 +221,7 @@ Hello decode_hello(const Message& m) {
 }
 
 // The Open body: each on-wire setting by its type (a string, an i32, a count and strings), in
-// table order, then n_ctx. Version 4 appended the server settings (slots … prompt_cache).
+// table order, then n_ctx. Version 4 appended the server settings (slots … cache_reuse).
 static_assert(sizeof(int) == sizeof(int32_t), "settings of type int travel as i32");
 Message encode(const Open& o) {
   Writer w;

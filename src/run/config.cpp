@@ -39,6 +39,15 @@ nlohmann::json to_json(const engine::ArmSettings& s) {
   return j;
 }
 
+nlohmann::json to_json_naming(const engine::ArmSettings& s, const std::vector<std::string>& keys) {
+  nlohmann::json j = to_json(s);
+  engine::for_each_arm_field([&](const auto& field) {
+    if (std::find(keys.begin(), keys.end(), field.info.key) != keys.end())
+      j[field.info.key] = s.*field.member;
+  });
+  return j;
+}
+
 engine::ArmSettings arm_settings_from_json(const nlohmann::json& j) {
   engine::ArmSettings s;
   arm_settings_from_json(j, s, {});

@@ -34,9 +34,13 @@ struct DiffConfig {
 
 nlohmann::json to_json(const DiffConfig& c);
 DiffConfig diff_config_from_json(const nlohmann::json& j);
-// An arm as diff's config stores it: every kArmFields entry under its key. Reading, a key added
+// An arm as diff's config stores it: every kArmFields entry under its key, but the server
+// settings at their defaults (a plain arm's file reads as before them). Reading, a key added
 // after the first format may be absent (it reads as the default); an earlier one may not.
 nlohmann::json to_json(const engine::ArmSettings& s);
+// The same with every key in `keys` written, default or not: where a reader looks settings up by
+// name (a sweep's combinations and its A and B), a plain arm's omitted server keys must be there.
+nlohmann::json to_json_naming(const engine::ArmSettings& s, const std::vector<std::string>& keys);
 engine::ArmSettings arm_settings_from_json(const nlohmann::json& j);
 // The same for the settings not named in `skip`, into or out of an object that holds other
 // keys too (floor's config, capture's manifest); a skipped setting of `s` is left as it is.

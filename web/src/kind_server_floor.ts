@@ -26,9 +26,9 @@ export function renderServerFloor(root: HTMLElement, doc: ServerFloorDoc): void 
   const kl = (v: Num | "inf") => (v === "inf" ? "inf" : isNum(v) ? fmt(v) : "n/a");
   const against = doc.server === "" ? "the plain arm itself" : doc.server;
   root.append(
-    h("p", { class: "server-floor-headline" }, `greedy token depends on what else the server is doing: ${doc.dependent?.text ?? "—"}`),
+    h("p", { class: "server-floor-headline" }, `greedy token depends on what else the server is doing (the compositions' top-1 disagree): ${doc.varying?.text ?? "—"}`),
     h("p", {}, `${against} against -np 1 without the prompt cache, ${doc.trials} compositions, ${doc.n_positions} positions in ${doc.n_chunks} chunks`),
-    h("p", {}, `the compositions' top-1 disagree among themselves: ${doc.varying?.text ?? "—"}`),
+    h("p", {}, `greedy token differs from -np 1 alone in at least one composition: ${doc.dependent?.text ?? "—"}`),
     h("p", {}, `KL(-np 1 || server) per position: mean over compositions ${kl(doc.kl_mean)}, largest ${kl(doc.kl_max)}`),
   );
 }

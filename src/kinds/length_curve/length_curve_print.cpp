@@ -7,11 +7,17 @@ namespace hd::kinds {
 void print_length_curve(std::ostream& os, const nlohmann::json& r) {
   // Which arms: A's model, and each setting in which B differs from it.
   if (r.contains("a") && r["a"].is_object() && r.contains("b") && r["b"].is_object()) {
+    // A setting at its default may be left out of either arm (a plain arm's server settings).
     std::string differs;
-    for (const auto& [key, value] : r["b"].items()) {
-      if (r["a"].value(key, nlohmann::json()) != value)
+    auto side = [](const nlohmann::json& arm, const std::string& key) {
+      return arm.contains(key) ? arm[key].dump() : std::string("the default");
+    };
+    nlohmann::json keys = r["b"];
+    keys.update(r["a"]);
+    for (const auto& [key, unused] : keys.items()) {
+      if (r["a"].value(key, nlohmann::json()) != r["b"].value(key, nlohmann::json()))
         differs += fmt::format("{}{} {} (A: {})", differs.empty() ? "" : ", ", key,
-                               value.dump(), r["a"].value(key, nlohmann::json()).dump());
+                               side(r["b"], key), side(r["a"], key));
     }
     os << "A: " << r["a"].value("model", "") << "\n"
        << "B: " << (differs.empty() ? std::string("the same as A") : "A's, but " + differs)

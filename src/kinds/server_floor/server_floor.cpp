@@ -63,16 +63,17 @@ engine::ArmSettings trial_arm(const engine::ArmSettings& s, int t) {
 
 namespace {
 
+// The plain arm for the whole run; a trial's arm is made for each chunk and freed after it
+// (made once first, to refuse its settings and record its facts): one context per trial at once
+// would hold every trial's KV cache and buffers.
 struct Arms {
+  std::shared_ptr<engine::Model> model;
+  ServerFloorConfig config;
   std::unique_ptr<engine::Arm> plain;
-  std::vector<std::unique_ptr<engine::Arm>> trials;
 };
 
 Arms make_arms(std::shared_ptr<engine::Model> model, const ServerFloorConfig& c) {
-  Arms a;
-  a.plain = std::make_unique<engine::Arm>(model, plain_arm(c.arm), c.chunk);
-  for (int t = 0; t < c.trials; ++t)
-    a.trials.push_back(std::make_unique<engine::Arm>(model, trial_arm(c.arm, t), c.chunk));
+  Arms a{model, c, std::make_unique<engine::Arm>(model, plain_arm(c.arm), c.chunk)};
   return a;
 }
 
@@ -93,8 +94,10 @@ std::vector<ServerFloorRow> floor_chunk(Arms& arms, int c, const std::vector<int
   for (size_t p = 0; p < n; ++p) {
     rows[p] = {c, static_cast<int>(p), 0, 0, 0, false, argmax({plain.data() + p * v, v})};
   }
-  for (size_t t = 0; t < arms.trials.size(); ++t) {
-    arms.trials[t]->run_chunk(tokens, nullptr, trial);
+  const int trials = arms.config.trials;
+  for (int t = 0; t < trials; ++t) {
+    engine::Arm(arms.model, trial_arm(arms.config.arm, t), arms.config.chunk)
+        .run_chunk(tokens, nullptr, trial);
     for (size_t p = 0; p < n; ++p) {
       const std::span<const float> a(plain.data() + p * v, v), b(trial.data() + p * v, v);
       const double kl = analysis::kl_divergence(a, b, scratch);
@@ -109,7 +112,7 @@ std::vector<ServerFloorRow> floor_chunk(Arms& arms, int c, const std::vector<int
   }
   // The mean never above the largest: a sum of equal KLs divided back may round past it.
   for (ServerFloorRow& r : rows)
-    r.kl_mean = std::min(r.kl_mean / static_cast<double>(arms.trials.size()), r.kl_max);
+    r.kl_mean = std::min(r.kl_mean / static_cast<double>(trials), r.kl_max);
   return rows;
 }
 
@@ -128,7 +131,9 @@ nlohmann::json summary(const store::Experiment& e, const ServerFloorConfig& c) {
     kl_sum += r.kl_mean;
     kl_max = std::max(kl_max, r.kl_max);
   }
-  const double kl_mean = rows.empty() ? 0 : kl_sum / static_cast<double>(rows.size());
+  // Never above the largest: a sum divided back may round past it.
+  const double kl_mean =
+      rows.empty() ? 0 : std::min(kl_sum / static_cast<double>(rows.size()), kl_max);
   return {{"model", c.arm.model},
           {"server", engine::server_flags(c.arm)},
           {"trials", c.trials},
@@ -167,6 +172,10 @@ void check_config(const ServerFloorConfig& c) {
   if (c.max_chunks < 0) throw InputError("--max-chunks must be 0 (all) or more");
   if (c.trials < 1 || c.trials > 256)
     throw InputError("--trials must be between 1 and 256, not " + std::to_string(c.trials));
+  // trial_arm divides by the slots and adds to the seed (engine checks the rest of the arm).
+  if (c.arm.slots < 1) throw InputError("slots must be at least 1");
+  if (c.arm.neighbour_seed < 0 || c.arm.neighbour_seed > (1 << 30))
+    throw InputError("the neighbour seed must be between 0 and 2^30");
 }
 
 Stored read_stored(const store::Experiment& e) {
@@ -203,8 +212,9 @@ run::RunEnd server_floor_run(const ServerFloorConfig& c, const std::string& out,
   Arms arms = make_arms(model, c);
   nlohmann::json prov = run::run_provenance(input, chunks, command_line);
   const std::string sha = sha256_file(c.arm.model);
+  const engine::Arm first_trial(model, trial_arm(c.arm, 0), c.chunk);  // refused here if it must be
   prov["arms"] = {{"plain", run::arm_facts(*arms.plain, sha)},
-                  {"server", run::arm_facts(*arms.trials.front(), sha)}};
+                  {"server", run::arm_facts(first_trial, sha)}};
   store::Experiment e = store::Experiment::create(out, replace, {c.arm.model, c.text_file});
   store::set_kind(e, kServerFloorKind);
   e.set_meta("config", to_json(c).dump());

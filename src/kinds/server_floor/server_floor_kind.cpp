@@ -30,9 +30,11 @@ void print_server_floor(std::ostream& out, const report::LoadedResult& l) {
   const auto rate = [&](const char* key) {
     return r.contains(key) ? r[key].value("text", std::string("—")) : std::string("—");
   };
-  out << "  greedy token depends on the composition (a trial's top-1 is not -np 1's): "
+  out << "  greedy token depends on what else the server is doing (the compositions' top-1 "
+         "disagree): "
+      << rate("varying") << "\n";
+  out << "  greedy token differs from -np 1 alone in at least one composition: "
       << rate("dependent") << "\n";
-  out << "  the compositions' top-1 disagree among themselves: " << rate("varying") << "\n";
   out << fmt::format("  KL(-np 1 || server) per position: mean over compositions {}, largest {}\n",
                      kl_text(r.value("kl_mean", nlohmann::json())),
                      kl_text(r.value("kl_max", nlohmann::json())));

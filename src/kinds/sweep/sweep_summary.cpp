@@ -210,8 +210,8 @@ nlohmann::json sweep_summary(const nlohmann::json& config,
   const std::vector<std::string> pnames = player_names(players, names);
   size_t impossible = 0;
   for (const auto& c : combos) impossible += c["possible"].get<bool>() ? 0 : 1;
-  nlohmann::json out = {{"settings", names},        {"a", to_json(a)},
-                        {"b", to_json(b)},          {"chunks", G},
+  nlohmann::json out = {{"settings", names},        {"a", to_json_naming(a, names)},
+                        {"b", to_json_naming(b, names)}, {"chunks", G},
                         {"combinations", combos},   {"impossible", impossible},
                         {"floor", floor},           {"total", combos[n_comb - 1]["kl_mean"]},
                         {"shapley_players", pnames}};

@@ -24,7 +24,9 @@ std::string shown_value(const std::string& name, const nlohmann::json& v) {
 // A column per setting, as wide as its widest value (a build spec or an RPC list is long).
 size_t column_width(const std::string& name, const nlohmann::json& combinations) {
   size_t w = name == "model" ? 23 : 7;
-  for (const auto& c : combinations) w = std::max(w, shown_value(name, c["values"][name]).size());
+  for (const auto& c : combinations) {
+    w = std::max(w, shown_value(name, c["values"].value(name, nlohmann::json())).size());
+  }
   return w;
 }
 
@@ -33,8 +35,8 @@ std::string values_text(const nlohmann::json& values, const nlohmann::json& sett
   std::string out;
   for (const auto& n : settings) {
     const std::string name = n.get<std::string>();
-    const auto& v = values[name];
-    const bool is_b = v != a[name];
+    const nlohmann::json v = values.value(name, nlohmann::json());
+    const bool is_b = v != a.value(name, nlohmann::json());
     out += fmt::format("{}{:<{}} ", is_b ? '*' : ' ', shown_value(name, v),
                        column_width(name, combinations));
   }

@@ -73,7 +73,8 @@ class Sweeper {
   nlohmann::json combinations() const {
     nlohmann::json out = nlohmann::json::array();
     for (size_t m = 0; m < arms_.size(); ++m) {
-      const nlohmann::json s = to_json(combination(c_.a, c_.b, names_, static_cast<unsigned>(m)));
+      const nlohmann::json s =
+          to_json_naming(combination(c_.a, c_.b, names_, static_cast<unsigned>(m)), names_);
       nlohmann::json values = nlohmann::json::object();
       for (const auto& n : names_) values[n] = s[n];
       out.push_back({{"mask", m},
