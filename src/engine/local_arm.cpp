@@ -75,37 +75,12 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
     throw InputError("llama.cpp refused the settings for '" + settings_.model + "'" +
                      (why.empty() ? "" : ": " + why));
   }
-  if (composer_ != nullptr && !splits_batches()) {
-    llama_free(ctx_);
-    ctx_ = nullptr;
-    throw InputError(no_split_reason(settings_.model) + ": it has no slots to share a batch with");
-  }
-  if (composer_ != nullptr && settings_.cache_reuse > 0 &&
-      !llama_memory_can_shift(llama_get_memory(ctx_))) {
-    llama_free(ctx_);
-    ctx_ = nullptr;
-    throw InputError("'" + settings_.model + "' cannot shift its KV cache (llama_memory_can_shift), "
-                     "so llama-server turns --cache-reuse off for it: drop --cache-reuse");
-  }
-  // A recurrent or hybrid memory splits a batch of several sequences into equal parts of each
-  // (split_equal, non-sequential with unified KV): a split server_schedule.h does not mirror,
-  // so the hook could not tell the measured rows apart.
-  const llama_model* handle = weights_->handle();
-  const bool recurrent = llama_model_is_recurrent(handle) || model_is_hybrid(handle, 0);
-  if (composer_ != nullptr && recurrent &&
-      (settings_.cache_reuse > 0 || settings_.prompt_cache == "hit")) {
-    llama_free(ctx_);
-    ctx_ = nullptr;
-    throw InputError("'" + settings_.model + "' keeps a recurrent state, which cannot drop the "
-                     "end of a sequence (llama_memory_seq_rm): a prompt-cache hit or --cache-reuse "
-                     "cannot be taken there (--prompt-cache prefix can)");
-  }
-  if (composer_ != nullptr && settings_.slots > 1 && recurrent) {
-    llama_free(ctx_);
-    ctx_ = nullptr;
-    throw InputError("'" + settings_.model + "' keeps a recurrent state, whose batches llama.cpp "
-                     "splits per sequence: server arms of more than one slot are not supported "
-                     "for it yet (docs/server.md)");
+  if (composer_ != nullptr) {
+    if (const std::string why = server_refusal(); !why.empty()) {
+      llama_free(ctx_);
+      ctx_ = nullptr;
+      throw InputError(why);
+    }
   }
   // A model without a KV cache (the diffusion models dream, llada, rnd1) is encoded: llama.cpp
   // asserts (aborts) unless the whole batch is one ubatch.
@@ -115,6 +90,31 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
     throw InputError(no_split_reason(settings_.model) + ": its ubatch must hold the whole chunk (-ub " +
                      std::to_string(n_ctx_) + " or more)");
   }
+}
+
+// Why this model cannot be a server arm with these settings ("" where it can).
+std::string LocalArm::server_refusal() const {
+  if (!splits_batches()) return no_split_reason(settings_.model) + ": it has no slots to share a batch with";
+  if (settings_.cache_reuse > 0 && !llama_memory_can_shift(llama_get_memory(ctx_))) {
+    return "'" + settings_.model + "' cannot shift its KV cache (llama_memory_can_shift), so "
+           "llama-server turns --cache-reuse off for it: drop --cache-reuse";
+  }
+  const llama_model* handle = weights_->handle();
+  const bool recurrent = llama_model_is_recurrent(handle) || model_is_hybrid(handle, 0);
+  if (recurrent && (settings_.cache_reuse > 0 || settings_.prompt_cache == "hit")) {
+    return "'" + settings_.model + "' keeps a recurrent state, which cannot drop the end of a "
+           "sequence (llama_memory_seq_rm): a prompt-cache hit or --cache-reuse cannot be taken "
+           "there (--prompt-cache prefix can)";
+  }
+  // A recurrent or hybrid memory splits a batch of several sequences into equal parts of each
+  // (split_equal, non-sequential with unified KV): a split server_schedule.h does not mirror,
+  // so the hook could not tell the measured rows apart.
+  if (settings_.slots > 1 && recurrent) {
+    return "'" + settings_.model + "' keeps a recurrent state, whose batches llama.cpp splits per "
+           "sequence: server arms of more than one slot are not supported for it yet "
+           "(docs/server.md)";
+  }
+  return "";
 }
 
 std::string no_split_reason(const std::string& model) {

@@ -35,6 +35,7 @@ class LocalArm : public ArmBackend {
     std::function<void()> before;
   };
   std::vector<Phase> plan_phases(const DecodeInput& in);
+  std::string server_refusal() const;
 
   std::shared_ptr<Model> model_;
   std::shared_ptr<Weights> weights_;
