@@ -100,7 +100,7 @@ TEST(ServerArm, MeasuredRowsAreItsOwnInEverySplit) {
   const Pass base = run_arm(m, plain(m->info().path, 512), points, tokens);
   for (const bool unified : {true, false}) {
     for (const int seed : {0, 3, 8}) {
-      for (const char* cache : {"miss", "hit", "prefix"}) {
+      for (const char* cache : {"miss", "hit", "prefix", "reuse"}) {
         engine::ArmSettings s = plain(m->info().path, 7);
         s.slots = 4;
         s.slot = 2;
@@ -108,7 +108,8 @@ TEST(ServerArm, MeasuredRowsAreItsOwnInEverySplit) {
         s.neighbour_seed = seed;
         s.kv_unified = unified ? "on" : "off";
         s.n_batch = 40;
-        s.prompt_cache = cache;
+        s.prompt_cache = std::string(cache) == "reuse" ? "miss" : cache;
+        s.cache_reuse = std::string(cache) == "reuse" ? 8 : 0;
         const Pass p = run_arm(m, s, points, tokens, 5);
         const std::string what = std::string("unified ") + (unified ? "on" : "off") + ", seed " +
                                  std::to_string(seed) + ", " + cache;
@@ -267,7 +268,7 @@ TEST(ServerArm, ImpossibleServersAreRefusedInOneLine) {
   refused({"--b-prompt-cache", "warm"}, "prompt-cache must be miss, hit or prefix");
   refused({"--b-kv-unified", "yes"}, "kv-unified must be on or off");
   refused({"--b-slots", "0"}, "--b-slots must be at least 1");
-  refused({"--b-cache-reuse", "40"}, "cache-reuse 40 shifts a reused part back that many cells");
+  refused({"--b-cache-reuse", "20"}, "cache-reuse 20 needs a reused run of as many tokens");
   refused({"--b-cache-reuse", "4", "--b-prompt-cache", "hit"}, "cache-reuse is a prompt-cache state of its own");
   // A recurrent model splits a batch of several sequences per sequence: not mirrored, refused.
   const std::string mamba = dir + "/mamba.gguf", ids = dir + "/ids.txt";

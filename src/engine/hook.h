@@ -81,6 +81,8 @@ class Hook {
   // position `first_output` on, in a model of `n_layer` layers.
   void begin_decode(int64_t n_rows, int64_t first_output, int n_layer);
   void end_decode();  // throws RuntimeError on missing or short points, or a failed callback
+  // Whether a callback failed in this decode (end_decode then names why).
+  bool failed() const { return !error_.empty(); }
 
   // The cb_eval entry point. Never throws: an error is kept and the decode is aborted.
   bool on_eval(ggml_tensor* t, bool ask);

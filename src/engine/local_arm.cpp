@@ -42,7 +42,8 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
   cp.n_seq_max = 1;
   if (is_server_arm(settings_)) {  // slots as llama-server holds them (server_schedule.h)
     const int cells = server_cells_per_slot(settings_, n_ctx_);
-    composer_ = std::make_unique<ServerComposer>(settings_, cells);
+    // A neighbour generates no further than the model's positions go (learned position tables).
+    composer_ = std::make_unique<ServerComposer>(settings_, std::min(cells, model_->info().n_ctx_train));
     cp.n_seq_max = static_cast<uint32_t>(settings_.slots);
     cp.n_ctx = static_cast<uint32_t>(cells * settings_.slots);
     cp.kv_unified = settings_.kv_unified == "on";
@@ -95,6 +96,11 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
 // Why this model cannot be a server arm with these settings ("" where it can).
 std::string LocalArm::server_refusal() const {
   if (!splits_batches()) return no_split_reason(settings_.model) + ": it has no slots to share a batch with";
+  // llama-server runs a sliding-window model with swa_full off, where its cache cannot shift.
+  if (settings_.cache_reuse > 0 && llama_model_n_swa(weights_->handle()) > 0) {
+    return "'" + settings_.model + "' attends through a sliding window, and llama-server (which "
+           "keeps only the window's cells) turns --cache-reuse off for it: drop --cache-reuse";
+  }
   if (settings_.cache_reuse > 0 && !llama_memory_can_shift(llama_get_memory(ctx_))) {
     return "'" + settings_.model + "' cannot shift its KV cache (llama_memory_can_shift), so "
            "llama-server turns --cache-reuse off for it: drop --cache-reuse";

@@ -129,8 +129,10 @@ void LocalArm::decode_server(const DecodeInput& in, Hook* hook, std::vector<floa
   }
   Hook* used = hook_;
   hook_ = nullptr;
-  if (used != nullptr) used->end_decode();  // a hook failure is the more precise message
-  if (!failure.empty()) throw RuntimeError(failure);
+  // The hook's own failure is the more precise message; any other (a decode, a non-finite logit)
+  // left the hook's rows short, which is not what went wrong.
+  if (!failure.empty() && (used == nullptr || !used->failed())) throw RuntimeError(failure);
+  if (used != nullptr) used->end_decode();
 }
 
 void LocalArm::run_server_batch(const ServerBatch& b, int first_output, std::vector<float>& logits) {

@@ -59,10 +59,12 @@ void check_server_settings(const ArmSettings& s, int n_ctx, int n_ctx_train) {
   }
   if (s.neighbour_seed < 0) throw InputError("the neighbour seed must be 0 or more");
   if (s.n_batch < 0) throw InputError("the batch must be at least 1 token");
-  if (s.cache_reuse < 0 || s.cache_reuse > n_ctx / 2) {
-    throw InputError("cache-reuse " + std::to_string(s.cache_reuse) + " shifts a reused part " +
-                     "back that many cells, which must be between 0 and half the chunk (" +
-                     std::to_string(n_ctx / 2) + ")");
+  // The reused run is a quarter of the chunk: a server given --cache-reuse J reuses runs of at
+  // least J tokens, so J may not pass it.
+  if (s.cache_reuse < 0 || s.cache_reuse > n_ctx / 4) {
+    throw InputError("cache-reuse " + std::to_string(s.cache_reuse) + " needs a reused run of as " +
+                     "many tokens, and the run is a quarter of the chunk (" +
+                     std::to_string(n_ctx / 4) + ")");
   }
   if (s.cache_reuse > 0 && s.prompt_cache != "miss") {
     throw InputError("cache-reuse is a prompt-cache state of its own: give it with --prompt-cache "

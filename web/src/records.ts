@@ -73,4 +73,5 @@ export interface StoredArm {
   neighbour_seed: number;
   n_batch: number;
   prompt_cache: string;
+  cache_reuse: number;
 }

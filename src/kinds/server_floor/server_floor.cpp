@@ -174,6 +174,10 @@ void check_config(const ServerFloorConfig& c) {
     throw InputError("--trials must be between 1 and 256, not " + std::to_string(c.trials));
   // trial_arm divides by the slots and adds to the seed (engine checks the rest of the arm).
   if (c.arm.slots < 1) throw InputError("slots must be at least 1");
+  if (c.arm.slot < 0 || c.arm.slot >= c.arm.slots) {
+    throw InputError("slot " + std::to_string(c.arm.slot) + " is not one of the " +
+                     std::to_string(c.arm.slots) + " slots: give --slots above it");
+  }
   if (c.arm.neighbour_seed < 0 || c.arm.neighbour_seed > (1 << 30))
     throw InputError("the neighbour seed must be between 0 and 2^30");
 }
@@ -212,9 +216,11 @@ run::RunEnd server_floor_run(const ServerFloorConfig& c, const std::string& out,
   Arms arms = make_arms(model, c);
   nlohmann::json prov = run::run_provenance(input, chunks, command_line);
   const std::string sha = sha256_file(c.arm.model);
-  const engine::Arm first_trial(model, trial_arm(c.arm, 0), c.chunk);  // refused here if it must be
-  prov["arms"] = {{"plain", run::arm_facts(*arms.plain, sha)},
-                  {"server", run::arm_facts(first_trial, sha)}};
+  {  // trial 0's arm, made once to refuse its settings and record its facts, then freed
+    const engine::Arm first_trial(model, trial_arm(c.arm, 0), c.chunk);
+    prov["arms"] = {{"plain", run::arm_facts(*arms.plain, sha)},
+                    {"server", run::arm_facts(first_trial, sha)}};
+  }
   store::Experiment e = store::Experiment::create(out, replace, {c.arm.model, c.text_file});
   store::set_kind(e, kServerFloorKind);
   e.set_meta("config", to_json(c).dump());
