@@ -218,6 +218,12 @@ void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
   if (width != p.width) {
     throw RuntimeError("graph point '" + name + "' changed width between ubatches");
   }
+  for (const auto& patch : p.patches) {
+    if (patch.rows.size() % static_cast<size_t>(width) != 0) {
+      throw RuntimeError("the rows written at graph point '" + name + "' are not " +
+                         std::to_string(width) + " wide, as the graph's are");
+    }
+  }
   if (!layout_.empty()) {
     handle_mapped(p, name, t, width, rows);
     return;
@@ -229,10 +235,6 @@ void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
   // Overwrite first, so a capture at the same point sees what downstream sees.
   const int64_t pos = p.first_row + first;  // the batch position of this piece's row 0
   for (const auto& patch : p.patches) {
-    if (patch.rows.size() % static_cast<size_t>(width) != 0) {
-      throw RuntimeError("the rows written at graph point '" + name + "' are not " +
-                         std::to_string(width) + " wide, as the graph's are");
-    }
     const int64_t n_patch = static_cast<int64_t>(patch.rows.size()) / width;
     const int64_t lo = std::max(pos, patch.row_begin);
     const int64_t hi = std::min(pos + rows, patch.row_begin + n_patch);
@@ -267,12 +269,6 @@ void Hook::handle_mapped(Point& p, const std::string& name, ggml_tensor* t, int6
                        std::to_string(p.ubatches_seen - 1) + ", where llama.cpp's split as " +
                        "heterodyne reads it has " + std::to_string(map.size()) +
                        ": this llama.cpp splits batches otherwise (engine/server_schedule.h)");
-  }
-  for (const auto& patch : p.patches) {
-    if (patch.rows.size() % static_cast<size_t>(width) != 0) {
-      throw RuntimeError("the rows written at graph point '" + name + "' are not " +
-                         std::to_string(width) + " wide, as the graph's are");
-    }
   }
   for (int64_t r = 0; r < rows;) {
     const int64_t at = map[static_cast<size_t>(r)];
