@@ -158,21 +158,22 @@ std::shared_ptr<Model> model_load(const std::string& path) {
 }
 
 static std::vector<int32_t> tokenize_or_throw(const llama_vocab* vocab, std::string_view text,
-                                              bool add_special) {
+                                              bool add_special, bool parse_special) {
   std::vector<llama_token> out(text.size() + 8);
   int32_t n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), out.data(),
-                             static_cast<int32_t>(out.size()), add_special, false);
+                             static_cast<int32_t>(out.size()), add_special, parse_special);
   if (n < 0) {
     out.resize(static_cast<size_t>(-n));
     n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), out.data(),
-                       static_cast<int32_t>(out.size()), add_special, false);
+                       static_cast<int32_t>(out.size()), add_special, parse_special);
   }
   if (n < 0) throw RuntimeError("llama_tokenize failed");
   out.resize(static_cast<size_t>(n));
   return out;
 }
 
-std::vector<int32_t> Model::tokenize(std::string_view text, bool add_special) const {
+std::vector<int32_t> Model::tokenize(std::string_view text, bool add_special,
+                                     bool parse_special) const {
   if (!info_.has_vocab) {
     throw InputError("'" + info_.path +
                      "' has no vocabulary (tokenizer no_vocab): it cannot read a text; give "
@@ -180,7 +181,7 @@ std::vector<int32_t> Model::tokenize(std::string_view text, bool add_special) co
   }
   const llama_vocab* vocab = llama_model_get_vocab(model_);
   try {
-    return tokenize_or_throw(vocab, text, add_special);
+    return tokenize_or_throw(vocab, text, add_special, parse_special);
   } catch (const std::exception&) {
     // Some vocabularies have no byte fallback and llama.cpp throws (std::out_of_range) on a
     // character they cannot encode. Find the first line that fails, to name it.
@@ -191,7 +192,7 @@ std::vector<int32_t> Model::tokenize(std::string_view text, bool add_special) co
       if (end == std::string_view::npos) end = text.size();
       std::string_view l = text.substr(start, end - start);
       try {
-        tokenize_or_throw(vocab, l, false);
+        tokenize_or_throw(vocab, l, false, parse_special);
       } catch (const std::exception&) {
         std::string shown(l.substr(0, 60));
         throw InputError(

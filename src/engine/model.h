@@ -51,7 +51,10 @@ class Model {
   // Tokenizes with the model's own rules; `add_bos` as the model asks. Throws InputError for
   // text the vocabulary cannot encode (naming the first line that fails), and for any text
   // without a vocabulary (llama.cpp aborts there).
-  std::vector<int32_t> tokenize(std::string_view text, bool add_special) const;
+  // `parse_special`: text that spells a special token ("<|im_start|>") is that token, as
+  // llama-server reads a prompt; otherwise it is plain text, as llama-perplexity reads a corpus.
+  std::vector<int32_t> tokenize(std::string_view text, bool add_special,
+                                bool parse_special = false) const;
   // The token's piece; "" without a vocabulary (llama.cpp asserts there): its ids have no text.
   std::string token_text(int32_t token) const;
   // llama_detokenize: the text the tokens stand for, control tokens left out.

@@ -29,6 +29,22 @@ std::string server_flags(const ArmSettings& s) {
   return out;
 }
 
+ArmSettings plain_arm(const ArmSettings& s) {
+  const ArmSettings defaults;
+  ArmSettings p = s;
+  for_each_arm_field([&](const auto& field) {
+    if (field.info.server) p.*field.member = defaults.*field.member;
+  });
+  return p;
+}
+
+ArmSettings server_trial(const ArmSettings& s, int t) {
+  ArmSettings a = s;
+  a.neighbour_seed = s.neighbour_seed + t;
+  a.slot = (s.slot + t) % s.slots;
+  return a;
+}
+
 void apply_server_preset(ArmSettings& s) {
   s.slots = 4;
   s.kv_unified = "on";

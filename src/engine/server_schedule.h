@@ -34,6 +34,12 @@ std::string server_flags(const ArmSettings& s);
 // unified KV, -b 2048, -ub 512; the prompt cache is on (a request misses until it repeats).
 void apply_server_preset(ArmSettings& s);
 
+// The plain arm: the settings without any server setting (-np 1, no prompt cache).
+ArmSettings plain_arm(const ArmSettings& s);
+// Trial t's composition of a server arm (server-floor, generate --trials): neighbour seed S + t,
+// slot (K + t) mod slots.
+ArmSettings server_trial(const ArmSettings& s, int t);
+
 // Refuses server settings that no llama-server runs: a slot past the slots, neighbours without
 // room for them, a context the model's training length cannot split into slots of a chunk.
 // Throws InputError.

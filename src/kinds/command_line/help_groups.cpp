@@ -53,12 +53,12 @@ CLI::Option* add_skip_unencodable(CLI::App& cmd, bool& skip) {
 void refuse_flags_besides_resume(const CLI::App& cmd) {
   for (const CLI::Option* opt : cmd.get_options()) {
     const std::string name = opt->get_name();
-    if (opt->count() == 0 || name == "--resume" || name == "--text-file" || name == "--tokens")
+    if (opt->count() == 0 || name == "--resume" || name == "--text-file" || name == "--tokens" ||
+        name == "--prompts")
       continue;
-    throw InputError(
-        "--resume finishes a run with its stored settings: it takes no other flag "
-        "but -f or --tokens, not " +
-        name);
+    const bool prompts = cmd.get_option_no_throw("--prompts") != nullptr;
+    throw InputError("--resume finishes a run with its stored settings: it takes no other flag "
+                     "but " + std::string(prompts ? "--prompts" : "-f or --tokens") + ", not " + name);
   }
 }
 
@@ -67,11 +67,13 @@ void add_output_and_resume(CLI::App& cmd, std::string& out, bool& force, std::st
     cmd.add_option("-o,--output", out, "experiment file to write");
     cmd.add_flag("--force", force, "replace an existing output file");
   });
+  const bool prompts = cmd.get_option_no_throw("--prompts") != nullptr;
   in_group(cmd, "Resume", [&] {
     cmd.add_option("--resume", resume,
                    "finish an interrupted " + cmd.get_name() +
-                       " file with its stored settings: no other flag but -f or --tokens (the "
-                       "input again, for a run that read standard input)");
+                       " file with its stored settings: no other flag but " +
+                       (prompts ? "--prompts" : "-f or --tokens") +
+                       " (the input again, for a run that read standard input)");
   });
 }
 

@@ -2,27 +2,14 @@
 
 #include <fmt/format.h>
 
+#include "kinds/arms_text.h"
+
 namespace hd::kinds {
 
 void print_length_curve(std::ostream& os, const nlohmann::json& r) {
-  // Which arms: A's model, and each setting in which B differs from it.
-  if (r.contains("a") && r["a"].is_object() && r.contains("b") && r["b"].is_object()) {
-    // A setting at its default may be left out of either arm (a plain arm's server settings).
-    std::string differs;
-    auto side = [](const nlohmann::json& arm, const std::string& key) {
-      return arm.contains(key) ? arm[key].dump() : std::string("the default");
-    };
-    nlohmann::json keys = r["b"];
-    keys.update(r["a"]);
-    for (const auto& [key, unused] : keys.items()) {
-      if (r["a"].value(key, nlohmann::json()) != r["b"].value(key, nlohmann::json()))
-        differs += fmt::format("{}{} {} (A: {})", differs.empty() ? "" : ", ", key,
-                               side(r["b"], key), side(r["a"], key));
-    }
-    os << "A: " << r["a"].value("model", "") << "\n"
-       << "B: " << (differs.empty() ? std::string("the same as A") : "A's, but " + differs)
-       << "\n\n";
-  }
+  if (const std::string arms = arms_text(r.value("a", nlohmann::json()), r.value("b", nlohmann::json()));
+      !arms.empty())
+    os << arms << "\n";
   os << fmt::format("{:>8} {:>12} {:>12} {:>12} {:>12} {:>8}\n", "length", "rel err", "max |Δ|",
                     "mean KL", "max KL", "flips");
   // null: the model has no proven residual point (engine/point_survey.h), so none was measured.

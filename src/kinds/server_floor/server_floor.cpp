@@ -45,22 +45,6 @@ ServerFloorConfig server_floor_config_from_json(const nlohmann::json& j) {
   return c;
 }
 
-engine::ArmSettings plain_arm(const engine::ArmSettings& s) {
-  const engine::ArmSettings defaults;
-  engine::ArmSettings p = s;
-  engine::for_each_arm_field([&](const auto& field) {
-    if (field.info.server) p.*field.member = defaults.*field.member;
-  });
-  return p;
-}
-
-engine::ArmSettings trial_arm(const engine::ArmSettings& s, int t) {
-  engine::ArmSettings a = s;
-  a.neighbour_seed = s.neighbour_seed + t;
-  a.slot = (s.slot + t) % s.slots;
-  return a;
-}
-
 namespace {
 
 // The plain arm for the whole run; a trial's arm is made for each chunk and freed after it
@@ -73,7 +57,7 @@ struct Arms {
 };
 
 Arms make_arms(std::shared_ptr<engine::Model> model, const ServerFloorConfig& c) {
-  Arms a{model, c, std::make_unique<engine::Arm>(model, plain_arm(c.arm), c.chunk)};
+  Arms a{model, c, std::make_unique<engine::Arm>(model, engine::plain_arm(c.arm), c.chunk)};
   return a;
 }
 
@@ -96,7 +80,7 @@ std::vector<ServerFloorRow> floor_chunk(Arms& arms, int c, const std::vector<int
   }
   const int trials = arms.config.trials;
   for (int t = 0; t < trials; ++t) {
-    engine::Arm(arms.model, trial_arm(arms.config.arm, t), arms.config.chunk)
+    engine::Arm(arms.model, engine::server_trial(arms.config.arm, t), arms.config.chunk)
         .run_chunk(tokens, nullptr, trial);
     for (size_t p = 0; p < n; ++p) {
       const std::span<const float> a(plain.data() + p * v, v), b(trial.data() + p * v, v);
@@ -172,7 +156,7 @@ void check_config(const ServerFloorConfig& c) {
   if (c.max_chunks < 0) throw InputError("--max-chunks must be 0 (all) or more");
   if (c.trials < 1 || c.trials > 256)
     throw InputError("--trials must be between 1 and 256, not " + std::to_string(c.trials));
-  // trial_arm divides by the slots and adds to the seed (engine checks the rest of the arm).
+  // server_trial divides by the slots and adds to the seed (engine checks the rest of the arm).
   if (c.arm.slots < 1) throw InputError("slots must be at least 1");
   if (c.arm.slot < 0 || c.arm.slot >= c.arm.slots) {
     throw InputError("slot " + std::to_string(c.arm.slot) + " is not one of the " +
@@ -217,7 +201,7 @@ run::RunEnd server_floor_run(const ServerFloorConfig& c, const std::string& out,
   nlohmann::json prov = run::run_provenance(input, chunks, command_line);
   const std::string sha = sha256_file(c.arm.model);
   {  // trial 0's arm, made once to refuse its settings and record its facts, then freed
-    const engine::Arm first_trial(model, trial_arm(c.arm, 0), c.chunk);
+    const engine::Arm first_trial(model, engine::server_trial(c.arm, 0), c.chunk);
     prov["arms"] = {{"plain", run::arm_facts(*arms.plain, sha)},
                     {"server", run::arm_facts(first_trial, sha)}};
   }

@@ -36,11 +36,6 @@ struct ServerFloorConfig {
 nlohmann::json to_json(const ServerFloorConfig& c);
 ServerFloorConfig server_floor_config_from_json(const nlohmann::json& j);
 
-// The plain arm: the settings without any server setting.
-engine::ArmSettings plain_arm(const engine::ArmSettings& s);
-// Trial t's composition: neighbour seed S + t, slot (K + t) mod slots.
-engine::ArmSettings trial_arm(const engine::ArmSettings& s, int t);
-
 run::RunEnd server_floor_run(const ServerFloorConfig& config, const std::string& out, bool replace,
                              const std::string& command_line, const ProgressFn& progress);
 run::RunEnd server_floor_resume(const std::string& path, const std::string& command_line,

@@ -1,0 +1,68 @@
+#include "engine/generation.h"
+
+#include <cstring>
+
+#include "errors.h"
+#include "llama.h"
+
+namespace hd::engine {
+
+std::vector<int32_t> tokenize_prompt(const Model& model, const std::string& text) {
+  return model.tokenize(text, true, true);
+}
+
+std::string render_chat(const Model& model, const std::string& user) {
+  const char* tmpl = llama_model_chat_template(model.handle(), nullptr);
+  if (tmpl == nullptr) {
+    throw InputError("--chat: '" + model.info().path + "' has no chat template "
+                     "(tokenizer.chat_template): give the prompts as the model should read them");
+  }
+  const llama_chat_message message{"user", user.c_str()};
+  std::string out(user.size() * 2 + 256, '\0');
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int32_t n = llama_chat_apply_template(tmpl, &message, 1, true, out.data(),
+                                                static_cast<int32_t>(out.size()));
+    if (n < 0) {
+      throw InputError("--chat: llama.cpp does not recognise '" + model.info().path +
+                       "''s chat template (its built-in renderer knows the common families; "
+                       "llama-server's --jinja renders others): give the prompts rendered");
+    }
+    if (static_cast<size_t>(n) <= out.size()) {
+      out.resize(static_cast<size_t>(n));
+      return out;
+    }
+    out.resize(static_cast<size_t>(n));  // n is the size it needs
+  }
+  throw RuntimeError("llama_chat_apply_template did not fit its own size");
+}
+
+bool ends_generation(const Model& model, int32_t token) {
+  return llama_vocab_is_eog(llama_model_get_vocab(model.handle()), token);
+}
+
+Sampler::Sampler(float temperature, uint32_t seed) {
+  chain_ = llama_sampler_chain_init(llama_sampler_chain_default_params());
+  llama_sampler_chain_add(chain_, llama_sampler_init_top_k(40));
+  llama_sampler_chain_add(chain_, llama_sampler_init_top_p(0.95f, 0));
+  llama_sampler_chain_add(chain_, llama_sampler_init_min_p(0.05f, 0));
+  llama_sampler_chain_add(chain_, llama_sampler_init_temp(temperature));
+  llama_sampler_chain_add(chain_, llama_sampler_init_dist(seed));
+}
+
+Sampler::~Sampler() { llama_sampler_free(chain_); }
+
+int32_t Sampler::sample(std::span<const float> logits) {
+  std::vector<llama_token_data> cur(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) {
+    cur[i] = {static_cast<llama_token>(i), logits[i], 0.0f};
+  }
+  llama_token_data_array arr{cur.data(), cur.size(), -1, false};
+  llama_sampler_apply(chain_, &arr);
+  if (arr.selected < 0 || static_cast<size_t>(arr.selected) >= arr.size)
+    throw RuntimeError("llama.cpp's sampler chain selected no token");
+  const int32_t token = arr.data[arr.selected].id;
+  llama_sampler_accept(chain_, token);
+  return token;
+}
+
+}  // namespace hd::engine

@@ -1,0 +1,209 @@
+#include "kinds/generate/generate_rows.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "common/sha256.h"
+#include "errors.h"
+#include "store/experiment.h"
+#include "store/experiment_detail.h"
+#include "store/sqlite.h"
+
+namespace hd::kinds {
+
+namespace {
+
+std::string hash_key(int prompt) { return "generate_sha256/" + std::to_string(prompt); }
+
+std::string prompt_sha256(const store::Experiment& e, int prompt) {
+  return store::detail::unit_sha256(e, [&](Sha256& md) {
+    for (const char* sql :
+         {"SELECT * FROM generate_prompts WHERE prompt = ?",
+          "SELECT * FROM generate_tokens WHERE prompt = ? ORDER BY arm, trial, i",
+          "SELECT * FROM generate_partings WHERE prompt = ? ORDER BY trial"}) {
+      store::Statement q(e.database().handle(), sql);
+      q.bind(1, int64_t{prompt});
+      store::detail::hash_rows(md, q);
+    }
+  });
+}
+
+// [[id, p, piece], …]: the piece is for readers (show, the page, export), never compared.
+nlohmann::json top_json(const analysis::TopK& t, const engine::Model& model) {
+  nlohmann::json j = nlohmann::json::array();
+  for (int k = 0; k < analysis::kTopK; ++k) j.push_back({t.id[k], t.p[k], model.token_text(t.id[k])});
+  return j;
+}
+
+[[noreturn]] void damaged(const store::Experiment& e, const std::string& table) {
+  throw InputError("'" + e.path() + "' is damaged: " + table + " has a row that is not what "
+                   "generate writes");
+}
+
+analysis::TopK top_of(const store::Experiment& e, const std::string& text) {
+  analysis::TopK t;
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_array() || j.size() != analysis::kTopK) damaged(e, "generate_tokens");
+  for (int k = 0; k < analysis::kTopK; ++k) {
+    const auto& x = j[static_cast<size_t>(k)];
+    if (!x.is_array() || x.size() != 3 || !x[0].is_number_integer() || !x[1].is_number())
+      damaged(e, "generate_tokens");
+    t.id[k] = x[0].get<int32_t>();
+    t.p[k] = static_cast<float>(x[1].get<double>());
+    if (!(t.p[k] >= 0 && t.p[k] <= 1)) damaged(e, "generate_tokens");
+  }
+  return t;
+}
+
+void put_tokens(store::Statement& q, const engine::Model& model, int prompt, const char* arm,
+                int trial, const Completion& c) {
+  for (size_t i = 0; i < c.tokens.size(); ++i) {
+    const GeneratedToken& t = c.tokens[i];
+    q.bind(1, int64_t{prompt}).bind(2, std::string(arm)).bind(3, int64_t{trial});
+    q.bind(4, static_cast<int64_t>(i)).bind(5, int64_t{t.token}).bind(6, model.token_text(t.token));
+    q.bind(7, t.logprob).bind(8, top_json(t.top, model).dump());
+    q.run();
+  }
+}
+
+}  // namespace
+
+void create_generate_tables(store::Experiment& e) {
+  e.database().exec(
+      "CREATE TABLE generate_prompts (prompt INTEGER PRIMARY KEY, text TEXT NOT NULL,"
+      " tokens TEXT NOT NULL);"
+      "CREATE TABLE generate_tokens (prompt INTEGER, arm TEXT, trial INTEGER, i INTEGER,"
+      " token INTEGER NOT NULL, piece TEXT NOT NULL, logprob REAL NOT NULL, top TEXT NOT NULL,"
+      " PRIMARY KEY (prompt, arm, trial, i)) WITHOUT ROWID;"
+      "CREATE TABLE generate_partings (prompt INTEGER, trial INTEGER, parted INTEGER NOT NULL,"
+      " common INTEGER NOT NULL, ended_a INTEGER NOT NULL, ended_b INTEGER NOT NULL,"
+      " transplant TEXT NOT NULL, PRIMARY KEY (prompt, trial)) WITHOUT ROWID");
+}
+
+void put_generate_prompt(store::Experiment& e, const engine::Model& model, const PromptResult& r) {
+  store::Database& db = e.database();
+  store::Transaction t(db);
+  {
+    store::Statement q(db.handle(), "INSERT INTO generate_prompts VALUES (?, ?, ?)");
+    q.bind(1, int64_t{r.prompt}).bind(2, r.text).bind(3, nlohmann::json(r.tokens).dump());
+    q.run();
+  }
+  store::Statement q(db.handle(), "INSERT INTO generate_tokens VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  put_tokens(q, model, r.prompt, "a", 0, r.a);
+  for (size_t k = 0; k < r.b.size(); ++k)
+    put_tokens(q, model, r.prompt, "b", static_cast<int>(k), r.b[k]);
+  store::Statement p(db.handle(), "INSERT INTO generate_partings VALUES (?, ?, ?, ?, ?, ?, ?)");
+  for (size_t k = 0; k < r.partings.size(); ++k) {
+    const Parting& x = r.partings[k];
+    p.bind(1, int64_t{r.prompt}).bind(2, static_cast<int64_t>(k)).bind(3, int64_t{x.parted});
+    p.bind(4, int64_t{x.common}).bind(5, int64_t{r.a.ended ? 1 : 0});
+    p.bind(6, int64_t{r.b[k].ended ? 1 : 0}).bind(7, x.transplant);
+    p.run();
+  }
+  e.set_meta(hash_key(r.prompt), prompt_sha256(e, r.prompt));
+  t.commit();
+}
+
+std::vector<PromptResult> read_generate_prompts(const store::Experiment& e) {
+  std::map<int, PromptResult> by_prompt;
+  const auto handle = e.database().handle();
+  store::Statement q(handle, "SELECT prompt, text, tokens FROM generate_prompts ORDER BY prompt");
+  while (q.step()) {
+    if (q.type(0) != SQLITE_INTEGER || q.type(1) != SQLITE_TEXT || q.type(2) != SQLITE_TEXT)
+      damaged(e, "generate_prompts");
+    PromptResult r;
+    r.prompt = static_cast<int>(q.integer(0));
+    r.text = q.text(1);
+    const auto ids = nlohmann::json::parse(q.text(2), nullptr, false);
+    if (!ids.is_array() || ids.empty()) damaged(e, "generate_prompts");
+    for (const auto& id : ids) {
+      if (!id.is_number_integer()) damaged(e, "generate_prompts");
+      r.tokens.push_back(id.get<int32_t>());
+    }
+    by_prompt[r.prompt] = std::move(r);
+  }
+  store::Statement t(handle, "SELECT prompt, arm, trial, i, token, logprob, top FROM "
+                             "generate_tokens ORDER BY prompt, arm, trial, i");
+  while (t.step()) {
+    const auto it = by_prompt.find(static_cast<int>(t.integer(0)));
+    const std::string arm = t.type(1) == SQLITE_TEXT ? t.text(1) : "";
+    const int64_t trial = t.integer(2);
+    if (it == by_prompt.end() || (arm != "a" && arm != "b") || trial < 0 || trial > 256 ||
+        (arm == "a" && trial != 0) || t.type(5) != SQLITE_FLOAT || !(t.real(5) <= 0) ||
+        t.type(6) != SQLITE_TEXT)
+      damaged(e, "generate_tokens");
+    PromptResult& r = it->second;
+    if (arm == "b" && static_cast<size_t>(trial) >= r.b.size()) r.b.resize(static_cast<size_t>(trial) + 1);
+    Completion& c = arm == "a" ? r.a : r.b[static_cast<size_t>(trial)];
+    if (t.integer(3) != static_cast<int64_t>(c.tokens.size())) damaged(e, "generate_tokens");
+    c.tokens.push_back({static_cast<int32_t>(t.integer(4)), t.real(5), top_of(e, t.text(6))});
+  }
+  store::Statement p(handle, "SELECT prompt, trial, parted, common, ended_a, ended_b, transplant "
+                             "FROM generate_partings ORDER BY prompt, trial");
+  while (p.step()) {
+    const auto it = by_prompt.find(static_cast<int>(p.integer(0)));
+    if (it == by_prompt.end() || p.integer(1) != static_cast<int64_t>(it->second.partings.size()) ||
+        p.integer(1) >= static_cast<int64_t>(it->second.b.size()) || p.type(6) != SQLITE_TEXT)
+      damaged(e, "generate_partings");
+    PromptResult& r = it->second;
+    Parting x{static_cast<int>(p.integer(2)), static_cast<int>(p.integer(3)), p.text(6)};
+    const Completion& b = r.b[r.partings.size()];
+    const auto shorter = static_cast<int64_t>(std::min(r.a.tokens.size(), b.tokens.size()));
+    if (x.parted < -1 || x.parted >= shorter || x.common != (x.parted < 0 ? shorter : x.parted))
+      damaged(e, "generate_partings");
+    r.a.ended = p.integer(4) == 1;
+    r.b[r.partings.size()].ended = p.integer(5) == 1;
+    r.partings.push_back(std::move(x));
+  }
+  std::vector<PromptResult> out;
+  for (auto& [k, r] : by_prompt) {
+    if (r.partings.size() != r.b.size() || r.a.tokens.empty()) damaged(e, "generate_partings");
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::set<int> resumable_generate_prompts(const store::Experiment& e) {
+  std::set<int> stored;
+  for (const PromptResult& r : read_generate_prompts(e)) stored.insert(r.prompt);
+  for (int p : stored) {
+    const auto recorded = e.meta(hash_key(p));
+    if (!recorded || *recorded != prompt_sha256(e, p)) {
+      throw InputError("'" + e.path() + "': generate prompt " + std::to_string(p) +
+                       " was changed after it was stored; it cannot be resumed (run it again, "
+                       "with --force)");
+    }
+  }
+  return stored;
+}
+
+namespace {
+bool same_bits(double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; }
+
+bool same_completion(const Completion& x, const Completion& y) {
+  if (x.ended != y.ended || x.tokens.size() != y.tokens.size()) return false;
+  for (size_t i = 0; i < x.tokens.size(); ++i) {
+    const GeneratedToken &a = x.tokens[i], &b = y.tokens[i];
+    if (a.token != b.token || !same_bits(a.logprob, b.logprob) || a.top.id != b.top.id ||
+        std::memcmp(a.top.p.data(), b.top.p.data(), sizeof a.top.p) != 0)
+      return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool same_result(const PromptResult& x, const PromptResult& y) {
+  if (x.prompt != y.prompt || x.text != y.text || x.tokens != y.tokens ||
+      !same_completion(x.a, y.a) || x.b.size() != y.b.size() || x.partings.size() != y.partings.size())
+    return false;
+  for (size_t k = 0; k < x.b.size(); ++k) {
+    if (!same_completion(x.b[k], y.b[k])) return false;
+    const Parting &p = x.partings[k], &q = y.partings[k];
+    if (p.parted != q.parted || p.common != q.common || p.transplant != q.transplant) return false;
+  }
+  return true;
+}
+
+}  // namespace hd::kinds

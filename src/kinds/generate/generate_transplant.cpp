@@ -1,0 +1,77 @@
+#include "kinds/generate/generate_transplant.h"
+
+#include <string>
+#include <vector>
+
+#include "analysis/kl.h"
+#include "common/json_number.h"
+#include "engine/hook.h"
+
+namespace hd::kinds {
+
+namespace {
+
+int32_t top1(std::span<const float> row) {
+  return analysis::top_k(row, analysis::log_sum_exp(row)).id[0];
+}
+
+// The restore points in forward order, with their layers (-1: the embedding).
+std::vector<std::pair<std::string, int>> points_of(const engine::PointMap& map) {
+  std::vector<std::pair<std::string, int>> out{{map.embedding, -1}};
+  for (int l = 0; l < map.n_layer; ++l) out.emplace_back(map.residual[static_cast<size_t>(l)], l);
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json parting_transplant(engine::Arm& a, engine::Arm& b, const engine::PointMap& map,
+                                  std::span<const int32_t> sequence) {
+  const int n = static_cast<int>(sequence.size());
+  const auto v = static_cast<size_t>(a.model_info().n_vocab);
+  const auto points = points_of(map);
+  // Every pass asks for the same points: the scheduler cuts the graph at each node asked for,
+  // and B's own pass must be the one its patched passes differ from by the patch alone.
+  const auto hook_asking = [&] {
+    engine::Hook h;
+    engine::tell_rows(map, h);
+    for (const auto& [name, layer] : points) h.capture(name);
+    return h;
+  };
+  engine::Hook from_a = hook_asking(), own_b = hook_asking();
+  std::vector<float> la, lb, patched;
+  a.run_chunk(sequence, &from_a, la, n - 1);
+  b.run_chunk(sequence, &own_b, lb, n - 1);
+  const int32_t a_top1 = top1({la.data(), v}), b_top1 = top1({lb.data(), v});
+  const auto piece = [&](int32_t t) { return a.model().token_text(t); };
+  nlohmann::json j = {{"a_top1", a_top1}, {"a_piece", piece(a_top1)}, {"b_top1", b_top1},
+                      {"b_piece", piece(b_top1)}, {"parts", a_top1 != b_top1}};
+  if (a_top1 == b_top1) return j;
+  analysis::ScoreScratch scratch;
+  std::vector<bool> restores;
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& [name, layer] : points) {
+    engine::Hook patch = hook_asking();
+    patch.overwrite(name, from_a.first_row(name), from_a.captured(name));
+    b.run_chunk(sequence, &patch, patched, n - 1);
+    const int32_t t = top1({patched.data(), v});
+    restores.push_back(t == a_top1);
+    steps.push_back({{"point", name},
+                     {"layer", layer},
+                     {"top1", t},
+                     {"piece", piece(t)},
+                     {"kl", json_number(analysis::kl_divergence({la.data(), v}, {patched.data(), v}, scratch))},
+                     {"restores", t == a_top1}});
+  }
+  // B's output head given A's logits is A: the step that always restores.
+  restores.push_back(true);
+  steps.push_back({{"point", "head"}, {"layer", map.n_layer}, {"top1", a_top1},
+                   {"piece", piece(a_top1)}, {"kl", 0.0},
+                   {"restores", true}});
+  size_t k = restores.size() - 1;
+  while (k > 0 && restores[k - 1]) --k;
+  j["steps"] = steps;
+  j["verdict"] = {{"point", steps[k]["point"]}, {"layer", steps[k]["layer"]}};
+  return j;
+}
+
+}  // namespace hd::kinds
