@@ -5,7 +5,7 @@
 namespace hd::kinds {
 
 Completion generate_completion(engine::Arm& arm, std::span<const int32_t> prompt, int max_tokens,
-                               engine::Sampler* sampler) {
+                               engine::Sampler* sampler, const LogitsSeen& seen) {
   Completion c;
   std::vector<float> logits;
   const int n = static_cast<int>(prompt.size());
@@ -13,6 +13,7 @@ Completion generate_completion(engine::Arm& arm, std::span<const int32_t> prompt
   arm.run_chunk(prompt, nullptr, logits, n - 1);
   for (int i = 0; i < max_tokens; ++i) {
     const std::span<const float> row(logits.data(), v);
+    if (seen) seen(row);
     const double lse = analysis::log_sum_exp(row);
     const analysis::TopK top = analysis::top_k(row, lse);
     const int32_t token = sampler != nullptr ? sampler->sample(row) : top.id[0];

@@ -6,6 +6,7 @@
 // end-of-generation token (included) or after max_tokens.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -17,8 +18,8 @@ namespace hd::kinds {
 
 struct GeneratedToken {
   int32_t token = 0;
-  double logprob = 0;    // log p(token) under the distribution it was chosen from
-  analysis::TopK top;    // that distribution's top-5 (probabilities as f32)
+  double logprob = 0;    // log p(token) under the softmax of the raw logits
+  analysis::TopK top;    // that softmax's top-5 (probabilities as f32)
 };
 
 struct Completion {
@@ -26,8 +27,11 @@ struct Completion {
   bool ended = false;  // its last token ends a generation (EOS, EOT)
 };
 
+// `seen`, when given, is shown each position's raw logits before its token is chosen (the
+// llama-server peer test computes the server's probabilities from them).
+using LogitsSeen = std::function<void(std::span<const float>)>;
 Completion generate_completion(engine::Arm& arm, std::span<const int32_t> prompt, int max_tokens,
-                               engine::Sampler* sampler);
+                               engine::Sampler* sampler, const LogitsSeen& seen = nullptr);
 
 // The index of the first generated token where `b` leaves `a`, or -1 where they agree to the end
 // of the shorter (which, ending with the same tokens, is both: a generation ends only by a token
