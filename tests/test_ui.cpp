@@ -92,6 +92,20 @@ TEST_F(WebUiKinds, AFloorHasAMapOfUbatchThreadsAndFlashAttention) {
   report_and_check({path("f.hdy")}, "floor", "summary");
 }
 
+// Two prompts, one of them markup a page must show as text; B with a q4_0 K cache, which parts
+// from A on this model (the page's marks and transplant tables are then drawn, not absent).
+TEST_F(WebUiKinds, AGenerateRunShowsCompletionsSideBySideAndThePartingToken) {
+  ASSERT_NO_FATAL_FAILURE(require_browser());
+  hd::test::write_file(path("prompts.txt"),
+                       "stone river under\n<img src=x onerror=\"window.__pwned=1\"><script>window.__pwned=2</script>\n");
+  const auto gen = hd::test::run_cli({"generate", "--a", path("m.gguf"), "--b-ctk", "q4_0", "--prompts",
+                                      path("prompts.txt"), "-n", "24", "-o", path("g.hdy")});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  EXPECT_NE(hd::test::rows_text(path("g.hdy"), "select count(*) from generate_partings where parted >= 0"),
+            "0|\n");
+  report_and_check({path("g.hdy")}, "generate", "summary");
+}
+
 // capture → calibrate → check with a q8_0 K cache (it diverges at kqv_out-0, test_gate.cpp):
 // the reference's page marks the taps over their tolerance and names the first.
 TEST_F(WebUiKinds, AGateReferenceShowsTapsToleranceAndTheCheck) {

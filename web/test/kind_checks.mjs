@@ -89,3 +89,22 @@ export async function checkCompare(page, runs, check, shotDir, tag) {
   await page.screenshot({ path: join(shotDir, `${tag}-compare.png`), fullPage: true });
   check(true, `screenshot ${tag}-compare.png`);
 }
+
+/** A generate run: a section per prompt, the parting token marked in both completions of each
+ * prompt that parts, a transplant table where one ran, and the prompts' texts (attacker-
+ * controlled strings among them) shown as text: nothing they hold became an element. */
+export async function checkGenerate(page, check) {
+  const r = await page.evaluate(() => window.HD_DATA.generate);
+  const sections = await page.locator("section.generate-prompt").count();
+  check(sections === r.prompts.length, "a section per prompt", `${sections} vs ${r.prompts.length}`);
+  const parted = r.prompts.filter((p) => p.b[0].parted >= 0).length;
+  const marks = await page.locator(".generate-parting").count();
+  check(marks === 2 * parted, "the parting token is marked in A's and B's completion of each prompt that parts", `${marks} marks, ${parted} parted`);
+  const transplants = r.prompts.filter((p) => p.b.some((t) => t.transplant?.parts)).length;
+  const tables = await page.locator("table.generate-steps").count();
+  check(tables === transplants, "a transplant table where one ran", `${tables} vs ${transplants}`);
+  const injected = await page.locator("section.generate-prompt img, section.generate-prompt script, [onerror]").count();
+  check(injected === 0, "no element came from a prompt or token text", `${injected}`);
+  const texts = await page.locator("pre.generate-text").allTextContents();
+  check(r.prompts.every((p, i) => texts[i] === p.text), "every prompt's text shows as it is", "");
+}

@@ -11,7 +11,7 @@ import { chromium } from "playwright-core";
 import { mkdirSync, readFileSync } from "node:fs";
 import { resolve, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { checkCompare, checkFloor, checkRecommend, checkReference, checkSweep } from "./kind_checks.mjs";
+import { checkCompare, checkFloor, checkGenerate, checkRecommend, checkReference, checkSweep } from "./kind_checks.mjs";
 import { checkContrast, checkFixedColours, checkKeyboard, checkLogToggle, checkWaterfall, checkWorstTokens } from "./report_checks.mjs";
 
 const [mode, target, shotDir, modelA, quantType] = process.argv.slice(2);
@@ -260,7 +260,7 @@ async function summaryMode(context, page) {
   }));
   check(got.text !== null && got.text.length > 0 && got.shown === got.text, "the page shows the text show prints, as is", `${got.shown?.length} vs ${got.text?.length} characters`);
   check(got.heading.includes(got.kind ?? "?"), "the heading names the kind", got.heading);
-  const kindCheck = { sweep: checkSweep, floor: checkFloor, recommend: checkRecommend, reference: checkReference }[got.kind];
+  const kindCheck = { sweep: checkSweep, floor: checkFloor, recommend: checkRecommend, reference: checkReference, generate: checkGenerate }[got.kind];
   if (check(!!kindCheck, `the test knows the kind '${got.kind}'`)) await kindCheck(page, check);
   await checkContrast(page, check, shotDir, `summary-${got.kind}`);
   const errors = await page.locator(".error").allTextContents();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/utf8.h"
+
 namespace hd::kinds {
 
 Completion generate_completion(engine::Arm& arm, std::span<const int32_t> prompt, int max_tokens,
@@ -25,6 +27,10 @@ Completion generate_completion(engine::Arm& arm, std::span<const int32_t> prompt
     if (i + 1 < max_tokens) arm.run_step(token, n + i, nullptr, logits);
   }
   return c;
+}
+
+std::string token_piece(const engine::Model& model, int32_t token) {
+  return escape_invalid_utf8(model.token_text(token));
 }
 
 int parting_index(const Completion& a, const Completion& b) {

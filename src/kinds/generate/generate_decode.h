@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "analysis/kl.h"
@@ -37,6 +38,10 @@ Completion generate_completion(engine::Arm& arm, std::span<const int32_t> prompt
 // of the shorter (which, ending with the same tokens, is both: a generation ends only by a token
 // or at max_tokens).
 int parting_index(const Completion& a, const Completion& b);
+
+// A token's text as the stored views keep it: a byte token's half character as \xHH, so the
+// JSON that carries it is valid UTF-8 (display only: ids are what is compared).
+std::string token_piece(const engine::Model& model, int32_t token);
 
 // The top-1 probability's lead over the top-2's.
 inline double margin(const analysis::TopK& t) { return static_cast<double>(t.p[0]) - t.p[1]; }

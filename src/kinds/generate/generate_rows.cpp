@@ -33,7 +33,7 @@ std::string prompt_sha256(const store::Experiment& e, int prompt) {
 // [[id, p, piece], …]: the piece is for readers (show, the page, export), never compared.
 nlohmann::json top_json(const analysis::TopK& t, const engine::Model& model) {
   nlohmann::json j = nlohmann::json::array();
-  for (int k = 0; k < analysis::kTopK; ++k) j.push_back({t.id[k], t.p[k], model.token_text(t.id[k])});
+  for (int k = 0; k < analysis::kTopK; ++k) j.push_back({t.id[k], t.p[k], token_piece(model, t.id[k])});
   return j;
 }
 
@@ -62,7 +62,7 @@ void put_tokens(store::Statement& q, const engine::Model& model, int prompt, con
   for (size_t i = 0; i < c.tokens.size(); ++i) {
     const GeneratedToken& t = c.tokens[i];
     q.bind(1, int64_t{prompt}).bind(2, std::string(arm)).bind(3, int64_t{trial});
-    q.bind(4, static_cast<int64_t>(i)).bind(5, int64_t{t.token}).bind(6, model.token_text(t.token));
+    q.bind(4, static_cast<int64_t>(i)).bind(5, int64_t{t.token}).bind(6, token_piece(model, t.token));
     q.bind(7, t.logprob).bind(8, top_json(t.top, model).dump());
     q.run();
   }

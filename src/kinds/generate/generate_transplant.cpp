@@ -6,6 +6,7 @@
 #include "analysis/kl.h"
 #include "common/json_number.h"
 #include "engine/hook.h"
+#include "kinds/generate/generate_decode.h"
 
 namespace hd::kinds {
 
@@ -42,7 +43,7 @@ nlohmann::json parting_transplant(engine::Arm& a, engine::Arm& b, const engine::
   a.run_chunk(sequence, &from_a, la, n - 1);
   b.run_chunk(sequence, &own_b, lb, n - 1);
   const int32_t a_top1 = top1({la.data(), v}), b_top1 = top1({lb.data(), v});
-  const auto piece = [&](int32_t t) { return a.model().token_text(t); };
+  const auto piece = [&](int32_t t) { return token_piece(a.model(), t); };
   nlohmann::json j = {{"a_top1", a_top1}, {"a_piece", piece(a_top1)}, {"b_top1", b_top1},
                       {"b_piece", piece(b_top1)}, {"parts", a_top1 != b_top1}};
   if (a_top1 == b_top1) return j;
