@@ -7,11 +7,43 @@
 #include "cli/commands.h"
 #include "common/output_file.h"
 #include "errors.h"
+#include "kinds/registry.h"
 #include "kinds/views.h"
 #include "report/export.h"
 #include "store/experiment.h"
 
 namespace hd::cli {
+
+namespace {
+
+// A kind's own tables (a generate run's prompts and tokens): export writes them as it writes a
+// diff's, the first the default; a kind without any is refused as before (show prints it).
+int export_kind_rows(const kinds::RunKind& kind, const std::string& file, std::string table,
+                     bool positions, const std::string& format, const std::string& out,
+                     const OutputPolicy& policy) {
+  const std::vector<std::string> names = kind.export_tables();
+  if (names.empty()) (void)kinds::load_positions(file);  // its refusal, naming the kinds that do
+  std::string one_of;
+  for (size_t i = 0; i < names.size(); ++i)
+    one_of += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  if (positions) table = "positions";
+  if (table.empty()) table = names.front();
+  if (std::find(names.begin(), names.end(), table) == names.end()) {
+    throw InputError("'" + file + "' is a " + std::string(kind.name()) + ": --table must be " +
+                     one_of + ", not '" + table + "'");
+  }
+  if (!is_stdout(out)) check_output_path(out, policy);
+  std::ostringstream rows;
+  report::write_kind_rows(rows, kind.export_rows(file, table), format);
+  if (is_stdout(out)) {
+    std::cout << rows.view();
+  } else {
+    write_output_file(out, rows.view(), policy);  // whole, then moved into place
+  }
+  return 0;
+}
+
+}  // namespace
 
 void add_export(CLI::App& app, Context& ctx) {
   struct Opts {
@@ -21,7 +53,8 @@ void add_export(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<Opts>();
   CLI::App* cmd =
       app.add_subcommand("export", "write one table of stored rows as CSV or JSON lines");
-  cmd->add_option("file", o->file, "experiment file (a diff)")->required();
+  cmd->add_option("file", o->file, "experiment file (a diff, or a generate run: --table prompts | tokens)")
+      ->required();
   std::string names;
   for (const auto& n : report::export_tables()) names += (names.empty() ? "" : " | ") + n;
   cmd->add_option("--table", o->table,
@@ -35,6 +68,14 @@ void add_export(CLI::App& app, Context& ctx) {
       throw InputError("--positions is --table positions: give one of them, not --table " +
                        o->table + " too");
     }
+    if (o->format != "csv" && o->format != "jsonl") {
+      throw InputError("--format must be csv or jsonl, not '" + o->format + "'");
+    }
+    const OutputPolicy policy{o->force, {o->file}};
+    if (const kinds::RunKind& kind = kinds::kind_of_file(o->file); !kind.holds_positions()) {
+      ctx.exit_code = export_kind_rows(kind, o->file, o->table, o->positions, o->format, o->out, policy);
+      return;
+    }
     const std::string table = o->table.empty() ? "positions" : o->table;
     const auto& known = report::export_tables();
     if (std::find(known.begin(), known.end(), table) == known.end()) {
@@ -44,10 +85,6 @@ void add_export(CLI::App& app, Context& ctx) {
       }
       throw InputError("--table must be " + one_of + ", not '" + table + "'");
     }
-    if (o->format != "csv" && o->format != "jsonl") {
-      throw InputError("--format must be csv or jsonl, not '" + o->format + "'");
-    }
-    const OutputPolicy policy{o->force, {o->file}};
     if (!is_stdout(o->out)) check_output_path(o->out, policy);
     const report::Loaded l = kinds::load_positions(o->file);
     if (is_stdout(o->out)) {

@@ -15,6 +15,7 @@
 #include "kinds/catalog_entry.h"
 #include "kinds/command_line/command_line.h"
 #include "kinds/views.h"
+#include "report/export.h"
 #include "run/merge.h"
 #include "run/verify.h"
 
@@ -49,6 +50,14 @@ class RunKind {
   // Whether its file holds the per-position rows of two arms (the store's chunk tables) that
   // export, show --worst, the compare page and serve's token view read (report/show.h).
   virtual bool holds_positions() const { return false; }
+  // The tables `export` writes of a file of this kind that holds no per-position rows, the
+  // default first; none: export refuses such a file (show prints it).
+  virtual std::vector<std::string> export_tables() const { return {}; }
+  // One of them, read from the file at `path` (InputError for a damaged file).
+  virtual report::KindRows export_rows(const std::string& path, const std::string& table) const {
+    (void)path;
+    return {{table}, {}};
+  }
   // Non-null for a kind whose runs shard (--shard K/N, slurm, merge). Its command must honour
   // ctx.plan_only (check its flags, run nothing): slurm parses a task's flags with it first.
   virtual const run::Sharding* sharding() const { return nullptr; }

@@ -23,6 +23,10 @@ class SummaryKind final : public RunKind {
     p_.verify(path, options, progress);
   }
   const run::Sharding* sharding() const override { return p_.sharding; }
+  std::vector<std::string> export_tables() const override { return p_.export_tables; }
+  report::KindRows export_rows(const std::string& path, const std::string& table) const override {
+    return p_.export_rows != nullptr ? p_.export_rows(path, table) : RunKind::export_rows(path, table);
+  }
   Shown show(const std::string& path, const ShowRequest& request) const override;
   nlohmann::json document(const std::string& path) const override;
   CatalogEntry catalog_entry(const std::string& path) const override;

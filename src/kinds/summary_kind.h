@@ -23,6 +23,9 @@ struct SummaryKindParts {
   report::AddRows add_rows = nullptr;
   const run::Sharding* sharding = nullptr;  // null: its runs do not shard
   bool hidden = false;
+  // Its tables for export (kind.h export_tables, export_rows): none by default.
+  std::vector<std::string> export_tables = {};
+  report::KindRows (*export_rows)(const std::string& path, const std::string& table) = nullptr;
 };
 std::unique_ptr<const RunKind> summary_kind(const SummaryKindParts& parts);
 

@@ -209,4 +209,28 @@ void export_table(std::ostream& os, const Loaded& l, const std::string& table,
   throw InputError("no table '" + table + "' to export: " + names);
 }
 
+void write_kind_rows(std::ostream& os, const KindRows& t, const std::string& format) {
+  if (format != "csv") {
+    for (const auto& row : t.rows) {
+      nlohmann::json j = nlohmann::json::object();
+      for (size_t i = 0; i < row.size() && i < t.columns.size(); ++i) j[t.columns[i]] = row[i];
+      os << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    }
+    return;
+  }
+  for (size_t i = 0; i < t.columns.size(); ++i) os << (i ? "," : "") << t.columns[i];
+  os << "\n";
+  for (const auto& row : t.rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      const auto& v = row[i];
+      os << (i ? "," : "")
+         << (v.is_null()      ? std::string()
+             : v.is_string()  ? csv_field(v.get<std::string>())
+             : v.is_boolean() ? std::string(v.get<bool>() ? "1" : "0")
+                              : v.dump());  // a number: the shortest text that reads back
+    }
+    os << "\n";
+  }
+}
+
 }  // namespace hd::report

@@ -1,5 +1,6 @@
 // `heterodyne export`: the stored rows of a diff, one table at a time, as CSV or JSON lines.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -26,5 +27,13 @@ const std::vector<std::string>& export_tables();
 // when the file has none of its rows (transplants of a diff run without --transplants).
 void export_table(std::ostream& os, const Loaded& l, const std::string& table,
                   const std::string& format);
+
+// A kind's own table (kinds/kind.h export_rows: a file without per-position rows): its columns
+// and rows, each value a JSON number, string, bool or null (an empty CSV field).
+struct KindRows {
+  std::vector<std::string> columns;
+  std::vector<std::vector<nlohmann::json>> rows;
+};
+void write_kind_rows(std::ostream& os, const KindRows& t, const std::string& format);
 
 }  // namespace hd::report

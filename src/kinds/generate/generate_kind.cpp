@@ -9,6 +9,7 @@
 #include "errors.h"
 #include "kinds/command_line/arm_flags.h"
 #include "kinds/generate/generate.h"
+#include "kinds/generate/generate_export.h"
 #include "kinds/generate/generate_summary.h"
 #include "kinds/summary_kind.h"
 
@@ -81,7 +82,8 @@ std::unique_ptr<const RunKind> make_generate_kind() {
                        "where two arms' generated text parts, and which layer makes it part "
                        "(docs/generate.md)",
                        add_generate_command, generate_verify, print_generate,
-                       add_generate_prompts, nullptr});
+                       add_generate_prompts, nullptr, false, generate_export_tables(),
+                       generate_export_rows});
 }
 
 }  // namespace hd::kinds
