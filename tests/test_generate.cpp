@@ -184,3 +184,83 @@ TEST(Generate, RefusesWhatNoRunCanBeAndWritesNothing) {
   hd::test::expect_refused({"generate", "--a", model(), "--prompts", empty, "-o", out}, "holds no prompt");
   EXPECT_FALSE(fs::exists(out));
 }
+
+// A slot of its own among 4 (no neighbours) is bitwise the plain arm (test_server_arms.cpp), in
+// every slot the trials take: never parted, one distinct completion, A's among them.
+TEST(Generate, ServerTrialsWithoutNeighboursGiveOneCompletionAndExportHasEveryToken) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = hd::test::temp_dir("generate-trials");
+  const std::string out = dir + "/trials.hdy";
+  const auto made = run_cli({"generate", "--a", model(), "--b-slots", "4", "--trials", "3", "--prompts",
+                             prompts_file(dir), "-n", "16", "-t", "1", "-o", out});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(hd::test::rows_text(out, "select count(*), sum(parted = -1) from generate_partings"),
+            hd::test::rows_text(out, "select 9, 9"));
+  const auto j = nlohmann::json::parse(run_cli({"show", out, "--json"}).out).at("generate");
+  EXPECT_EQ(j.at("distinct").at("max").get<int>(), 1) << j.dump();
+  EXPECT_EQ(j.at("distinct").at("a_among_them").get<int>(), 3);
+  EXPECT_EQ(j.at("prompts").size(), 3u);
+
+  // export: a row per prompt and trial, a row per generated token, the texts joined.
+  const auto prompts = run_cli({"export", out, "--format", "jsonl"});
+  ASSERT_EQ(prompts.exit_code, 0) << prompts.err;
+  size_t rows = 0;
+  for (size_t at = 0; (at = prompts.out.find('\n', at)) != std::string::npos; ++at) ++rows;
+  EXPECT_EQ(rows, 9u);
+  const auto first = nlohmann::json::parse(prompts.out.substr(0, prompts.out.find('\n')));
+  EXPECT_EQ(first.at("parted").get<int>(), -1);
+  EXPECT_EQ(first.at("a_text"), first.at("b_text"));
+  const auto tokens = run_cli({"export", out, "--table", "tokens"});
+  ASSERT_EQ(tokens.exit_code, 0) << tokens.err;
+  rows = 0;
+  for (size_t at = 0; (at = tokens.out.find('\n', at)) != std::string::npos; ++at) ++rows;
+  EXPECT_EQ(std::to_string(rows - 1) + "|\n", hd::test::rows_text(out, "select count(*) from generate_tokens"));
+  hd::test::expect_refused({"export", out, "--table", "layers"}, "--table must be prompts or tokens");
+}
+
+// llama.cpp's sampler chain with one seed on both arms: identical arms draw the same tokens, not
+// all of them the top-1; another seed draws others; no transplant (a draw is not a top-1).
+TEST(Generate, SampledIdenticalArmsDrawTheSameTokensWithOneSeed) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = hd::test::temp_dir("generate-sampled");
+  const auto run = [&](const std::string& name, const std::string& seed) {
+    const std::string out = dir + "/" + name + ".hdy";
+    const auto made = run_cli({"generate", "--a", model(), "--prompts", prompts_file(dir), "-n", "24",
+                               "-t", "1", "--temp", "1.5", "--seed", seed, "-o", out});
+    EXPECT_EQ(made.exit_code, 0) << made.err;
+    return out;
+  };
+  const std::string one = run("one", "7"), again = run("again", "7"), other = run("other", "8");
+  EXPECT_EQ(hd::test::rows_text(one, "select count(*) from generate_partings where parted >= 0"), "0|\n");
+  const std::string tokens = "select prompt, arm, i, token from generate_tokens order by prompt, arm, i";
+  EXPECT_EQ(hd::test::rows_text(one, tokens), hd::test::rows_text(again, tokens));
+  EXPECT_NE(hd::test::rows_text(one, tokens), hd::test::rows_text(other, tokens));
+  EXPECT_NE(hd::test::rows_text(one, "select count(*) from generate_tokens where token <> json_extract(top, '$[0][0]')"),
+            "0|\n");
+  const auto shown = run_cli({"show", one});
+  EXPECT_NE(shown.out.find("sampled at temperature 1.5 with seed 7"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("the sampler's sensitivity"), std::string::npos);
+  EXPECT_NE(shown.out.find("transplants: none (sampled tokens are draws"), std::string::npos);
+  EXPECT_EQ(run_cli({"verify", one}).exit_code, 0);
+}
+
+// --chat: the model's own template (here ChatML, written into a copy of the model) around each
+// prompt; the rendered text is what is stored and what the arms read.
+TEST(Generate, ChatRendersTheModelsTemplateAndStoresTheRenderedText) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = hd::test::temp_dir("generate-chat");
+  const std::string chat_model = dir + "/chatml.gguf";
+  hd::test::rewrite_gguf(model(), chat_model, [](gguf_context* meta, ggml_context*) {
+    gguf_set_val_str(meta, "tokenizer.chat_template",
+                     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+                     "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if "
+                     "add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}");
+  });
+  const std::string out = dir + "/chat.hdy";
+  const auto made = run_cli({"generate", "--a", chat_model, "--prompts", prompts_file(dir, "Tell me a story\n"),
+                             "--chat", "-n", "8", "-t", "1", "-o", out});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(hd::test::rows_text(out, "select text from generate_prompts"),
+            "<|im_start|>user\nTell me a story<|im_end|>\n<|im_start|>assistant\n|\n");
+  EXPECT_EQ(run_cli({"verify", out}).exit_code, 0);
+}
