@@ -264,3 +264,29 @@ TEST(Generate, ChatRendersTheModelsTemplateAndStoresTheRenderedText) {
             "<|im_start|>user\nTell me a story<|im_end|>\n<|im_start|>assistant\n|\n");
   EXPECT_EQ(run_cli({"verify", out}).exit_code, 0);
 }
+
+// Two shards merged hold the rows one process writes, and the same summary.
+TEST(Generate, ShardsMergeIntoTheSingleRun) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = hd::test::temp_dir("generate-shards");
+  const std::string p = prompts_file(dir);
+  const auto run = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"generate", "--a", model(), "--b-ctk", "q8_0", "--prompts", p,
+                                     "-n", "16", "-t", "1", "-o", out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto made = run_cli(args);
+    EXPECT_EQ(made.exit_code, 0) << made.err;
+  };
+  run(dir + "/whole.hdy", {});
+  run(dir + "/p0.hdy", {"--shard", "0/2"});
+  run(dir + "/p1.hdy", {"--shard", "1/2"});
+  const auto merged = run_cli({"merge", dir + "/p0.hdy", dir + "/p1.hdy", "-o", dir + "/merged.hdy"});
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  for (const char* q : {"select * from generate_tokens order by prompt, arm, trial, i",
+                        "select * from generate_partings order by prompt, trial",
+                        "select * from generate_prompts order by prompt"}) {
+    EXPECT_EQ(hd::test::rows_text(dir + "/merged.hdy", q), hd::test::rows_text(dir + "/whole.hdy", q)) << q;
+  }
+  EXPECT_EQ(run_cli({"show", dir + "/merged.hdy"}).out, run_cli({"show", dir + "/whole.hdy"}).out);
+  EXPECT_EQ(run_cli({"verify", dir + "/p1.hdy"}).exit_code, 0);
+}

@@ -50,9 +50,7 @@ GenerateConfig generate_config_from_json(const nlohmann::json& j) {
   return c;
 }
 
-namespace {
-
-void check_config(const GenerateConfig& c) {
+void check_generate_config(const GenerateConfig& c) {
   if (c.max_tokens < 1 || c.max_tokens > 4096)
     throw InputError("--max-tokens must be between 1 and 4096, not " + std::to_string(c.max_tokens));
   if (c.max_prompts < 0) throw InputError("--max-prompts must be 0 (all) or more");
@@ -67,6 +65,8 @@ void check_config(const GenerateConfig& c) {
   if (!(c.temperature >= 0 && c.temperature <= 100))
     throw InputError("--temp must be between 0 (greedy) and 100");
 }
+
+namespace {
 
 // The arms of one run: A, and B's trial 0 (a later trial's arm is made for its prompt and freed
 // after it: one context per trial at once would hold every trial's KV cache).
@@ -151,6 +151,7 @@ run::RunEnd run_prompts(store::Experiment& e, Generator& g, const std::vector<Pr
   loop.unit = "prompt";
   loop.total = static_cast<int>(prompts.size());
   loop.done = std::move(done);
+  if (const auto shard = run::stored_shard(e)) loop.owns = [s = *shard](int p) { return s.owns(p); };
   loop.run_chunk = [&](int p, int) {
     const auto t0 = std::chrono::steady_clock::now();
     put_generate_prompt(e, *g.model_a, generate_prompt(g, p, prompts[static_cast<size_t>(p)]));
@@ -171,7 +172,7 @@ struct Stored {
 Stored read_stored(const store::Experiment& e) {
   Stored s{generate_config_from_json(nlohmann::json::parse(e.stored_config())),
            nlohmann::json::parse(e.required_meta("provenance"))};
-  check_config(s.config);
+  check_generate_config(s.config);
   return s;
 }
 
@@ -199,8 +200,9 @@ std::vector<Prompt> stored_prompts(const Stored& s, const engine::Model& model,
 }  // namespace
 
 run::RunEnd generate_run(const GenerateConfig& c, const std::string& out, bool replace,
-                         const std::string& command_line, const ProgressFn& progress) {
-  check_config(c);
+                         const std::string& command_line, const ProgressFn& progress,
+                         const std::optional<run::Shard>& shard) {
+  check_generate_config(c);
   store::Experiment::check_creatable(out, replace, {c.a.model, c.b.model, c.prompts_file});
   const run::Input input = run::read_input({c.prompts_file, false}, false);
   const auto prompts = read_prompts(*engine::model_load(c.a.model), c.prompts_file, input.bytes,
@@ -212,8 +214,16 @@ run::RunEnd generate_run(const GenerateConfig& c, const std::string& out, bool r
   prov["arms"] = {{"a", run::arm_facts(*g.a, sha256_file(c.a.model))},
                   {"b", run::arm_facts(*g.b, sha256_file(c.b.model))}};
   if (g.map) prov["points"] = engine::to_json(*g.map);
+  prov["no_transplants"] = g.no_transplants;
   store::Experiment e = store::Experiment::create(out, replace, {c.a.model, c.b.model, c.prompts_file});
   store::set_kind(e, kGenerateKind);
+  if (shard) {
+    run::store_shard(e, *shard);
+    prov["shard"] = {{"index", shard->index}, {"count", shard->count}};
+    prov["placement"] = run::placement_facts();
+    progress(fmt::format("shard {}: its {} prompts", shard->name(),
+                         shard->chunks_of(static_cast<int>(prompts.size()))));
+  }
   e.set_meta("config", to_json(c).dump());
   e.set_meta("provenance", prov.dump());
   create_generate_tables(e);
@@ -232,7 +242,9 @@ run::RunEnd generate_resume(const std::string& path, const std::string& command_
   const auto prompts = stored_prompts(s, *engine::model_load(s.config.a.model), again,
                                       "heterodyne generate --resume " + path);
   Generator g = make_generator(s.config, prompts);
-  s.provenance["resumed"].push_back({{"command_line", command_line}, {"at", run::now_utc()}});
+  nlohmann::json resumed = {{"command_line", command_line}, {"at", run::now_utc()}};
+  if (run::stored_shard(e)) resumed["placement"] = run::placement_facts();
+  s.provenance["resumed"].push_back(resumed);
   e.set_meta("provenance", s.provenance.dump());
   return run_prompts(e, g, prompts, done, progress);
 }
@@ -247,10 +259,13 @@ void generate_verify(const std::string& path, const run::VerifyOptions& options,
                                       "heterodyne verify " + path);
   Generator g = make_generator(s.config, prompts);
   const std::vector<PromptResult> stored = read_generate_prompts(e);
-  if (stored.size() != prompts.size()) throw RuntimeError("verify failed: the file holds another number of prompts than its input gives");
+  const auto shard = run::stored_shard(e);
+  const int total = static_cast<int>(prompts.size());
+  if (static_cast<int>(stored.size()) != (shard ? shard->chunks_of(total) : total))
+    throw RuntimeError("verify failed: the file holds another number of prompts than its input gives");
   for (const PromptResult& r : stored) {
-    if (r.prompt < 0 || r.prompt >= static_cast<int>(prompts.size()))
-      throw RuntimeError("verify failed: the file holds a prompt its input does not give");
+    if (r.prompt < 0 || r.prompt >= total || (shard && !shard->owns(r.prompt)))
+      throw RuntimeError("verify failed: the file holds a prompt its input does not give it");
     if (!same_result(generate_prompt(g, r.prompt, prompts[static_cast<size_t>(r.prompt)]), r)) {
       throw RuntimeError(fmt::format("verify failed: prompt {} generates another completion, "
                                      "parting or transplant than the file holds", r.prompt));
@@ -260,7 +275,23 @@ void generate_verify(const std::string& path, const run::VerifyOptions& options,
   if (nlohmann::json::parse(e.required_meta(std::string(kGenerateKind))) !=
       generate_summary(e, s.config, g.no_transplants))
     throw RuntimeError("verify failed: the stored summary is not the one its rows give");
-  progress(fmt::format("verify: all {} prompts generate the same tokens, bit for bit", prompts.size()));
+  progress(fmt::format("verify: all {} prompts generate the same tokens, bit for bit", stored.size()));
+}
+
+}  // namespace hd::kinds
+
+namespace hd::kinds {
+
+std::optional<std::string> finish_merged_generate(store::Experiment& merged) {
+  try {
+    (void)resumable_generate_prompts(merged);
+  } catch (const InputError& altered) {
+    return std::string(altered.what());
+  }
+  const Stored s = read_stored(merged);
+  merged.set_meta(std::string(kGenerateKind),
+                  generate_summary(merged, s.config, s.provenance.value("no_transplants", "")).dump());
+  return std::nullopt;
 }
 
 }  // namespace hd::kinds

@@ -9,9 +9,10 @@
 //
 // Stored in an experiment file of kind "generate": meta "config" and "provenance", the tables of
 // generate_rows.h, one prompt per transaction, and at the end meta "generate" (the summary).
-// It resumes per prompt and verifies token for token.
+// It resumes per prompt, verifies token for token, and shards by prompt (merge joins the parts).
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,7 +20,12 @@
 #include "engine/arm_settings.h"
 #include "run/chunk_loop.h"
 #include "run/input.h"
+#include "run/shard.h"
 #include "run/verify.h"
+
+namespace hd::store {
+class Experiment;
+}
 
 namespace hd::kinds {
 
@@ -40,13 +46,22 @@ struct GenerateConfig {
 nlohmann::json to_json(const GenerateConfig& c);
 GenerateConfig generate_config_from_json(const nlohmann::json& j);
 
+// InputError for a configuration no run can have (checked before anything loads).
+void check_generate_config(const GenerateConfig& c);
+
+// `shard`: this part's prompts only (run/shard.h: prompt p belongs to shard p mod N).
 run::RunEnd generate_run(const GenerateConfig& config, const std::string& out, bool replace,
-                         const std::string& command_line, const ProgressFn& progress);
+                         const std::string& command_line, const ProgressFn& progress,
+                         const std::optional<run::Shard>& shard = std::nullopt);
 run::RunEnd generate_resume(const std::string& path, const std::string& command_line,
                             const ProgressFn& progress, const run::InputPath& again);
 // Every stored prompt generated again and compared token for token, bit for bit: RuntimeError at
 // the first difference.
 void generate_verify(const std::string& path, const run::VerifyOptions& options,
                      const ProgressFn& progress);
+
+// merge's last step (run/merge.h Sharding::finish): a prompt whose rows no longer hash as its
+// part recorded, or nothing; then the run's summary, of every prompt, in the merged file.
+std::optional<std::string> finish_merged_generate(store::Experiment& merged);
 
 }  // namespace hd::kinds

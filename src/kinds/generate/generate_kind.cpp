@@ -8,6 +8,7 @@
 //                     [--chat] [--max-tokens N] [--trials K] [--temp T --seed S] -o gen.hdy
 #include "errors.h"
 #include "kinds/command_line/arm_flags.h"
+#include "kinds/command_line/pair_flags.h"
 #include "kinds/generate/generate.h"
 #include "kinds/generate/generate_export.h"
 #include "kinds/generate/generate_summary.h"
@@ -17,10 +18,16 @@ namespace hd::kinds {
 
 namespace {
 
+// A part holds its prompts' rows and hashes (generate_sha256/P) and a summary of its own prompts;
+// the merged file computes the run's from every prompt.
+const run::Sharding kGenerateSharding{
+    "generate_sha256/", {std::string(kGenerateKind)}, nullptr,
+    [](store::Experiment& merged, int) { return finish_merged_generate(merged); }};
+
 void add_generate_command(const RunKind& kind, CLI::App& app, cli::Context& ctx) {
   struct Opts {
     GenerateConfig cfg;
-    std::string a, b, prompts, out, resume;
+    std::string a, b, prompts, out, resume, shard;
     cli::ArmFlags shared, own_a, own_b;
     bool force = false, no_transplants = false;
   };
@@ -54,8 +61,24 @@ void add_generate_command(const RunKind& kind, CLI::App& app, cli::Context& ctx)
   });
   cli::add_two_arm_flags(*cmd, o->shared, o->own_a, o->own_b);
   cli::add_output_and_resume(*cmd, o->out, o->force, o->resume);
+  cli::add_shard_flag(*cmd, o->shard);
   cmd->callback([o, cmd, &ctx] {
     const run::InputPath input{o->prompts.empty() ? "" : cli::stored_path(o->prompts), false};
+    const auto config = [&] {
+      GenerateConfig cfg = o->cfg;
+      cfg.transplants = !o->no_transplants;
+      cfg.prompts_file = input.path;
+      cfg.a = cli::resolve_arm(cli::stored_path(o->a), o->shared, o->own_a);
+      cfg.b = cli::resolve_arm(cli::stored_path(o->b.empty() ? o->a : o->b), o->shared, o->own_b);
+      check_generate_config(cfg);
+      return cfg;
+    };
+    if (ctx.plan_only) {  // heterodyne slurm: the flags of a new run, checked; nothing runs
+      if (o->a.empty() || o->prompts.empty()) throw InputError("generate needs --a MODEL.gguf and --prompts FILE");
+      (void)config();
+      (void)cli::shard_of(o->shard);
+      return;
+    }
     cli::ResumableRun r{o->resume, o->out,
                         {{!o->a.empty(), "--a MODEL.gguf"}, {!o->prompts.empty(), "--prompts FILE"},
                          {!o->out.empty(), "-o FILE.hdy"}},
@@ -64,12 +87,8 @@ void add_generate_command(const RunKind& kind, CLI::App& app, cli::Context& ctx)
       return generate_resume(o->resume, ctx.command_line, cli::progress_line, input);
     };
     r.new_run = [&] {
-      GenerateConfig cfg = o->cfg;
-      cfg.transplants = !o->no_transplants;
-      cfg.prompts_file = input.path;
-      cfg.a = cli::resolve_arm(cli::stored_path(o->a), o->shared, o->own_a);
-      cfg.b = cli::resolve_arm(cli::stored_path(o->b.empty() ? o->a : o->b), o->shared, o->own_b);
-      return generate_run(cfg, o->out, o->force, ctx.command_line, cli::progress_line);
+      return generate_run(config(), o->out, o->force, ctx.command_line, cli::progress_line,
+                          cli::shard_of(o->shard));
     };
     ctx.exit_code = cli::run_or_resume(*cmd, r);
   });
@@ -82,7 +101,7 @@ std::unique_ptr<const RunKind> make_generate_kind() {
                        "where two arms' generated text parts, and which layer makes it part "
                        "(docs/generate.md)",
                        add_generate_command, generate_verify, print_generate,
-                       add_generate_prompts, nullptr, false, generate_export_tables(),
+                       add_generate_prompts, &kGenerateSharding, false, generate_export_tables(),
                        generate_export_rows});
 }
 
