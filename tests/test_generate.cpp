@@ -265,13 +265,15 @@ TEST(Generate, ChatRendersTheModelsTemplateAndStoresTheRenderedText) {
   EXPECT_EQ(run_cli({"verify", out}).exit_code, 0);
 }
 
-// Two shards merged hold the rows one process writes, and the same summary.
+// Two shards merged hold the rows one process writes, and the same summary (f16 against its
+// Q8_0, which part on these prompts: transplants ran in the parts).
 TEST(Generate, ShardsMergeIntoTheSingleRun) {
   HD_REQUIRE_SHARED();
   const std::string dir = hd::test::temp_dir("generate-shards");
   const std::string p = prompts_file(dir);
   const auto run = [&](const std::string& out, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"generate", "--a", model(), "--b-ctk", "q8_0", "--prompts", p,
+    std::vector<std::string> args = {"generate", "--a", hd::test::shared_path("models/TinyStories-656K.f16.gguf"),
+                                     "--b", hd::test::shared_path("models/tinystories-656k-q8_0.gguf"), "--prompts", p,
                                      "-n", "16", "-t", "1", "-o", out};
     args.insert(args.end(), extra.begin(), extra.end());
     const auto made = run_cli(args);
@@ -288,5 +290,6 @@ TEST(Generate, ShardsMergeIntoTheSingleRun) {
     EXPECT_EQ(hd::test::rows_text(dir + "/merged.hdy", q), hd::test::rows_text(dir + "/whole.hdy", q)) << q;
   }
   EXPECT_EQ(run_cli({"show", dir + "/merged.hdy"}).out, run_cli({"show", dir + "/whole.hdy"}).out);
+  EXPECT_NE(hd::test::rows_text(dir + "/whole.hdy", "select count(*) from generate_partings where transplant <> ''"), "0|\n");
   EXPECT_EQ(run_cli({"verify", dir + "/p1.hdy"}).exit_code, 0);
 }
