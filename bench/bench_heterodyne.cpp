@@ -277,6 +277,7 @@ int main(int argc, char** argv) {
   }
   print_pass_parts(reporter.by_name);
   print_server_ratios(reporter.by_name);
+  print_generate_ratios(reporter.by_name);
   print_kl_kernel_ratios(reporter.median);
   print_mid_size_ratios(reporter.median);
   return 0;

@@ -96,6 +96,17 @@ Generator make_generator(const GenerateConfig& c, const std::vector<Prompt>& pro
                                    m->info().path, m->info().n_ctx_train));
     }
   }
+  // A server arm's slots share the training context (check_server_settings says so for a chunk):
+  // said here in generate's terms.
+  for (const auto* arm : {&c.a, &c.b}) {
+    const int train = (arm == &c.a ? g.model_a : g.model_b)->info().n_ctx_train;
+    if (arm->slots > 1 && train > 0 && static_cast<int64_t>(g.n_ctx) * arm->slots > train) {
+      throw InputError(fmt::format("a server of {} slots holds {} tokens per slot of this model's "
+                                   "{}-token context, less than the longest prompt and --max-tokens "
+                                   "({}): give fewer slots, shorter prompts or fewer tokens",
+                                   arm->slots, train / arm->slots, train, g.n_ctx));
+    }
+  }
   g.a = std::make_unique<engine::Arm>(g.model_a, c.a, g.n_ctx);
   g.b = std::make_unique<engine::Arm>(g.model_b, c.trials > 1 ? engine::server_trial(c.b, 0) : c.b,
                                       g.n_ctx);
