@@ -293,3 +293,26 @@ TEST(Generate, ShardsMergeIntoTheSingleRun) {
   EXPECT_NE(hd::test::rows_text(dir + "/whole.hdy", "select count(*) from generate_partings where transplant <> ''"), "0|\n");
   EXPECT_EQ(run_cli({"verify", dir + "/p1.hdy"}).exit_code, 0);
 }
+
+// A JSON line's "prompt" may be token ids, as llama-server's /completion takes them: the ids of
+// a text give that text's completion; an id outside the vocabulary is refused naming its line.
+TEST(Generate, TokenIdPromptsGiveTheTextsCompletion) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = hd::test::temp_dir("generate-ids");
+  auto m = hd::engine::model_load(model());
+  const auto ids = hd::engine::tokenize_prompt(*m, "Once upon a time");
+  const std::string jsonl = dir + "/ids.jsonl";
+  std::ofstream(jsonl) << nlohmann::json{{"prompt", ids}}.dump() << "\n";
+  const auto gen = [&](const std::string& prompts, const std::string& out) {
+    const auto made = run_cli({"generate", "--a", model(), "--prompts", prompts, "-n", "12", "-t", "1", "-o", out});
+    EXPECT_EQ(made.exit_code, 0) << made.err;
+  };
+  gen(jsonl, dir + "/ids.hdy");
+  gen(prompts_file(dir, "Once upon a time\n"), dir + "/text.hdy");
+  const std::string q = "select tokens from generate_prompts union all select token from generate_tokens";
+  EXPECT_EQ(hd::test::rows_text(dir + "/ids.hdy", q), hd::test::rows_text(dir + "/text.hdy", q));
+  const std::string bad = dir + "/bad.jsonl";
+  std::ofstream(bad) << "{\"prompt\": [1, 2]}\n{\"prompt\": [1, 999999]}\n";
+  hd::test::expect_refused({"generate", "--a", model(), "--prompts", bad, "-o", dir + "/no.hdy"},
+                           "line 2: a token id must be a whole number from 0 to");
+}
