@@ -305,7 +305,7 @@ void add_slurm(CLI::App& app, Context& /*ctx*/) {
   auto shards = std::make_shared<std::string>();
   auto owned = std::make_shared<std::vector<Owned>>(owned_options(*o, *shards));
   CLI::App* cmd = app.add_subcommand(
-      "slurm", "run a diff or sweep as shards of a Slurm job array, merged by a job after them");
+      "slurm", "run a diff, sweep or generate as shards of a Slurm job array, merged by a job after them");
   for (const Owned& w : *owned) {
     if (w.flag) cmd->add_flag(w.names, *w.flag, w.help);
     else if (w.many) cmd->add_option(w.names, *w.many, w.help);
