@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,6 +38,10 @@ const Prepared& prepared() {
     out.settings.model = s.big_a;
     out.settings.n_threads = kThreads;
     out.prompt = out.model->tokenize(run::read_text_file(s.text), true);
+    if (out.prompt.size() < 32) {
+      std::fprintf(stderr, "bench_generate: the bench text gives fewer than 32 tokens\n");
+      std::exit(1);
+    }
     out.prompt.resize(32);
     return out;
   }();
@@ -63,8 +68,9 @@ void BM_GenerateCompletion(benchmark::State& state) {
   const Prepared& p = prepared();
   engine::Arm arm(p.model, p.settings, static_cast<int>(p.prompt.size()) + kGenerated);
   for (auto _ : state) {
-    const kinds::Completion c = kinds::generate_completion(arm, p.prompt, kGenerated, nullptr);
-    benchmark::DoNotOptimize(c.tokens.size());
+    const kinds::Completion c = kinds::generate_completion(arm, *p.model, p.prompt, kGenerated, nullptr);
+    // An end-of-generation token would stop it early and flatter the per-token cost.
+    if (c.tokens.size() != static_cast<size_t>(kGenerated)) state.SkipWithError("generation ended early");
   }
 }
 

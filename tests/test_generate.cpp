@@ -175,6 +175,7 @@ TEST(Generate, RefusesWhatNoRunCanBeAndWritesNothing) {
   hd::test::expect_refused(with({"-n", "0"}), "--max-tokens must be between 1 and 4096");
   hd::test::expect_refused(with({"-n", "2048"}), "and --max-tokens 2048 need");
   hd::test::expect_refused(with({"--chat"}), "has no chat template");
+  hd::test::expect_refused(with({"--temp", "1", "--seed", "4294967295"}), "llama.cpp's \"draw a random seed\"");
   const std::string bad = dir + "/bad.jsonl";
   std::ofstream(bad) << "{\"prompt\": \"fine\"}\n{\"text\": \"no prompt\"}\n";
   hd::test::expect_refused({"generate", "--a", model(), "--prompts", bad, "-o", out},
@@ -315,4 +316,42 @@ TEST(Generate, TokenIdPromptsGiveTheTextsCompletion) {
   std::ofstream(bad) << "{\"prompt\": [1, 2]}\n{\"prompt\": [1, 999999]}\n";
   hd::test::expect_refused({"generate", "--a", model(), "--prompts", bad, "-o", dir + "/no.hdy"},
                            "line 2: a token id must be a whole number from 0 to");
+}
+
+// A file is anyone's to edit: every damage below is refused in one line by show, show --json,
+// export and report, never read past its end or printed as a number it is not.
+TEST(Generate, DamagedRowsAreRefusedInOneLineByEveryReader) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = hd::test::temp_dir("generate-damaged");
+  const std::string out = dir + "/gen.hdy";
+  const auto made = run_cli({"generate", "--a", hd::test::shared_path("models/TinyStories-656K.f16.gguf"),
+                             "--b", hd::test::shared_path("models/tinystories-656k-q8_0.gguf"), "--prompts",
+                             prompts_file(dir), "-n", "24", "-t", "1", "-o", out});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  ASSERT_NE(hd::test::rows_text(out, "select count(*) from generate_partings where transplant <> ''"), "0|\n");
+  const std::vector<std::pair<std::string, std::string>> damages = {
+      {"no B", "DELETE FROM generate_tokens WHERE arm = 'b' AND prompt = 0; DELETE FROM generate_partings WHERE prompt = 0"},
+      {"a transplant without steps", "UPDATE generate_partings SET transplant = json_remove(transplant, '$.steps') WHERE transplant <> ''"},
+      {"a transplant that is not JSON", "UPDATE generate_partings SET transplant = '{' WHERE transplant <> ''"},
+      {"a transplant of another token", "UPDATE generate_partings SET transplant = json_set(transplant, '$.a_token', -5) WHERE transplant <> ''"},
+      {"a piece that is a number", "UPDATE generate_tokens SET top = json_set(top, '$[0][2]', 7) WHERE i = 0"},
+      {"an empty top-5 entry", "UPDATE generate_tokens SET top = '[[], [], [], [], []]' WHERE i = 1"},
+      {"a probability of 2", "UPDATE generate_tokens SET top = json_set(top, '$[0][1]', 2.0) WHERE i = 2"},
+      {"a parting past the shorter", "UPDATE generate_partings SET parted = 999 WHERE prompt = 1"},
+      {"a positive logprob", "UPDATE generate_tokens SET logprob = 0.5 WHERE i = 3"},
+  };
+  for (const auto& [what, sql] : damages) {
+    SCOPED_TRACE(what);
+    const std::string copy = dir + "/damaged.hdy";
+    std::filesystem::remove(copy);
+    fs::copy_file(out, copy);
+    hd::test::sql(copy, sql);
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"show", copy}, {"show", copy, "--json"}, {"export", copy, "--table", "tokens"},
+          {"export", copy}, {"report", copy, "-o", dir + "/damaged.html", "--force"}}) {
+      const auto r = run_cli(args);
+      EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+      EXPECT_NE(r.err.find("is damaged"), std::string::npos) << args[0] << ": " << r.err;
+    }
+  }
 }

@@ -28,7 +28,7 @@ std::vector<test::LlamaServer::Generated> heterodyne_completion(std::shared_ptr<
   engine::Arm arm(m, s, static_cast<int>(prompt.size()) + kTokens);
   std::vector<test::TopLogprobs> tops;
   const kinds::Completion c = kinds::generate_completion(
-      arm, prompt, kTokens, nullptr, [&](std::span<const float> logits) {
+      arm, *m, prompt, kTokens, nullptr, [&](std::span<const float> logits) {
         tops.push_back(test::probabilities_as_the_server(logits.data(), m->info().n_vocab, 8));
       });
   std::vector<test::LlamaServer::Generated> out;

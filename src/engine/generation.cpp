@@ -1,5 +1,6 @@
 #include "engine/generation.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "errors.h"
@@ -40,8 +41,22 @@ bool ends_generation(const Model& model, int32_t token) {
   return llama_vocab_is_eog(llama_model_get_vocab(model.handle()), token);
 }
 
-Sampler::Sampler(float temperature, uint32_t seed) {
+std::vector<int32_t> suppressed_tokens(const Model& model) {
+  int32_t n = 0;
+  const llama_token* t = llama_vocab_get_suppress_tokens(llama_model_get_vocab(model.handle()), &n);
+  return t == nullptr || n <= 0 ? std::vector<int32_t>{} : std::vector<int32_t>(t, t + n);
+}
+
+Sampler::Sampler(const Model& model, float temperature, uint32_t seed) {
+  if (seed == kRandomSeed) throw InputError("seed 4294967295 means a random seed to llama.cpp");
   chain_ = llama_sampler_chain_init(llama_sampler_chain_default_params());
+  std::vector<llama_logit_bias> bias;
+  for (const int32_t t : suppressed_tokens(model)) bias.push_back({t, -INFINITY});
+  if (!bias.empty()) {
+    llama_sampler_chain_add(chain_, llama_sampler_init_logit_bias(model.info().n_vocab,
+                                                                  static_cast<int32_t>(bias.size()),
+                                                                  bias.data()));
+  }
   llama_sampler_chain_add(chain_, llama_sampler_init_top_k(40));
   llama_sampler_chain_add(chain_, llama_sampler_init_top_p(0.95f, 0));
   llama_sampler_chain_add(chain_, llama_sampler_init_min_p(0.05f, 0));
@@ -52,11 +67,12 @@ Sampler::Sampler(float temperature, uint32_t seed) {
 Sampler::~Sampler() { llama_sampler_free(chain_); }
 
 int32_t Sampler::sample(std::span<const float> logits) {
-  std::vector<llama_token_data> cur(logits.size());
+  candidates_.resize(logits.size() * sizeof(llama_token_data));
+  auto* cur = reinterpret_cast<llama_token_data*>(candidates_.data());
   for (size_t i = 0; i < logits.size(); ++i) {
     cur[i] = {static_cast<llama_token>(i), logits[i], 0.0f};
   }
-  llama_token_data_array arr{cur.data(), cur.size(), -1, false};
+  llama_token_data_array arr{cur, logits.size(), -1, false};
   llama_sampler_apply(chain_, &arr);
   if (arr.selected < 0 || static_cast<size_t>(arr.selected) >= arr.size)
     throw RuntimeError("llama.cpp's sampler chain selected no token");

@@ -27,12 +27,21 @@ std::string render_chat(const Model& model, const std::string& user);
 // Whether the token ends a generation (llama_vocab_is_eog: EOS, EOT, and the like).
 bool ends_generation(const Model& model, int32_t token);
 
+// The tokens the model's GGUF says never to generate (tokenizer.ggml.suppress_tokens): common/'s
+// samplers give them -inf first, so llama-server never picks one, greedy or not.
+std::vector<int32_t> suppressed_tokens(const Model& model);
+
+// The seed llama.cpp reads as "draw a random seed" (LLAMA_DEFAULT_SEED): a run given it would not
+// draw the same tokens twice, so it is refused.
+inline constexpr uint32_t kRandomSeed = 0xFFFFFFFFu;
+
 // llama.cpp's sampler chain with common/'s defaults (the chain llama-server and llama-cli
-// build): top-k 40, top-p 0.95, min-p 0.05, temperature, then a draw from the seed. The
-// penalties, DRY, XTC, typical and top-n-sigma samplers are off at those defaults and left out.
+// build): the suppressed tokens' -inf bias, top-k 40, top-p 0.95, min-p 0.05, temperature, then a
+// draw from the seed. The penalties, DRY, XTC, typical and top-n-sigma samplers are off at those
+// defaults and left out.
 class Sampler {
  public:
-  Sampler(float temperature, uint32_t seed);
+  Sampler(const Model& model, float temperature, uint32_t seed);
   ~Sampler();
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
@@ -41,7 +50,7 @@ class Sampler {
 
  private:
   llama_sampler* chain_ = nullptr;
-  std::vector<float> scratch_;  // llama_token_data, reused
+  std::vector<unsigned char> candidates_;  // the llama_token_data array, reused token to token
 };
 
 }  // namespace hd::engine

@@ -20,8 +20,11 @@ interface Step {
 }
 interface Transplant {
   parts: boolean;
-  a_piece: string;
-  b_piece: string;
+  a_token: number;
+  a_top1: number;
+  a_piece: string; // the token A generated at the parting
+  a_top1_piece: string; // A's top-1 there, teacher-forced
+  b_piece: string; // B's top-1 there, teacher-forced
   steps?: Step[];
   verdict?: { point: string; layer: number };
 }
@@ -78,7 +81,11 @@ function topTable(top: Top | undefined, margin: number | undefined, arm: string)
 }
 
 function transplantPanel(t: Transplant, nLayer: number | undefined): HTMLElement {
-  if (!t.parts) return h("p", {}, `teacher-forced, A and B both predict “${t.a_piece}” here: the parting comes from the decode steps' kernels, not from a layer`);
+  if (!t.parts) {
+    return h("p", {}, t.a_top1 !== t.a_token
+      ? `teacher-forced, A predicts “${t.a_top1_piece}” here, not its generated “${t.a_piece}”: the decode steps' kernels moved A's own token; no layer is named`
+      : `teacher-forced, B predicts A's “${t.a_piece}” here too: the parting comes from the decode steps' kernels, not from a layer`);
+  }
   const rows = (t.steps ?? []).map((s) => h("tr", {}, h("td", {}, s.point), h("td", { class: "token" }, s.piece), h("td", { class: "num" }, s.kl === null ? "—" : s.kl === "inf" ? "inf" : fmt(s.kl)), h("td", {}, s.restores ? "gives A's token" : "B's token")));
   return h("div", {},
     h("p", {}, `made to part by ${t.verdict ? verdictText(t.verdict, nLayer) : "—"}: A's state copied into B past it gives back “${t.a_piece}” (B alone: “${t.b_piece}”)`),

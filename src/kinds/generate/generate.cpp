@@ -64,6 +64,9 @@ void check_generate_config(const GenerateConfig& c) {
     throw InputError("B's slots must be at least 1 and its neighbour seed between 0 and 2^30");
   if (!(c.temperature >= 0 && c.temperature <= 100))
     throw InputError("--temp must be between 0 (greedy) and 100");
+  if (c.temperature > 0 && c.seed == engine::kRandomSeed)
+    throw InputError("--seed 4294967295 is llama.cpp's \"draw a random seed\": give another, so that "
+                     "both arms (and verify) draw the same");
 }
 
 namespace {
@@ -125,21 +128,22 @@ Generator make_generator(const GenerateConfig& c, const std::vector<Prompt>& pro
   return g;
 }
 
-std::unique_ptr<engine::Sampler> sampler_of(const GenerateConfig& c) {
-  if (c.temperature <= 0) return nullptr;
-  return std::make_unique<engine::Sampler>(static_cast<float>(c.temperature), c.seed);
+std::unique_ptr<engine::Sampler> sampler_of(const Generator& g) {
+  if (g.config.temperature <= 0) return nullptr;
+  return std::make_unique<engine::Sampler>(*g.model_a, static_cast<float>(g.config.temperature),
+                                           g.config.seed);
 }
 
 PromptResult generate_prompt(Generator& g, int index, const Prompt& prompt) {
   const GenerateConfig& c = g.config;
   PromptResult r{index, prompt.text, prompt.tokens, {}, {}, {}};
-  r.a = generate_completion(*g.a, prompt.tokens, c.max_tokens, sampler_of(c).get());
+  r.a = generate_completion(*g.a, *g.model_a, prompt.tokens, c.max_tokens, sampler_of(g).get());
   bool transplanted = false;
   for (int t = 0; t < c.trials; ++t) {
     std::unique_ptr<engine::Arm> own;
     if (t > 0) own = std::make_unique<engine::Arm>(g.model_b, engine::server_trial(c.b, t), g.n_ctx);
     engine::Arm& b = own ? *own : *g.b;
-    r.b.push_back(generate_completion(b, prompt.tokens, c.max_tokens, sampler_of(c).get()));
+    r.b.push_back(generate_completion(b, *g.model_a, prompt.tokens, c.max_tokens, sampler_of(g).get()));
     Parting p;
     p.parted = parting_index(r.a, r.b.back());
     p.common = p.parted >= 0 ? p.parted
@@ -147,7 +151,9 @@ PromptResult generate_prompt(Generator& g, int index, const Prompt& prompt) {
     if (p.parted >= 0 && g.map && !transplanted) {  // the first trial that parts
       std::vector<int32_t> sequence = prompt.tokens;
       for (int i = 0; i < p.parted; ++i) sequence.push_back(r.a.tokens[static_cast<size_t>(i)].token);
-      p.transplant = parting_transplant(*g.a, b, *g.map, sequence).dump();
+      p.transplant = parting_transplant(*g.a, b, *g.map, sequence,
+                                        r.a.tokens[static_cast<size_t>(p.parted)].token)
+                         .dump();
       transplanted = true;
     }
     r.partings.push_back(std::move(p));

@@ -1,14 +1,32 @@
 #include "kinds/generate/generate_decode.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/utf8.h"
 
 namespace hd::kinds {
 
-Completion generate_completion(engine::Arm& arm, std::span<const int32_t> prompt, int max_tokens,
+namespace {
+
+// The top-1 among the tokens not suppressed, the lowest id among ties.
+int32_t greedy(std::span<const float> row, const analysis::TopK& top,
+               const std::vector<int32_t>& suppressed) {
+  if (suppressed.empty()) return top.id[0];
+  std::vector<float> kept(row.begin(), row.end());
+  for (const int32_t t : suppressed) {
+    if (t >= 0 && static_cast<size_t>(t) < kept.size()) kept[static_cast<size_t>(t)] = -INFINITY;
+  }
+  return static_cast<int32_t>(std::max_element(kept.begin(), kept.end()) - kept.begin());
+}
+
+}  // namespace
+
+Completion generate_completion(engine::Arm& arm, const engine::Model& rules,
+                               std::span<const int32_t> prompt, int max_tokens,
                                engine::Sampler* sampler, const LogitsSeen& seen) {
   Completion c;
+  const std::vector<int32_t> suppressed = engine::suppressed_tokens(rules);
   std::vector<float> logits;
   const int n = static_cast<int>(prompt.size());
   const auto v = static_cast<size_t>(arm.model_info().n_vocab);
@@ -18,9 +36,9 @@ Completion generate_completion(engine::Arm& arm, std::span<const int32_t> prompt
     if (seen) seen(row);
     const double lse = analysis::log_sum_exp(row);
     const analysis::TopK top = analysis::top_k(row, lse);
-    const int32_t token = sampler != nullptr ? sampler->sample(row) : top.id[0];
-    c.tokens.push_back({token, static_cast<double>(row[static_cast<size_t>(token)]) - lse, top});
-    if (engine::ends_generation(arm.model(), token)) {
+    const int32_t token = sampler != nullptr ? sampler->sample(row) : greedy(row, top, suppressed);
+    c.tokens.push_back({token, static_cast<double>(row[static_cast<size_t>(token)]) - lse, top, {}, {}});
+    if (engine::ends_generation(rules, token)) {
       c.ended = true;
       break;
     }

@@ -6,32 +6,17 @@
 //            log-probability, the top-1's probability and margin, and the top-5 as JSON text
 #include "kinds/generate/generate_export.h"
 
-#include <map>
-#include <tuple>
-
 #include "errors.h"
 #include "kinds/generate/generate_rows.h"
-#include "report/stored_result.h"
 #include "store/experiment.h"
-#include "store/sqlite.h"
 
 namespace hd::kinds {
 
 namespace {
 
-using Pieces = std::map<std::tuple<int, std::string, int>, std::vector<std::string>>;
-
-Pieces read_pieces(const store::Experiment& e) {
-  Pieces out;
-  store::Statement q(e.database().handle(),
-                     "SELECT prompt, arm, trial, piece FROM generate_tokens ORDER BY prompt, arm, trial, i");
-  while (q.step()) out[{static_cast<int>(q.integer(0)), q.text(1), static_cast<int>(q.integer(2))}].push_back(q.text(3));
-  return out;
-}
-
-std::string joined(const std::vector<std::string>& pieces) {
+std::string joined(const Completion& c) {
   std::string s;
-  for (const auto& p : pieces) s += p;
+  for (const auto& t : c.tokens) s += t.piece;
   return s;
 }
 
@@ -40,7 +25,6 @@ report::KindRows prompt_rows(const store::Experiment& e) {
                       "a_tokens", "b_tokens", "ended_a", "ended_b", "parted", "common", "a_token",
                       "b_token", "margin_a", "margin_b", "verdict_point", "verdict_layer"},
                      {}};
-  Pieces pieces = read_pieces(e);
   for (const PromptResult& r : read_generate_prompts(e)) {
     for (size_t k = 0; k < r.b.size(); ++k) {
       const Parting& p = r.partings[k];
@@ -54,15 +38,15 @@ report::KindRows prompt_rows(const store::Experiment& e) {
         margin_a = margin(ta.top);
         margin_b = margin(tb.top);
       }
-      if (!p.transplant.empty()) {
-        const auto j = nlohmann::json::parse(p.transplant, nullptr, false);
-        if (j.is_object() && j.contains("verdict")) {
-          point = j["verdict"].value("point", "");
-          layer = j["verdict"].value("layer", 0);
+      if (!p.transplant.empty()) {  // its shape checked by the reader
+        const auto j = nlohmann::json::parse(p.transplant);
+        if (j.contains("verdict")) {
+          point = j["verdict"]["point"];
+          layer = j["verdict"]["layer"];
         }
       }
-      t.rows.push_back({r.prompt, trial, r.text, r.tokens.size(), joined(pieces[{r.prompt, "a", 0}]),
-                        joined(pieces[{r.prompt, "b", trial}]), r.a.tokens.size(), r.b[k].tokens.size(),
+      t.rows.push_back({r.prompt, trial, r.text, r.tokens.size(), joined(r.a), joined(r.b[k]),
+                        r.a.tokens.size(), r.b[k].tokens.size(),
                         r.a.ended, r.b[k].ended, p.parted, p.common, a_token, b_token, margin_a,
                         margin_b, point, layer});
     }
@@ -70,20 +54,23 @@ report::KindRows prompt_rows(const store::Experiment& e) {
   return t;
 }
 
+void add_token_rows(report::KindRows& t, int prompt, const char* arm, int trial, const Completion& c) {
+  for (size_t i = 0; i < c.tokens.size(); ++i) {
+    const GeneratedToken& g = c.tokens[i];
+    nlohmann::json top = nlohmann::json::array();
+    for (size_t k = 0; k < analysis::kTopK; ++k) top.push_back({g.top.id[k], g.top.p[k], g.top_pieces[k]});
+    t.rows.push_back({prompt, arm, trial, i, g.token, g.piece, g.logprob, g.top.p[0], margin(g.top),
+                      top.dump()});
+  }
+}
+
 report::KindRows token_rows(const store::Experiment& e) {
   report::KindRows t{{"prompt", "arm", "trial", "i", "token_id", "token_text", "logprob", "p_top1",
                       "margin", "top5"},
                      {}};
-  store::Statement q(e.database().handle(),
-                     "SELECT prompt, arm, trial, i, token, piece, logprob, top FROM generate_tokens "
-                     "ORDER BY prompt, arm, trial, i");
-  while (q.step()) {
-    const auto top = nlohmann::json::parse(q.text(7), nullptr, false);
-    if (!top.is_array() || top.size() < 2 || !top[0].is_array() || !top[1].is_array())
-      throw InputError("'" + e.path() + "' is damaged: generate_tokens has a top-5 that is not one");
-    const double p1 = top[0][1].get<double>(), p2 = top[1][1].get<double>();
-    t.rows.push_back({q.integer(0), q.text(1), q.integer(2), q.integer(3), q.integer(4), q.text(5),
-                      q.real(6), p1, p1 - p2, top.dump()});
+  for (const PromptResult& r : read_generate_prompts(e)) {
+    add_token_rows(t, r.prompt, "a", 0, r.a);
+    for (size_t k = 0; k < r.b.size(); ++k) add_token_rows(t, r.prompt, "b", static_cast<int>(k), r.b[k]);
   }
   return t;
 }

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/utf8.h"
 #include "engine/generation.h"
 #include "errors.h"
 
@@ -43,7 +44,8 @@ Prompt prompt_of_ids(const engine::Model& model, const nlohmann::json& ids, cons
     }
     p.tokens.push_back(id.get<int32_t>());
   }
-  if (model.info().has_vocab) p.text = model.detokenize(p.tokens);
+  // For readers only (the ids are what the arms read): half a character as \xHH.
+  if (model.info().has_vocab) p.text = escape_invalid_utf8(model.detokenize(p.tokens));
   return p;
 }
 

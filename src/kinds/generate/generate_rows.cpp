@@ -1,8 +1,6 @@
 #include "kinds/generate/generate_rows.h"
 
-#include <cmath>
 #include <cstring>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/sha256.h"
@@ -35,26 +33,6 @@ nlohmann::json top_json(const analysis::TopK& t, const engine::Model& model) {
   nlohmann::json j = nlohmann::json::array();
   for (int k = 0; k < analysis::kTopK; ++k) j.push_back({t.id[k], t.p[k], token_piece(model, t.id[k])});
   return j;
-}
-
-[[noreturn]] void damaged(const store::Experiment& e, const std::string& table) {
-  throw InputError("'" + e.path() + "' is damaged: " + table + " has a row that is not what "
-                   "generate writes");
-}
-
-analysis::TopK top_of(const store::Experiment& e, const std::string& text) {
-  analysis::TopK t;
-  const auto j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_array() || j.size() != analysis::kTopK) damaged(e, "generate_tokens");
-  for (int k = 0; k < analysis::kTopK; ++k) {
-    const auto& x = j[static_cast<size_t>(k)];
-    if (!x.is_array() || x.size() != 3 || !x[0].is_number_integer() || !x[1].is_number())
-      damaged(e, "generate_tokens");
-    t.id[k] = x[0].get<int32_t>();
-    t.p[k] = static_cast<float>(x[1].get<double>());
-    if (!(t.p[k] >= 0 && t.p[k] <= 1)) damaged(e, "generate_tokens");
-  }
-  return t;
 }
 
 void put_tokens(store::Statement& q, const engine::Model& model, int prompt, const char* arm,
@@ -104,65 +82,6 @@ void put_generate_prompt(store::Experiment& e, const engine::Model& model, const
   }
   e.set_meta(hash_key(r.prompt), prompt_sha256(e, r.prompt));
   t.commit();
-}
-
-std::vector<PromptResult> read_generate_prompts(const store::Experiment& e) {
-  std::map<int, PromptResult> by_prompt;
-  const auto handle = e.database().handle();
-  store::Statement q(handle, "SELECT prompt, text, tokens FROM generate_prompts ORDER BY prompt");
-  while (q.step()) {
-    if (q.type(0) != SQLITE_INTEGER || q.type(1) != SQLITE_TEXT || q.type(2) != SQLITE_TEXT)
-      damaged(e, "generate_prompts");
-    PromptResult r;
-    r.prompt = static_cast<int>(q.integer(0));
-    r.text = q.text(1);
-    const auto ids = nlohmann::json::parse(q.text(2), nullptr, false);
-    if (!ids.is_array() || ids.empty()) damaged(e, "generate_prompts");
-    for (const auto& id : ids) {
-      if (!id.is_number_integer()) damaged(e, "generate_prompts");
-      r.tokens.push_back(id.get<int32_t>());
-    }
-    by_prompt[r.prompt] = std::move(r);
-  }
-  store::Statement t(handle, "SELECT prompt, arm, trial, i, token, logprob, top FROM "
-                             "generate_tokens ORDER BY prompt, arm, trial, i");
-  while (t.step()) {
-    const auto it = by_prompt.find(static_cast<int>(t.integer(0)));
-    const std::string arm = t.type(1) == SQLITE_TEXT ? t.text(1) : "";
-    const int64_t trial = t.integer(2);
-    if (it == by_prompt.end() || (arm != "a" && arm != "b") || trial < 0 || trial > 256 ||
-        (arm == "a" && trial != 0) || t.type(5) != SQLITE_FLOAT || !(t.real(5) <= 0) ||
-        t.type(6) != SQLITE_TEXT)
-      damaged(e, "generate_tokens");
-    PromptResult& r = it->second;
-    if (arm == "b" && static_cast<size_t>(trial) >= r.b.size()) r.b.resize(static_cast<size_t>(trial) + 1);
-    Completion& c = arm == "a" ? r.a : r.b[static_cast<size_t>(trial)];
-    if (t.integer(3) != static_cast<int64_t>(c.tokens.size())) damaged(e, "generate_tokens");
-    c.tokens.push_back({static_cast<int32_t>(t.integer(4)), t.real(5), top_of(e, t.text(6))});
-  }
-  store::Statement p(handle, "SELECT prompt, trial, parted, common, ended_a, ended_b, transplant "
-                             "FROM generate_partings ORDER BY prompt, trial");
-  while (p.step()) {
-    const auto it = by_prompt.find(static_cast<int>(p.integer(0)));
-    if (it == by_prompt.end() || p.integer(1) != static_cast<int64_t>(it->second.partings.size()) ||
-        p.integer(1) >= static_cast<int64_t>(it->second.b.size()) || p.type(6) != SQLITE_TEXT)
-      damaged(e, "generate_partings");
-    PromptResult& r = it->second;
-    Parting x{static_cast<int>(p.integer(2)), static_cast<int>(p.integer(3)), p.text(6)};
-    const Completion& b = r.b[r.partings.size()];
-    const auto shorter = static_cast<int64_t>(std::min(r.a.tokens.size(), b.tokens.size()));
-    if (x.parted < -1 || x.parted >= shorter || x.common != (x.parted < 0 ? shorter : x.parted))
-      damaged(e, "generate_partings");
-    r.a.ended = p.integer(4) == 1;
-    r.b[r.partings.size()].ended = p.integer(5) == 1;
-    r.partings.push_back(std::move(x));
-  }
-  std::vector<PromptResult> out;
-  for (auto& [k, r] : by_prompt) {
-    if (r.partings.size() != r.b.size() || r.a.tokens.empty()) damaged(e, "generate_partings");
-    out.push_back(std::move(r));
-  }
-  return out;
 }
 
 std::set<int> resumable_generate_prompts(const store::Experiment& e) {

@@ -10,7 +10,6 @@
 #include "report/rates.h"
 #include "run/config.h"
 #include "store/experiment.h"
-#include "store/sqlite.h"
 
 namespace hd::kinds {
 
@@ -104,43 +103,49 @@ nlohmann::json generate_summary(const store::Experiment& e, const GenerateConfig
   return j;
 }
 
-void add_generate_prompts(const store::Experiment& e, nlohmann::json& result) {
-  const std::vector<PromptResult> rows = read_generate_prompts(e);
-  // The token texts, by (prompt, arm, trial): stored beside the ids for readers.
-  std::map<std::tuple<int, std::string, int>, std::vector<std::string>> pieces;
-  std::map<std::tuple<int, std::string, int, int>, nlohmann::json> tops;
-  store::Statement q(e.database().handle(),
-                     "SELECT prompt, arm, trial, i, piece, top FROM generate_tokens ORDER BY "
-                     "prompt, arm, trial, i");
-  while (q.step()) {
-    const int prompt = static_cast<int>(q.integer(0)), trial = static_cast<int>(q.integer(2));
-    pieces[{prompt, q.text(1), trial}].push_back(q.text(4));
-    tops[{prompt, q.text(1), trial, static_cast<int>(q.integer(3))}] =
-        nlohmann::json::parse(q.text(5), nullptr, false);
+namespace {
+
+std::vector<std::string> pieces(const Completion& c) {
+  std::vector<std::string> out;
+  for (const auto& t : c.tokens) out.push_back(t.piece);
+  return out;
+}
+
+// [[id, p, piece], …] as the file stores it.
+nlohmann::json top_json(const GeneratedToken& t) {
+  nlohmann::json j = nlohmann::json::array();
+  for (size_t k = 0; k < analysis::kTopK; ++k) j.push_back({t.top.id[k], t.top.p[k], t.top_pieces[k]});
+  return j;
+}
+
+nlohmann::json trial_json(const PromptResult& r, size_t t) {
+  const Parting& x = r.partings[t];
+  nlohmann::json b = {{"pieces", pieces(r.b[t])}, {"ended", r.b[t].ended},
+                      {"parted", x.parted}, {"common", x.common}};
+  if (x.parted >= 0) {
+    const GeneratedToken& ta = r.a.tokens[static_cast<size_t>(x.parted)];
+    const GeneratedToken& tb = r.b[t].tokens[static_cast<size_t>(x.parted)];
+    b["top_a"] = top_json(ta);
+    b["top_b"] = top_json(tb);
+    b["margin_a"] = margin(ta.top);
+    b["margin_b"] = margin(tb.top);
   }
+  if (!x.transplant.empty()) b["transplant"] = nlohmann::json::parse(x.transplant);
+  return b;
+}
+
+}  // namespace
+
+void add_generate_prompts(const store::Experiment& e, nlohmann::json& result) {
   nlohmann::json list = nlohmann::json::array();
-  for (const PromptResult& r : rows) {
-    nlohmann::json p = {{"prompt", r.prompt}, {"text", r.text}, {"n_tokens", r.tokens.size()},
-                        {"a", {{"pieces", pieces[{r.prompt, "a", 0}]}, {"ended", r.a.ended}}}};
+  for (const PromptResult& r : read_generate_prompts(e)) {
     nlohmann::json trials = nlohmann::json::array();
-    for (size_t t = 0; t < r.b.size(); ++t) {
-      const Parting& x = r.partings[t];
-      const int trial = static_cast<int>(t);
-      nlohmann::json b = {{"pieces", pieces[{r.prompt, "b", trial}]}, {"ended", r.b[t].ended},
-                          {"parted", x.parted}, {"common", x.common}};
-      if (x.parted >= 0) {
-        const auto& ta = r.a.tokens[static_cast<size_t>(x.parted)].top;
-        const auto& tb = r.b[t].tokens[static_cast<size_t>(x.parted)].top;
-        b["top_a"] = tops[{r.prompt, "a", 0, x.parted}];
-        b["top_b"] = tops[{r.prompt, "b", trial, x.parted}];
-        b["margin_a"] = margin(ta);
-        b["margin_b"] = margin(tb);
-      }
-      if (!x.transplant.empty()) b["transplant"] = nlohmann::json::parse(x.transplant);
-      trials.push_back(std::move(b));
-    }
-    p["b"] = std::move(trials);
-    list.push_back(std::move(p));
+    for (size_t t = 0; t < r.b.size(); ++t) trials.push_back(trial_json(r, t));
+    list.push_back({{"prompt", r.prompt},
+                    {"text", r.text},
+                    {"n_tokens", r.tokens.size()},
+                    {"a", {{"pieces", pieces(r.a)}, {"ended", r.a.ended}}},
+                    {"b", std::move(trials)}});
   }
   result["prompts"] = std::move(list);
 }

@@ -26,7 +26,7 @@ std::vector<std::pair<std::string, int>> points_of(const engine::PointMap& map) 
 }  // namespace
 
 nlohmann::json parting_transplant(engine::Arm& a, engine::Arm& b, const engine::PointMap& map,
-                                  std::span<const int32_t> sequence) {
+                                  std::span<const int32_t> sequence, int32_t a_token) {
   const int n = static_cast<int>(sequence.size());
   const auto v = static_cast<size_t>(a.model_info().n_vocab);
   const auto points = points_of(map);
@@ -44,9 +44,14 @@ nlohmann::json parting_transplant(engine::Arm& a, engine::Arm& b, const engine::
   b.run_chunk(sequence, &own_b, lb, n - 1);
   const int32_t a_top1 = top1({la.data(), v}), b_top1 = top1({lb.data(), v});
   const auto piece = [&](int32_t t) { return token_piece(a.model(), t); };
-  nlohmann::json j = {{"a_top1", a_top1}, {"a_piece", piece(a_top1)}, {"b_top1", b_top1},
-                      {"b_piece", piece(b_top1)}, {"parts", a_top1 != b_top1}};
-  if (a_top1 == b_top1) return j;
+  // A layer is named only where teacher forcing reproduces the parting: A's own token from A,
+  // another from B. Otherwise the decode steps' kernels made it, and a restore would explain
+  // another disagreement than the one shown.
+  const bool parts = a_top1 == a_token && b_top1 != a_token;
+  nlohmann::json j = {{"a_token", a_token}, {"a_piece", piece(a_token)},  {"a_top1", a_top1},
+                      {"a_top1_piece", piece(a_top1)}, {"b_top1", b_top1}, {"b_piece", piece(b_top1)},
+                      {"parts", parts}};
+  if (!parts) return j;
   analysis::ScoreScratch scratch;
   std::vector<bool> restores;
   nlohmann::json steps = nlohmann::json::array();
@@ -55,18 +60,18 @@ nlohmann::json parting_transplant(engine::Arm& a, engine::Arm& b, const engine::
     patch.overwrite(name, from_a.first_row(name), from_a.captured(name));
     b.run_chunk(sequence, &patch, patched, n - 1);
     const int32_t t = top1({patched.data(), v});
-    restores.push_back(t == a_top1);
+    restores.push_back(t == a_token);
     steps.push_back({{"point", name},
                      {"layer", layer},
                      {"top1", t},
                      {"piece", piece(t)},
                      {"kl", json_number(analysis::kl_divergence({la.data(), v}, {patched.data(), v}, scratch))},
-                     {"restores", t == a_top1}});
+                     {"restores", t == a_token}});
   }
   // B's output head given A's logits is A: the step that always restores.
   restores.push_back(true);
-  steps.push_back({{"point", "head"}, {"layer", map.n_layer}, {"top1", a_top1},
-                   {"piece", piece(a_top1)}, {"kl", 0.0},
+  steps.push_back({{"point", "head"}, {"layer", map.n_layer}, {"top1", a_token},
+                   {"piece", piece(a_token)}, {"kl", 0.0},
                    {"restores", true}});
   size_t k = restores.size() - 1;
   while (k > 0 && restores[k - 1]) --k;

@@ -6,8 +6,9 @@
 // computation after it no longer parts, so the block just before it (or B's output head, where
 // no copy of a layer restores) is what makes it part.
 //
-// Teacher forcing runs other kernels than the decode steps that generated the tokens: where A and
-// B do not part at that position teacher-forced, the file says so and no step is run.
+// Teacher forcing runs other kernels than the decode steps that generated the tokens: where A
+// does not give its generated token there teacher-forced, or B gives it too, the file says so
+// ("parts": false) and no step is run.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -18,10 +19,11 @@
 
 namespace hd::kinds {
 
-// {a_top1, a_piece, b_top1, b_piece, parts, steps: [{point, layer, top1, piece, kl, restores}],
-// verdict: {point, layer}}
-// (layer -1: the embedding; n_layer: B's output head). KL is KL(A || patched B) at the position.
+// {a_token, a_piece, a_top1, a_top1_piece, b_top1, b_piece, parts, and where parts: steps:
+// [{point, layer, top1, piece, kl, restores}], verdict: {point, layer}} (layer -1: the
+// embedding; n_layer: B's output head). `a_token` is the token A generated at the parting; a
+// step restores where B's top-1 is then it. KL is KL(A || patched B) at the position.
 nlohmann::json parting_transplant(engine::Arm& a, engine::Arm& b, const engine::PointMap& map,
-                                  std::span<const int32_t> sequence);
+                                  std::span<const int32_t> sequence, int32_t a_token);
 
 }  // namespace hd::kinds
