@@ -259,7 +259,7 @@ TEST(Slurm, BadRequestsAreRefusedBeforeAnythingIsSubmitted) {
                        "heterodyne slurm sets it");
   test::expect_refused(with(args, {"--shards", "2", "--bogus", "-o", out}), "diff: ");
   test::expect_refused({"slurm", "floor", "-m", "m.gguf", "--shards", "2", "-o", out},
-                       "heterodyne slurm runs a diff or a sweep");
+                       "heterodyne slurm runs a diff, a sweep or a generate");
   test::expect_refused({"slurm", "diff", "--a", test::shared_path("models/stories260K.gguf"),
                         "--b-quant", "Q8_0", "-f", "-", "--shards", "2", "-o", out},
                        "no standard input");
