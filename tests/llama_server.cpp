@@ -76,7 +76,8 @@ std::vector<LlamaServer::Generated> LlamaServer::complete(const std::vector<int3
   if (!r || r->status != 200) return out;
   const auto j = nlohmann::json::parse(r->body);
   for (const auto& t : j.at("completion_probabilities")) {
-    out.push_back({t.at("id").get<int32_t>(), top_of(t.at("top_logprobs"))});
+    out.push_back({t.at("id").get<int32_t>(), static_cast<float>(t.at("logprob").get<double>()),
+                   top_of(t.at("top_logprobs"))});
   }
   return out;
 }

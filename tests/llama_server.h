@@ -32,6 +32,7 @@ class LlamaServer {
   // token with its top `n_probs`. Empty when the request failed.
   struct Generated {
     int32_t id;
+    float logprob;  // the chosen token's
     TopLogprobs top;
     bool operator==(const Generated&) const = default;
   };

@@ -176,6 +176,8 @@ TEST(Generate, RefusesWhatNoRunCanBeAndWritesNothing) {
   hd::test::expect_refused(with({"-n", "2048"}), "and --max-tokens 2048 need");
   hd::test::expect_refused(with({"--chat"}), "has no chat template");
   hd::test::expect_refused(with({"--temp", "1", "--seed", "4294967295"}), "llama.cpp's \"draw a random seed\"");
+  hd::test::expect_refused(with({"--b-slots", "2", "--b-slot", "3", "--trials", "2"}),
+                           "slot 3 is not one of B's 2 slots");
   const std::string bad = dir + "/bad.jsonl";
   std::ofstream(bad) << "{\"prompt\": \"fine\"}\n{\"text\": \"no prompt\"}\n";
   hd::test::expect_refused({"generate", "--a", model(), "--prompts", bad, "-o", out},
@@ -217,6 +219,7 @@ TEST(Generate, ServerTrialsWithoutNeighboursGiveOneCompletionAndExportHasEveryTo
   for (size_t at = 0; (at = tokens.out.find('\n', at)) != std::string::npos; ++at) ++rows;
   EXPECT_EQ(std::to_string(rows - 1) + "|\n", hd::test::rows_text(out, "select count(*) from generate_tokens"));
   hd::test::expect_refused({"export", out, "--table", "layers"}, "--table must be prompts or tokens");
+  hd::test::expect_refused({"export", out, "--positions"}, "--positions is for diffs");
 }
 
 // llama.cpp's sampler chain with one seed on both arms: identical arms draw the same tokens, not
@@ -338,6 +341,9 @@ TEST(Generate, DamagedRowsAreRefusedInOneLineByEveryReader) {
       {"an empty top-5 entry", "UPDATE generate_tokens SET top = '[[], [], [], [], []]' WHERE i = 1"},
       {"a probability of 2", "UPDATE generate_tokens SET top = json_set(top, '$[0][1]', 2.0) WHERE i = 2"},
       {"a parting past the shorter", "UPDATE generate_partings SET parted = 999 WHERE prompt = 1"},
+      {"a parting where the tokens agree", "UPDATE generate_partings SET parted = 0, common = 0 WHERE parted > 0"},
+      {"a restore that is not B's top-1", "UPDATE generate_partings SET transplant = json_set(transplant, '$.steps[0].restores', json('true'), '$.steps[0].top1', -7) WHERE transplant <> ''"},
+      {"a top-5 out of order", "UPDATE generate_tokens SET top = json_set(top, '$[4][1]', 0.9) WHERE i = 4"},
       {"a positive logprob", "UPDATE generate_tokens SET logprob = 0.5 WHERE i = 3"},
   };
   for (const auto& [what, sql] : damages) {

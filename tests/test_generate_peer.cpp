@@ -32,7 +32,11 @@ std::vector<test::LlamaServer::Generated> heterodyne_completion(std::shared_ptr<
         tops.push_back(test::probabilities_as_the_server(logits.data(), m->info().n_vocab, 8));
       });
   std::vector<test::LlamaServer::Generated> out;
-  for (size_t i = 0; i < c.tokens.size(); ++i) out.push_back({c.tokens[i].token, tops[i]});
+  for (size_t i = 0; i < c.tokens.size(); ++i) {
+    // Greedy: the chosen token is the top-1, its logprob the server's computation of it.
+    const float logprob = tops[i][0].first == c.tokens[i].token ? tops[i][0].second : 0.0f;
+    out.push_back({c.tokens[i].token, logprob, tops[i]});
+  }
   return out;
 }
 
@@ -79,9 +83,27 @@ TEST(GeneratePeer, LlamaServerGeneratesTheSameTokensAndTopProbabilitiesBitwise) 
                                      prompts, "-n", std::to_string(kTokens), "-t", "1", "-fa", fa,
                                      "--no-transplants", "-o", out});
     ASSERT_EQ(made.exit_code, 0) << made.err;
-    std::string tokens;
-    for (const int32_t id : ids(first)) tokens += std::to_string(id) + "|\n";
-    EXPECT_EQ(test::rows_text(out, "select token from generate_tokens where arm = 'a' order by i"), tokens);
+    const auto column = [](const std::vector<int32_t>& v) {
+      std::string s;
+      for (const int32_t id : v) s += std::to_string(id) + "|\n";
+      return s;
+    };
+    EXPECT_EQ(test::rows_text(out, "select token from generate_tokens where arm = 'a' order by i"), column(ids(first)));
+    EXPECT_EQ(test::rows_text(out, "select token from generate_tokens where arm = 'b' order by i"), column(ids(again)));
+    // The stored top-5 ids are the server's first five, and the stored logprob (an f64 softmax)
+    // is the server's: its sum of 32,000 f32 exponentials carries a few 1e-6 of rounding.
+    std::vector<int32_t> top5;
+    for (const auto& g : first) {
+      for (size_t k = 0; k < 5; ++k) top5.push_back(g.top[k].first);
+    }
+    EXPECT_EQ(test::rows_text(out, "select json_extract(value, '$[0]') from generate_tokens, json_each(top) "
+                                   "where arm = 'a' order by i, key"),
+              column(top5));
+    for (size_t i = 0; i < first.size(); ++i) {
+      const std::string stored = test::rows_text(
+          out, "select printf('%.17g', logprob) from generate_tokens where arm = 'a' and i = " + std::to_string(i));
+      EXPECT_NEAR(std::stod(stored), first[i].logprob, 5e-5) << "token " << i;
+    }
     const bool changed = ids(first) != ids(again);
     EXPECT_EQ(test::rows_text(out, "select parted >= 0 from generate_partings"), changed ? "1|\n" : "0|\n");
   }

@@ -26,7 +26,10 @@ int export_kind_rows(const kinds::RunKind& kind, const std::string& file, std::s
   std::string one_of;
   for (size_t i = 0; i < names.size(); ++i)
     one_of += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-  if (positions) table = "positions";
+  if (positions) {
+    throw InputError("--positions is for diffs: '" + file + "' is a " + std::string(kind.name()) +
+                     ", whose tables are " + one_of);
+  }
   if (table.empty()) table = names.front();
   if (std::find(names.begin(), names.end(), table) == names.end()) {
     throw InputError("'" + file + "' is a " + std::string(kind.name()) + ": --table must be " +

@@ -41,9 +41,23 @@ bool ends_generation(const Model& model, int32_t token) {
   return llama_vocab_is_eog(llama_model_get_vocab(model.handle()), token);
 }
 
+namespace {
+// llama_vocab_get_suppress_tokens came after some builds a worker may link (node-llama-cpp@3.14.0
+// lacks it): found by argument-dependent lookup where it exists, none where it does not.
+template <class V>
+auto suppress_tokens_of(const V* vocab, int32_t* n, int) -> decltype(llama_vocab_get_suppress_tokens(vocab, n)) {
+  return llama_vocab_get_suppress_tokens(vocab, n);
+}
+template <class V>
+const llama_token* suppress_tokens_of(const V*, int32_t* n, long) {
+  *n = 0;
+  return nullptr;
+}
+}  // namespace
+
 std::vector<int32_t> suppressed_tokens(const Model& model) {
   int32_t n = 0;
-  const llama_token* t = llama_vocab_get_suppress_tokens(llama_model_get_vocab(model.handle()), &n);
+  const llama_token* t = suppress_tokens_of(llama_model_get_vocab(model.handle()), &n, 0);
   return t == nullptr || n <= 0 ? std::vector<int32_t>{} : std::vector<int32_t>(t, t + n);
 }
 

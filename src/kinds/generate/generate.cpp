@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "common/sha256.h"
@@ -62,6 +63,11 @@ void check_generate_config(const GenerateConfig& c) {
   }
   if (c.trials > 1 && (c.b.slots < 1 || c.b.neighbour_seed < 0 || c.b.neighbour_seed > (1 << 30)))
     throw InputError("B's slots must be at least 1 and its neighbour seed between 0 and 2^30");
+  // The trials take slot (K + t) mod slots: a K past the slots would be moved, not refused.
+  if (c.trials > 1 && (c.b.slot < 0 || c.b.slot >= c.b.slots)) {
+    throw InputError("slot " + std::to_string(c.b.slot) + " is not one of B's " +
+                     std::to_string(c.b.slots) + " slots: give --b-slots above it");
+  }
   if (!(c.temperature >= 0 && c.temperature <= 100))
     throw InputError("--temp must be between 0 (greedy) and 100");
   if (c.temperature > 0 && c.seed == engine::kRandomSeed)
@@ -181,6 +187,21 @@ run::RunEnd run_prompts(store::Experiment& e, Generator& g, const std::vector<Pr
   return run::run_chunk_loop(e, loop, progress);
 }
 
+// The texts readers see (show, the page, export) are the model's: an edited piece is caught here,
+// as every number is by the regeneration.
+bool pieces_are_the_models(const PromptResult& r, const engine::Model& m) {
+  const auto same = [&](const Completion& c) {
+    for (const GeneratedToken& t : c.tokens) {
+      if (t.piece != token_piece(m, t.token)) return false;
+      for (size_t k = 0; k < analysis::kTopK; ++k) {
+        if (t.top_pieces[k] != token_piece(m, t.top.id[k])) return false;
+      }
+    }
+    return true;
+  };
+  return same(r.a) && std::all_of(r.b.begin(), r.b.end(), same);
+}
+
 struct Stored {
   GenerateConfig config;
   nlohmann::json provenance;
@@ -283,7 +304,8 @@ void generate_verify(const std::string& path, const run::VerifyOptions& options,
   for (const PromptResult& r : stored) {
     if (r.prompt < 0 || r.prompt >= total || (shard && !shard->owns(r.prompt)))
       throw RuntimeError("verify failed: the file holds a prompt its input does not give it");
-    if (!same_result(generate_prompt(g, r.prompt, prompts[static_cast<size_t>(r.prompt)]), r)) {
+    if (!same_result(generate_prompt(g, r.prompt, prompts[static_cast<size_t>(r.prompt)]), r) ||
+        !pieces_are_the_models(r, *g.model_a)) {
       throw RuntimeError(fmt::format("verify failed: prompt {} generates another completion, "
                                      "parting or transplant than the file holds", r.prompt));
     }
@@ -299,9 +321,19 @@ void generate_verify(const std::string& path, const run::VerifyOptions& options,
 
 namespace hd::kinds {
 
-std::optional<std::string> finish_merged_generate(store::Experiment& merged) {
+std::vector<int> stored_generate_prompts(const store::Experiment& part) {
+  std::vector<int> out;
+  for (const PromptResult& r : read_generate_prompts(part)) out.push_back(r.prompt);
+  return out;
+}
+
+std::optional<std::string> finish_merged_generate(store::Experiment& merged, int n_prompts) {
   try {
-    (void)resumable_generate_prompts(merged);
+    const std::set<int> stored = resumable_generate_prompts(merged);
+    for (int p = 0; p < n_prompts; ++p) {
+      if (!stored.count(p)) return "the parts hold no rows of prompt " + std::to_string(p);
+    }
+    if (static_cast<int>(stored.size()) != n_prompts) return std::string("the parts hold prompts the run has not");
   } catch (const InputError& altered) {
     return std::string(altered.what());
   }

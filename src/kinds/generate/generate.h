@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/progress.h"
 #include "engine/arm_settings.h"
@@ -60,8 +61,10 @@ run::RunEnd generate_resume(const std::string& path, const std::string& command_
 void generate_verify(const std::string& path, const run::VerifyOptions& options,
                      const ProgressFn& progress);
 
-// merge's last step (run/merge.h Sharding::finish): a prompt whose rows no longer hash as its
-// part recorded, or nothing; then the run's summary, of every prompt, in the merged file.
-std::optional<std::string> finish_merged_generate(store::Experiment& merged);
+// The prompts a part holds rows of, each read and checked (InputError naming the part).
+std::vector<int> stored_generate_prompts(const store::Experiment& part);
+// merge's last step (run/merge.h Sharding::finish): a prompt of the `n_prompts` missing or whose
+// rows no longer hash as its part recorded, or nothing; then the run's summary, of every prompt.
+std::optional<std::string> finish_merged_generate(store::Experiment& merged, int n_prompts);
 
 }  // namespace hd::kinds

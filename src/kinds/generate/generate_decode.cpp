@@ -7,20 +7,13 @@
 
 namespace hd::kinds {
 
-namespace {
-
-// The top-1 among the tokens not suppressed, the lowest id among ties.
-int32_t greedy(std::span<const float> row, const analysis::TopK& top,
-               const std::vector<int32_t>& suppressed) {
-  if (suppressed.empty()) return top.id[0];
+int32_t greedy_token(std::span<const float> row, const std::vector<int32_t>& suppressed) {
   std::vector<float> kept(row.begin(), row.end());
   for (const int32_t t : suppressed) {
     if (t >= 0 && static_cast<size_t>(t) < kept.size()) kept[static_cast<size_t>(t)] = -INFINITY;
   }
   return static_cast<int32_t>(std::max_element(kept.begin(), kept.end()) - kept.begin());
 }
-
-}  // namespace
 
 Completion generate_completion(engine::Arm& arm, const engine::Model& rules,
                                std::span<const int32_t> prompt, int max_tokens,
@@ -36,7 +29,9 @@ Completion generate_completion(engine::Arm& arm, const engine::Model& rules,
     if (seen) seen(row);
     const double lse = analysis::log_sum_exp(row);
     const analysis::TopK top = analysis::top_k(row, lse);
-    const int32_t token = sampler != nullptr ? sampler->sample(row) : greedy(row, top, suppressed);
+    const int32_t token = sampler != nullptr   ? sampler->sample(row)
+                          : suppressed.empty() ? top.id[0]
+                                               : greedy_token(row, suppressed);
     c.tokens.push_back({token, static_cast<double>(row[static_cast<size_t>(token)]) - lse, top, {}, {}});
     if (engine::ends_generation(rules, token)) {
       c.ended = true;

@@ -36,6 +36,10 @@ struct Completion {
   bool ended = false;  // its last token ends a generation (EOS, EOT)
 };
 
+// The top-1 among the tokens not `suppressed`, the lowest id among ties (what greedy generation
+// and the transplants' comparisons pick).
+int32_t greedy_token(std::span<const float> row, const std::vector<int32_t>& suppressed);
+
 // `seen`, when given, is shown each position's raw logits before its token is chosen (the
 // llama-server peer test computes the server's probabilities from them).
 using LogitsSeen = std::function<void(std::span<const float>)>;

@@ -6,6 +6,8 @@
 //
 // heterodyne generate --a A.gguf [--b B.gguf] [settings, --a-… --b-…] --prompts FILE
 //                     [--chat] [--max-tokens N] [--trials K] [--temp T --seed S] -o gen.hdy
+#include <map>
+
 #include "errors.h"
 #include "kinds/command_line/arm_flags.h"
 #include "kinds/command_line/pair_flags.h"
@@ -19,10 +21,14 @@ namespace hd::kinds {
 namespace {
 
 // A part holds its prompts' rows and hashes (generate_sha256/P) and a summary of its own prompts;
-// the merged file computes the run's from every prompt.
+// its prompts are those whose rows it holds, read and checked (a damaged part is named), and the
+// merged file computes the run's summary from every prompt.
 const run::Sharding kGenerateSharding{
-    "generate_sha256/", {std::string(kGenerateKind)}, nullptr,
-    [](store::Experiment& merged, int) { return finish_merged_generate(merged); }};
+    "generate_sha256/", {std::string(kGenerateKind)},
+    [](const store::Experiment& part, const std::map<std::string, std::string>&) {
+      return stored_generate_prompts(part);
+    },
+    [](store::Experiment& merged, int n_prompts) { return finish_merged_generate(merged, n_prompts); }};
 
 void add_generate_command(const RunKind& kind, CLI::App& app, cli::Context& ctx) {
   struct Opts {

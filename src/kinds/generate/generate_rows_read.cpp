@@ -2,6 +2,7 @@
 // merge read. A file is anyone's to edit (its hashes can be recomputed), so every value is
 // checked for the shape generate writes, and any other is refused in one line as damage, never
 // read past its end or taken for a number it is not.
+#include <climits>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -30,10 +31,13 @@ void read_top(const store::Experiment& e, const std::string& text, GeneratedToke
     if (!x.is_array() || x.size() != 3 || !x[0].is_number_integer() || !x[1].is_number() ||
         !x[2].is_string())
       damaged(e, "generate_tokens");
+    if (x[0].get<int64_t>() < 0 || x[0].get<int64_t>() > INT32_MAX) damaged(e, "generate_tokens");
     t.top.id[k] = x[0].get<int32_t>();
     t.top.p[k] = static_cast<float>(x[1].get<double>());
     t.top_pieces[k] = x[2].get<std::string>();
-    if (!(t.top.p[k] >= 0 && t.top.p[k] <= 1)) damaged(e, "generate_tokens");
+    // Probabilities, best first: a margin is never negative.
+    if (!(t.top.p[k] >= 0 && t.top.p[k] <= 1) || (k > 0 && t.top.p[k] > t.top.p[k - 1]))
+      damaged(e, "generate_tokens");
   }
 }
 
@@ -41,22 +45,42 @@ bool is_int(const json& j, const char* key) { return j.contains(key) && j[key].i
 bool is_str(const json& j, const char* key) { return j.contains(key) && j[key].is_string(); }
 bool is_bool(const json& j, const char* key) { return j.contains(key) && j[key].is_boolean(); }
 
-// generate_transplant.h's JSON, its A token the one A generated at the parting.
+bool is_layer(const json& j) {
+  return is_int(j, "layer") && j["layer"].get<int64_t>() >= -1 && j["layer"].get<int64_t>() <= (1 << 20);
+}
+
+// A step: its point and layer, B's top-1 with A's state written there, KL(A || patched B) (≥ 0,
+// "inf", or null where it was NaN), and whether it gives back A's token.
+bool step_shaped(const json& s, int64_t a_token) {
+  const bool kl = s.is_object() && s.contains("kl") &&
+                  ((s["kl"].is_number() && s["kl"].get<double>() >= 0) || s["kl"] == "inf" || s["kl"].is_null());
+  return kl && is_str(s, "point") && is_layer(s) && is_int(s, "top1") && is_str(s, "piece") &&
+         is_bool(s, "restores") && s["restores"].get<bool>() == (s["top1"].get<int64_t>() == a_token);
+}
+
+// generate_transplant.h's JSON, its A token the one A generated at the parting, every derived
+// value what its parts give: `parts`, each step's `restores`, the head last, and the verdict the
+// earliest step from which every later one restores.
 bool transplant_shaped(const json& j, int32_t a_token) {
   if (!j.is_object() || !is_int(j, "a_token") || j["a_token"].get<int64_t>() != a_token ||
       !is_int(j, "a_top1") || !is_int(j, "b_top1") || !is_str(j, "a_piece") ||
       !is_str(j, "a_top1_piece") || !is_str(j, "b_piece") || !is_bool(j, "parts"))
     return false;
-  if (!j["parts"].get<bool>()) return !j.contains("steps") && !j.contains("verdict");
+  const bool parts = j["a_top1"].get<int64_t>() == a_token && j["b_top1"].get<int64_t>() != a_token;
+  if (j["parts"].get<bool>() != parts) return false;
+  if (!parts) return !j.contains("steps") && !j.contains("verdict");
   if (!j.contains("steps") || !j["steps"].is_array() || j["steps"].empty()) return false;
-  for (const auto& s : j["steps"]) {
-    const bool kl = s.contains("kl") && (s["kl"].is_number() || s["kl"] == "inf");
-    if (!s.is_object() || !is_str(s, "point") || !is_int(s, "layer") || !is_int(s, "top1") ||
-        !is_str(s, "piece") || !is_bool(s, "restores") || !kl || (s["kl"].is_number() && !(s["kl"].get<double>() >= 0)))
-      return false;
+  const json& steps = j["steps"];
+  size_t earliest = steps.size();
+  for (size_t k = steps.size(); k-- > 0;) {
+    if (!step_shaped(steps[k], a_token)) return false;
+    if (earliest == k + 1 && steps[k]["restores"].get<bool>()) earliest = k;
   }
+  const json& head = steps.back();
   const json& v = j.contains("verdict") ? j["verdict"] : json();
-  return v.is_object() && is_str(v, "point") && is_int(v, "layer");
+  return head["point"] == "head" && head["restores"].get<bool>() && earliest < steps.size() &&
+         v.is_object() && is_str(v, "point") && is_layer(v) && v["point"] == steps[earliest]["point"] &&
+         v["layer"] == steps[earliest]["layer"];
 }
 
 void read_prompts_table(const store::Experiment& e, std::map<int, PromptResult>& by_prompt) {
@@ -83,12 +107,14 @@ void read_tokens_table(const store::Experiment& e, std::map<int, PromptResult>& 
                      "SELECT prompt, arm, trial, i, token, piece, logprob, top FROM generate_tokens "
                      "ORDER BY prompt, arm, trial, i");
   while (t.step()) {
-    const auto it = by_prompt.find(static_cast<int>(t.integer(0)));
+    const bool numbered = t.type(0) == SQLITE_INTEGER && t.integer(0) >= 0 && t.integer(0) <= (1 << 30);
+    const auto it = numbered ? by_prompt.find(static_cast<int>(t.integer(0))) : by_prompt.end();
     const std::string arm = t.type(1) == SQLITE_TEXT ? t.text(1) : "";
     const int64_t trial = t.integer(2);
     if (it == by_prompt.end() || t.type(0) != SQLITE_INTEGER || (arm != "a" && arm != "b") ||
         t.type(2) != SQLITE_INTEGER || trial < 0 || trial > 256 || (arm == "a" && trial != 0) ||
-        t.type(3) != SQLITE_INTEGER || t.type(4) != SQLITE_INTEGER || t.type(5) != SQLITE_TEXT ||
+        t.type(3) != SQLITE_INTEGER || t.type(4) != SQLITE_INTEGER || t.integer(4) < 0 ||
+        t.integer(4) > INT32_MAX || t.type(5) != SQLITE_TEXT ||
         t.type(6) != SQLITE_FLOAT || !(t.real(6) <= 0) || t.type(7) != SQLITE_TEXT)
       damaged(e, "generate_tokens");
     PromptResult& r = it->second;
@@ -106,7 +132,8 @@ void read_partings_table(const store::Experiment& e, std::map<int, PromptResult>
                      "SELECT prompt, trial, parted, common, ended_a, ended_b, transplant FROM "
                      "generate_partings ORDER BY prompt, trial");
   while (p.step()) {
-    const auto it = by_prompt.find(static_cast<int>(p.integer(0)));
+    const bool numbered = p.type(0) == SQLITE_INTEGER && p.integer(0) >= 0 && p.integer(0) <= (1 << 30);
+    const auto it = numbered ? by_prompt.find(static_cast<int>(p.integer(0))) : by_prompt.end();
     bool shaped = it != by_prompt.end() && p.type(6) == SQLITE_TEXT;
     for (int i : {0, 1, 2, 3, 4, 5}) shaped = shaped && p.type(i) == SQLITE_INTEGER;
     if (!shaped || p.integer(1) != static_cast<int64_t>(it->second.partings.size()) ||
@@ -116,8 +143,11 @@ void read_partings_table(const store::Experiment& e, std::map<int, PromptResult>
     Completion& b = r.b[r.partings.size()];
     const auto shorter = static_cast<int64_t>(std::min(r.a.tokens.size(), b.tokens.size()));
     const int64_t parted = p.integer(2), common = p.integer(3);
-    if (parted < -1 || parted >= shorter || common != (parted < 0 ? shorter : parted) ||
-        (p.integer(4) != 0 && p.integer(4) != 1) || (p.integer(5) != 0 && p.integer(5) != 1))
+    // The parting is where the stored tokens first differ (-1: nowhere), and A ended or did not
+    // in every row alike.
+    if (parted != parting_index(r.a, b) || common != (parted < 0 ? shorter : parted) ||
+        (p.integer(4) != 0 && p.integer(4) != 1) || (p.integer(5) != 0 && p.integer(5) != 1) ||
+        (!r.partings.empty() && r.a.ended != (p.integer(4) == 1)))
       damaged(e, "generate_partings");
     Parting x{static_cast<int>(parted), static_cast<int>(common), p.text(6)};
     if (!x.transplant.empty() &&

@@ -5,16 +5,13 @@
 
 #include "analysis/kl.h"
 #include "common/json_number.h"
+#include "engine/generation.h"
 #include "engine/hook.h"
 #include "kinds/generate/generate_decode.h"
 
 namespace hd::kinds {
 
 namespace {
-
-int32_t top1(std::span<const float> row) {
-  return analysis::top_k(row, analysis::log_sum_exp(row)).id[0];
-}
 
 // The restore points in forward order, with their layers (-1: the embedding).
 std::vector<std::pair<std::string, int>> points_of(const engine::PointMap& map) {
@@ -42,7 +39,10 @@ nlohmann::json parting_transplant(engine::Arm& a, engine::Arm& b, const engine::
   std::vector<float> la, lb, patched;
   a.run_chunk(sequence, &from_a, la, n - 1);
   b.run_chunk(sequence, &own_b, lb, n - 1);
-  const int32_t a_top1 = top1({la.data(), v}), b_top1 = top1({lb.data(), v});
+  // Top-1s as generation picks them: among the tokens A's model does not suppress.
+  const std::vector<int32_t> suppressed = engine::suppressed_tokens(a.model());
+  const auto top1 = [&](const std::vector<float>& l) { return greedy_token({l.data(), v}, suppressed); };
+  const int32_t a_top1 = top1(la), b_top1 = top1(lb);
   const auto piece = [&](int32_t t) { return token_piece(a.model(), t); };
   // A layer is named only where teacher forcing reproduces the parting: A's own token from A,
   // another from B. Otherwise the decode steps' kernels made it, and a restore would explain
@@ -59,7 +59,7 @@ nlohmann::json parting_transplant(engine::Arm& a, engine::Arm& b, const engine::
     engine::Hook patch = hook_asking();
     patch.overwrite(name, from_a.first_row(name), from_a.captured(name));
     b.run_chunk(sequence, &patch, patched, n - 1);
-    const int32_t t = top1({patched.data(), v});
+    const int32_t t = top1(patched);
     restores.push_back(t == a_token);
     steps.push_back({{"point", name},
                      {"layer", layer},
