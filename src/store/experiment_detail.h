@@ -2,6 +2,7 @@
 // outside store/.
 #pragma once
 #include <functional>
+#include <set>
 #include <string>
 
 #include "common/sha256.h"
@@ -71,6 +72,16 @@ std::string canonical_value(const Statement& q, int col);
 std::string unit_sha256(const Experiment& e, const std::function<void(Sha256&)>& rows);
 // Adds every column of every row `q` gives, in the tagged encoding.
 void hash_rows(Sha256& md, Statement& q);
+
+// Resume's check of a kind's stored units (chunks, prompts, lengths): each must still hash as the
+// hash stored with it (meta `key(unit)` against `sha(unit)`), or InputError "'<path>': <what>
+// <unit> was changed after it was stored; it cannot be resumed (<again>)", since resume never
+// adds to rows edited since. Returns `units`.
+std::set<int> require_unchanged_units(const Experiment& e, std::set<int> units,
+                                      const std::function<std::string(int)>& key,
+                                      const std::function<std::string(int)>& sha,
+                                      const std::string& what,
+                                      const std::string& again = "run it again, with --force");
 
 // The meta key of chunk `chunk`'s hash, and the hash itself: the chunk's rows (with its run
 // time) and the configuration they came from, as resume checks them.

@@ -276,6 +276,20 @@ std::string detail::unit_sha256(const Experiment& e, const std::function<void(Sh
   return md.hex();
 }
 
+std::set<int> detail::require_unchanged_units(const Experiment& e, std::set<int> units,
+                                              const std::function<std::string(int)>& key,
+                                              const std::function<std::string(int)>& sha,
+                                              const std::string& what, const std::string& again) {
+  for (const int u : units) {
+    const auto recorded = e.meta(key(u));
+    if (!recorded || *recorded != sha(u)) {
+      throw InputError("'" + e.path() + "': " + what + " " + std::to_string(u) +
+                       " was changed after it was stored; it cannot be resumed (" + again + ")");
+    }
+  }
+  return units;
+}
+
 void detail::hash_rows(Sha256& md, Statement& q) {
   while (q.step()) {
     for (int col = 0; col < q.columns(); ++col) md.update(canonical_value(q, col));

@@ -70,16 +70,9 @@ std::set<int> stored_echo_chunks(const store::Experiment& e) {
 }
 
 std::set<int> resumable_echo_chunks(const store::Experiment& e) {
-  const std::set<int> stored = stored_echo_chunks(e);
-  for (int c : stored) {
-    const auto recorded = e.meta(hash_key(c));
-    if (!recorded || *recorded != chunk_sha256(e, c)) {
-      throw InputError("'" + e.path() + "': echo chunk " + std::to_string(c) +
-                       " was changed after it was stored; it cannot be resumed (run the echo "
-                       "again, with --force)");
-    }
-  }
-  return stored;
+  return store::detail::require_unchanged_units(
+      e, stored_echo_chunks(e), hash_key, [&](int c) { return chunk_sha256(e, c); }, "echo chunk",
+      "run the echo again, with --force");
 }
 
 }  // namespace hd::kinds

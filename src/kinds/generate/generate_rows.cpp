@@ -87,15 +87,8 @@ void put_generate_prompt(store::Experiment& e, const engine::Model& model, const
 std::set<int> resumable_generate_prompts(const store::Experiment& e) {
   std::set<int> stored;
   for (const PromptResult& r : read_generate_prompts(e)) stored.insert(r.prompt);
-  for (int p : stored) {
-    const auto recorded = e.meta(hash_key(p));
-    if (!recorded || *recorded != prompt_sha256(e, p)) {
-      throw InputError("'" + e.path() + "': generate prompt " + std::to_string(p) +
-                       " was changed after it was stored; it cannot be resumed (run it again, "
-                       "with --force)");
-    }
-  }
-  return stored;
+  return store::detail::require_unchanged_units(
+      e, stored, hash_key, [&](int p) { return prompt_sha256(e, p); }, "generate prompt");
 }
 
 namespace {

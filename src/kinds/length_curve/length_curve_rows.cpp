@@ -87,16 +87,10 @@ std::vector<LengthRow> read_length_rows(const store::Experiment& e) {
 
 std::set<int> resumable_lengths(const store::Experiment& e) {
   std::set<int> stored;
-  for (const LengthRow& r : read_length_rows(e)) {
-    const auto recorded = e.meta(hash_key(r.length));
-    if (!recorded || *recorded != row_sha256(e, r.length)) {
-      throw InputError("'" + e.path() + "': the row of length " + std::to_string(r.length) +
-                       " was changed after it was stored; it cannot be resumed (run the curve "
-                       "again, with --force)");
-    }
-    stored.insert(r.length);
-  }
-  return stored;
+  for (const LengthRow& r : read_length_rows(e)) stored.insert(r.length);
+  return store::detail::require_unchanged_units(
+      e, stored, hash_key, [&](int l) { return row_sha256(e, l); }, "the row of length",
+      "run the curve again, with --force");
 }
 
 }  // namespace hd::kinds

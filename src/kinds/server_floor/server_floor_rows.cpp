@@ -72,15 +72,8 @@ std::vector<ServerFloorRow> read_server_floor_rows(const store::Experiment& e) {
 std::set<int> resumable_server_floor_chunks(const store::Experiment& e) {
   std::set<int> stored;
   for (const ServerFloorRow& r : read_server_floor_rows(e)) stored.insert(r.chunk);
-  for (int c : stored) {
-    const auto recorded = e.meta(hash_key(c));
-    if (!recorded || *recorded != chunk_sha256(e, c)) {
-      throw InputError("'" + e.path() + "': server-floor chunk " + std::to_string(c) +
-                       " was changed after it was stored; it cannot be resumed (run it again, "
-                       "with --force)");
-    }
-  }
-  return stored;
+  return store::detail::require_unchanged_units(
+      e, stored, hash_key, [&](int c) { return chunk_sha256(e, c); }, "server-floor chunk");
 }
 
 }  // namespace hd::kinds
