@@ -178,6 +178,7 @@ TEST(Generate, RefusesWhatNoRunCanBeAndWritesNothing) {
   hd::test::expect_refused(with({"--temp", "1", "--seed", "4294967295"}), "llama.cpp's \"draw a random seed\"");
   hd::test::expect_refused(with({"--b-slots", "2", "--b-slot", "3", "--trials", "2"}),
                            "slot 3 is not one of B's 2 slots");
+  hd::test::expect_refused(with({"--b", model(), "--b-quant", "Q8_0"}), "one of --b MODEL.gguf or --b-quant TYPE");
   const std::string bad = dir + "/bad.jsonl";
   std::ofstream(bad) << "{\"prompt\": \"fine\"}\n{\"text\": \"no prompt\"}\n";
   hd::test::expect_refused({"generate", "--a", model(), "--prompts", bad, "-o", out},
@@ -360,4 +361,21 @@ TEST(Generate, DamagedRowsAreRefusedInOneLineByEveryReader) {
       EXPECT_NE(r.err.find("is damaged"), std::string::npos) << args[0] << ": " << r.err;
     }
   }
+}
+
+// --b-quant: B is A quantized (made once, cached), as diff's; the file stores the type and the
+// cached model, and resumes and verifies against it.
+TEST(Generate, BQuantMakesBFromAAndTheRunVerifies) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = hd::test::temp_dir("generate-bquant");
+  const std::string out = dir + "/q.hdy";
+  const std::string a = hd::test::shared_path("models/TinyStories-656K.f16.gguf");
+  const auto made = run_cli({"generate", "--a", a, "--b-quant", "Q8_0", "--prompts", prompts_file(dir),
+                             "-n", "16", "-t", "1", "-o", out});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const auto config = nlohmann::json::parse(run_cli({"show", out, "--json"}).out).at("generate");
+  EXPECT_NE(config.at("b").at("model").get<std::string>().find("-Q8_0.gguf"), std::string::npos) << config.dump();
+  EXPECT_NE(hd::test::rows_text(out, "select value from meta where key = 'config'").find("\"b_quant\":\"Q8_0\""),
+            std::string::npos);
+  EXPECT_EQ(run_cli({"verify", out}).exit_code, 0);
 }

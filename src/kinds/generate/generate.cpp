@@ -8,6 +8,7 @@
 #include "common/sha256.h"
 #include "engine/generation.h"
 #include "engine/point_survey.h"
+#include "engine/quantize.h"
 #include "engine/server_schedule.h"
 #include "errors.h"
 #include "kinds/generate/generate_prompts.h"
@@ -29,6 +30,7 @@ nlohmann::json to_json(const GenerateConfig& c) {
                       {"max_prompts", c.max_prompts},    {"trials", c.trials},
                       {"transplants", c.transplants}};
   if (c.chat) j["chat"] = true;
+  if (!c.b_quant.empty()) j["b_quant"] = c.b_quant;
   if (c.temperature > 0) {
     j["temperature"] = c.temperature;
     j["seed"] = c.seed;
@@ -46,6 +48,7 @@ GenerateConfig generate_config_from_json(const nlohmann::json& j) {
   c.trials = j.at("trials");
   c.transplants = j.at("transplants");
   c.chat = j.value("chat", false);
+  c.b_quant = j.value("b_quant", std::string());
   c.temperature = j.value("temperature", 0.0);
   c.seed = j.value("seed", 0u);
   return c;
@@ -76,6 +79,14 @@ void check_generate_config(const GenerateConfig& c) {
 }
 
 namespace {
+
+// With --b-quant, B's model is A's quantized (made once and cached, engine/quantize.h): made again
+// where a resume or verify runs on a machine without the cached file.
+void resolve_quantized_b(GenerateConfig& c) {
+  if (c.b_quant.empty()) return;
+  engine::model_load(c.a.model);  // A's one line, before llama.cpp's quantizer fails on it
+  c.b.model = engine::ensure_quantized(c.a.model, c.b_quant, c.a.n_threads > 0 ? c.a.n_threads : 2);
+}
 
 // The arms of one run: A, and B's trial 0 (a later trial's arm is made for its prompt and freed
 // after it: one context per trial at once would hold every trial's KV cache).
@@ -181,8 +192,11 @@ run::RunEnd run_prompts(store::Experiment& e, Generator& g, const std::vector<Pr
     return run::ChunkDone{
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
   };
+  // The summary names the arms as the file stores them (a --b-quant B is the cache path of the
+  // machine that began the run, wherever it is resumed).
   loop.before_seal = [&] {
-    e.set_meta(std::string(kGenerateKind), generate_summary(e, g.config, g.no_transplants).dump());
+    const GenerateConfig stored = generate_config_from_json(nlohmann::json::parse(e.stored_config()));
+    e.set_meta(std::string(kGenerateKind), generate_summary(e, stored, g.no_transplants).dump());
   };
   return run::run_chunk_loop(e, loop, progress);
 }
@@ -214,6 +228,7 @@ Stored read_stored(const store::Experiment& e) {
   return s;
 }
 
+
 // The models on disk are the run's (each hashed as its provenance recorded): `what` is refused.
 void require_same_models(const Stored& s, const std::string& what) {
   for (const char* arm : {"a", "b"}) {
@@ -237,10 +252,13 @@ std::vector<Prompt> stored_prompts(const Stored& s, const engine::Model& model,
 
 }  // namespace
 
-run::RunEnd generate_run(const GenerateConfig& c, const std::string& out, bool replace,
+run::RunEnd generate_run(const GenerateConfig& config, const std::string& out, bool replace,
                          const std::string& command_line, const ProgressFn& progress,
                          const std::optional<run::Shard>& shard) {
-  check_generate_config(c);
+  check_generate_config(config);
+  store::Experiment::check_creatable(out, replace, {config.a.model, config.prompts_file});
+  GenerateConfig c = config;
+  resolve_quantized_b(c);
   store::Experiment::check_creatable(out, replace, {c.a.model, c.b.model, c.prompts_file});
   const run::Input input = run::read_input({c.prompts_file, false}, false);
   const auto prompts = read_prompts(*engine::model_load(c.a.model), c.prompts_file, input.bytes,
@@ -276,6 +294,7 @@ run::RunEnd generate_resume(const std::string& path, const std::string& command_
   Stored s = read_stored(e);
   run::require_same_numerics(s.provenance, false, true);
   const std::set<int> done = resumable_generate_prompts(e);
+  resolve_quantized_b(s.config);  // --b-quant: this machine's cached file, hashed below
   require_same_models(s, "cannot resume");
   const auto prompts = stored_prompts(s, *engine::model_load(s.config.a.model), again,
                                       "heterodyne generate --resume " + path);
@@ -290,8 +309,9 @@ run::RunEnd generate_resume(const std::string& path, const std::string& command_
 void generate_verify(const std::string& path, const run::VerifyOptions& options,
                      const ProgressFn& progress) {
   const store::Experiment e = store::Experiment::open(path, false);
-  const Stored s = read_stored(e);
+  Stored s = read_stored(e);
   run::require_same_numerics(s.provenance, options.force);
+  resolve_quantized_b(s.config);  // --b-quant: this machine's cached file, hashed below
   if (!options.force) require_same_models(s, "--force to compare anyway");
   const auto prompts = stored_prompts(s, *engine::model_load(s.config.a.model), options.input,
                                       "heterodyne verify " + path);
@@ -312,7 +332,7 @@ void generate_verify(const std::string& path, const run::VerifyOptions& options,
     progress(fmt::format("prompt {}/{}: identical", r.prompt + 1, prompts.size()));
   }
   if (nlohmann::json::parse(e.required_meta(std::string(kGenerateKind))) !=
-      generate_summary(e, s.config, g.no_transplants))
+      generate_summary(e, read_stored(e).config, g.no_transplants))
     throw RuntimeError("verify failed: the stored summary is not the one its rows give");
   progress(fmt::format("verify: all {} prompts generate the same tokens, bit for bit", stored.size()));
 }

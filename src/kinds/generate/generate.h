@@ -34,6 +34,7 @@ inline constexpr std::string_view kGenerateKind = "generate";
 
 struct GenerateConfig {
   engine::ArmSettings a, b;
+  std::string b_quant;  // B's model is A's quantized to this type (cached; b.model its path)
   std::string prompts_file;  // one prompt a line, or JSON lines with a "prompt" field (.jsonl)
   bool chat = false;         // the model's own chat template around each prompt
   int max_tokens = 64;

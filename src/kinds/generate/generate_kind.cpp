@@ -42,6 +42,7 @@ void add_generate_command(const RunKind& kind, CLI::App& app, cli::Context& ctx)
   cli::in_group(*cmd, "Inputs", [&] {
     cmd->add_option("--a", o->a, "arm A's GGUF (the reference)");
     cmd->add_option("--b", o->b, "arm B's GGUF (default: A's, with B's settings)");
+    cmd->add_option("--b-quant", o->cfg.b_quant, "make arm B's model by quantizing A to this type (cached)");
     cmd->add_option("--prompts", o->prompts,
                     "one prompt a line, or a .jsonl file of objects with a \"prompt\" string");
     cmd->add_flag("--chat", o->cfg.chat,
@@ -71,6 +72,8 @@ void add_generate_command(const RunKind& kind, CLI::App& app, cli::Context& ctx)
   cmd->callback([o, cmd, &ctx] {
     const run::InputPath input{o->prompts.empty() ? "" : cli::stored_path(o->prompts), false};
     const auto config = [&] {
+      if (!o->b.empty() && !o->cfg.b_quant.empty())
+        throw InputError("generate takes one of --b MODEL.gguf or --b-quant TYPE, not both");
       GenerateConfig cfg = o->cfg;
       cfg.transplants = !o->no_transplants;
       cfg.prompts_file = input.path;
