@@ -1,6 +1,7 @@
 // heterodyne export run.hdy [--table positions|layers|transplants|flips] [--format csv|jsonl]
 //                  [-o FILE|-] [--force]
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -16,6 +17,27 @@ namespace hd::cli {
 
 namespace {
 
+// "a, b or c".
+std::string one_of(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return s;
+}
+
+// `write`'s rows to standard output as they come, or to `out` written whole and then moved into
+// place: a failed export never leaves half a file.
+void write_export(const std::string& out, const OutputPolicy& policy,
+                  const std::function<void(std::ostream&)>& write) {
+  if (is_stdout(out)) {
+    write(std::cout);
+    return;
+  }
+  std::ostringstream rows;
+  write(rows);
+  write_output_file(out, rows.view(), policy);
+}
+
 // A kind's own tables (a generate run's prompts and tokens): export writes them as it writes a
 // diff's, the first the default; a kind without any is refused as before (show prints it).
 int export_kind_rows(const kinds::RunKind& kind, const std::string& file, std::string table,
@@ -23,26 +45,20 @@ int export_kind_rows(const kinds::RunKind& kind, const std::string& file, std::s
                      const OutputPolicy& policy) {
   const std::vector<std::string> names = kind.export_tables();
   if (names.empty()) (void)kinds::load_positions(file);  // its refusal, naming the kinds that do
-  std::string one_of;
-  for (size_t i = 0; i < names.size(); ++i)
-    one_of += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
   if (positions) {
     throw InputError("--positions is for diffs: '" + file + "' is a " + std::string(kind.name()) +
-                     ", whose tables are " + one_of);
+                     ", whose tables are " + one_of(names));
   }
   if (table.empty()) table = names.front();
   if (std::find(names.begin(), names.end(), table) == names.end()) {
     throw InputError("'" + file + "' is a " + std::string(kind.name()) + ": --table must be " +
-                     one_of + ", not '" + table + "'");
+                     one_of(names) + ", not '" + table + "'");
   }
   if (!is_stdout(out)) check_output_path(out, policy);
-  std::ostringstream rows;
-  report::write_kind_rows(rows, kind.export_rows(file, table), format);
-  if (is_stdout(out)) {
-    std::cout << rows.view();
-  } else {
-    write_output_file(out, rows.view(), policy);  // whole, then moved into place
-  }
+  const report::KindRows rows = kind.export_rows(file, table);
+  write_export(out, policy, [&](std::ostream& os) { report::write_kind_rows(os, rows, format); });
+  // Once nothing can fail: an error is then the one line on stderr.
+  if (rows.integrity == store::kIntegrityMismatch) progress_line(store::integrity_warning(file));
   return 0;
 }
 
@@ -81,23 +97,11 @@ void add_export(CLI::App& app, Context& ctx) {
     }
     const std::string table = o->table.empty() ? "positions" : o->table;
     const auto& known = report::export_tables();
-    if (std::find(known.begin(), known.end(), table) == known.end()) {
-      std::string one_of;
-      for (size_t i = 0; i < known.size(); ++i) {
-        one_of += (i == 0 ? "" : i + 1 == known.size() ? " or " : ", ") + known[i];
-      }
-      throw InputError("--table must be " + one_of + ", not '" + table + "'");
-    }
+    if (std::find(known.begin(), known.end(), table) == known.end())
+      throw InputError("--table must be " + one_of(known) + ", not '" + table + "'");
     if (!is_stdout(o->out)) check_output_path(o->out, policy);
     const report::Loaded l = kinds::load_positions(o->file);
-    if (is_stdout(o->out)) {
-      report::export_table(std::cout, l, table, o->format);
-    } else {
-      // Written whole, then moved into place: a failed export never leaves half a file.
-      std::ostringstream rows;
-      report::export_table(rows, l, table, o->format);
-      write_output_file(o->out, rows.view(), policy);
-    }
+    write_export(o->out, policy, [&](std::ostream& os) { report::export_table(os, l, table, o->format); });
     // Once nothing can fail: an error is then the one line on stderr.
     if (l.integrity == store::kIntegrityMismatch) progress_line(store::integrity_warning(o->file));
     ctx.exit_code = 0;

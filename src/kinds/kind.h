@@ -56,7 +56,7 @@ class RunKind {
   // One of them, read from the file at `path` (InputError for a damaged file).
   virtual report::KindRows export_rows(const std::string& path, const std::string& table) const {
     (void)path;
-    return {{table}, {}};
+    return {{table}, {}, {}};
   }
   // Non-null for a kind whose runs shard (--shard K/N, slurm, merge). Its command must honour
   // ctx.plan_only (check its flags, run nothing): slurm parses a task's flags with it first.

@@ -33,6 +33,7 @@ void export_table(std::ostream& os, const Loaded& l, const std::string& table,
 struct KindRows {
   std::vector<std::string> columns;
   std::vector<std::vector<nlohmann::json>> rows;
+  std::string integrity;  // the file's verdict (store::kIntegrityMismatch: export warns)
 };
 void write_kind_rows(std::ostream& os, const KindRows& t, const std::string& format);
 

@@ -81,11 +81,18 @@ void check_generate_config(const GenerateConfig& c) {
 namespace {
 
 // With --b-quant, B's model is A's quantized (made once and cached, engine/quantize.h): made again
-// where a resume or verify runs on a machine without the cached file.
+// where a resume or verify runs on a machine without the cached file. Called once A has loaded:
+// a file llama.cpp cannot read then fails with its own line, not in the quantizer.
 void resolve_quantized_b(GenerateConfig& c) {
   if (c.b_quant.empty()) return;
-  engine::model_load(c.a.model);  // A's one line, before llama.cpp's quantizer fails on it
   c.b.model = engine::ensure_quantized(c.a.model, c.b_quant, c.a.n_threads > 0 ? c.a.n_threads : 2);
+}
+
+// The prompts' tokens, as provenance "tokens" records them.
+std::vector<std::vector<int32_t>> prompt_tokens(const std::vector<Prompt>& prompts) {
+  std::vector<std::vector<int32_t>> ids;
+  for (const Prompt& p : prompts) ids.push_back(p.tokens);
+  return ids;
 }
 
 // The arms of one run: A, and B's trial 0 (a later trial's arm is made for its prompt and freed
@@ -99,10 +106,12 @@ struct Generator {
   std::string no_transplants;           // why they do not ("" where they do)
 };
 
-Generator make_generator(const GenerateConfig& c, const std::vector<Prompt>& prompts) {
+// `model_a`: A's model, already loaded to read the prompts.
+Generator make_generator(const GenerateConfig& c, std::shared_ptr<engine::Model> model_a,
+                         const std::vector<Prompt>& prompts) {
   Generator g;
   g.config = c;
-  g.model_a = engine::model_load(c.a.model);
+  g.model_a = std::move(model_a);
   g.model_b = c.b.model == c.a.model ? g.model_a : engine::model_load(c.b.model);
   run::check_comparable(*g.model_a, *g.model_b, run::Pairing::kLayers);
   size_t longest = 0;
@@ -228,7 +237,6 @@ Stored read_stored(const store::Experiment& e) {
   return s;
 }
 
-
 // The models on disk are the run's (each hashed as its provenance recorded): `what` is refused.
 void require_same_models(const Stored& s, const std::string& what) {
   for (const char* arm : {"a", "b"}) {
@@ -243,9 +251,7 @@ std::vector<Prompt> stored_prompts(const Stored& s, const engine::Model& model,
   const GenerateConfig& c = s.config;
   const run::Input input = run::read_stored_input({c.prompts_file, false}, s.provenance, again, how);
   auto prompts = read_prompts(model, c.prompts_file, input.bytes, c.chat, c.max_prompts);
-  std::vector<std::vector<int32_t>> ids;
-  for (const Prompt& p : prompts) ids.push_back(p.tokens);
-  if (run::tokens_record(ids) != s.provenance.at("tokens"))
+  if (run::tokens_record(prompt_tokens(prompts)) != s.provenance.at("tokens"))
     throw InputError("the prompts tokenize differently than when this generate run began");
   return prompts;
 }
@@ -256,17 +262,16 @@ run::RunEnd generate_run(const GenerateConfig& config, const std::string& out, b
                          const std::string& command_line, const ProgressFn& progress,
                          const std::optional<run::Shard>& shard) {
   check_generate_config(config);
+  // Before a quantization of minutes: the output must be writable (and, once B is known, not B).
   store::Experiment::check_creatable(out, replace, {config.a.model, config.prompts_file});
+  auto model_a = engine::model_load(config.a.model);
   GenerateConfig c = config;
   resolve_quantized_b(c);
   store::Experiment::check_creatable(out, replace, {c.a.model, c.b.model, c.prompts_file});
   const run::Input input = run::read_input({c.prompts_file, false}, false);
-  const auto prompts = read_prompts(*engine::model_load(c.a.model), c.prompts_file, input.bytes,
-                                    c.chat, c.max_prompts);
-  Generator g = make_generator(c, prompts);
-  std::vector<std::vector<int32_t>> ids;
-  for (const Prompt& p : prompts) ids.push_back(p.tokens);
-  nlohmann::json prov = run::run_provenance(input, ids, command_line);
+  const auto prompts = read_prompts(*model_a, c.prompts_file, input.bytes, c.chat, c.max_prompts);
+  Generator g = make_generator(c, model_a, prompts);
+  nlohmann::json prov = run::run_provenance(input, prompt_tokens(prompts), command_line);
   prov["arms"] = {{"a", run::arm_facts(*g.a, sha256_file(c.a.model))},
                   {"b", run::arm_facts(*g.b, sha256_file(c.b.model))}};
   if (g.map) prov["points"] = engine::to_json(*g.map);
@@ -294,11 +299,11 @@ run::RunEnd generate_resume(const std::string& path, const std::string& command_
   Stored s = read_stored(e);
   run::require_same_numerics(s.provenance, false, true);
   const std::set<int> done = resumable_generate_prompts(e);
+  auto model_a = engine::model_load(s.config.a.model);
   resolve_quantized_b(s.config);  // --b-quant: this machine's cached file, hashed below
   require_same_models(s, "cannot resume");
-  const auto prompts = stored_prompts(s, *engine::model_load(s.config.a.model), again,
-                                      "heterodyne generate --resume " + path);
-  Generator g = make_generator(s.config, prompts);
+  const auto prompts = stored_prompts(s, *model_a, again, "heterodyne generate --resume " + path);
+  Generator g = make_generator(s.config, model_a, prompts);
   nlohmann::json resumed = {{"command_line", command_line}, {"at", run::now_utc()}};
   if (run::stored_shard(e)) resumed["placement"] = run::placement_facts();
   s.provenance["resumed"].push_back(resumed);
@@ -310,12 +315,13 @@ void generate_verify(const std::string& path, const run::VerifyOptions& options,
                      const ProgressFn& progress) {
   const store::Experiment e = store::Experiment::open(path, false);
   Stored s = read_stored(e);
+  const GenerateConfig as_stored = s.config;  // what the summary names
   run::require_same_numerics(s.provenance, options.force);
+  auto model_a = engine::model_load(s.config.a.model);
   resolve_quantized_b(s.config);  // --b-quant: this machine's cached file, hashed below
   if (!options.force) require_same_models(s, "--force to compare anyway");
-  const auto prompts = stored_prompts(s, *engine::model_load(s.config.a.model), options.input,
-                                      "heterodyne verify " + path);
-  Generator g = make_generator(s.config, prompts);
+  const auto prompts = stored_prompts(s, *model_a, options.input, "heterodyne verify " + path);
+  Generator g = make_generator(s.config, model_a, prompts);
   const std::vector<PromptResult> stored = read_generate_prompts(e);
   const auto shard = run::stored_shard(e);
   const int total = static_cast<int>(prompts.size());
@@ -332,14 +338,10 @@ void generate_verify(const std::string& path, const run::VerifyOptions& options,
     progress(fmt::format("prompt {}/{}: identical", r.prompt + 1, prompts.size()));
   }
   if (nlohmann::json::parse(e.required_meta(std::string(kGenerateKind))) !=
-      generate_summary(e, read_stored(e).config, g.no_transplants))
+      generate_summary(e, as_stored, g.no_transplants))
     throw RuntimeError("verify failed: the stored summary is not the one its rows give");
   progress(fmt::format("verify: all {} prompts generate the same tokens, bit for bit", stored.size()));
 }
-
-}  // namespace hd::kinds
-
-namespace hd::kinds {
 
 std::vector<int> stored_generate_prompts(const store::Experiment& part) {
   std::vector<int> out;

@@ -8,6 +8,8 @@
 namespace hd::kinds {
 
 int32_t greedy_token(std::span<const float> row, const std::vector<int32_t>& suppressed) {
+  if (suppressed.empty())
+    return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
   std::vector<float> kept(row.begin(), row.end());
   for (const int32_t t : suppressed) {
     if (t >= 0 && static_cast<size_t>(t) < kept.size()) kept[static_cast<size_t>(t)] = -INFINITY;

@@ -24,6 +24,7 @@ report::KindRows prompt_rows(const store::Experiment& e) {
   report::KindRows t{{"prompt", "trial", "prompt_text", "prompt_tokens", "a_text", "b_text",
                       "a_tokens", "b_tokens", "ended_a", "ended_b", "parted", "common", "a_token",
                       "b_token", "margin_a", "margin_b", "verdict_point", "verdict_layer"},
+                     {},
                      {}};
   for (const PromptResult& r : read_generate_prompts(e)) {
     for (size_t k = 0; k < r.b.size(); ++k) {
@@ -57,16 +58,15 @@ report::KindRows prompt_rows(const store::Experiment& e) {
 void add_token_rows(report::KindRows& t, int prompt, const char* arm, int trial, const Completion& c) {
   for (size_t i = 0; i < c.tokens.size(); ++i) {
     const GeneratedToken& g = c.tokens[i];
-    nlohmann::json top = nlohmann::json::array();
-    for (size_t k = 0; k < analysis::kTopK; ++k) top.push_back({g.top.id[k], g.top.p[k], g.top_pieces[k]});
     t.rows.push_back({prompt, arm, trial, i, g.token, g.piece, g.logprob, g.top.p[0], margin(g.top),
-                      top.dump()});
+                      top5_json(g.top, g.top_pieces).dump()});
   }
 }
 
 report::KindRows token_rows(const store::Experiment& e) {
   report::KindRows t{{"prompt", "arm", "trial", "i", "token_id", "token_text", "logprob", "p_top1",
                       "margin", "top5"},
+                     {},
                      {}};
   for (const PromptResult& r : read_generate_prompts(e)) {
     add_token_rows(t, r.prompt, "a", 0, r.a);
@@ -84,9 +84,11 @@ const std::vector<std::string>& generate_export_tables() {
 
 report::KindRows generate_export_rows(const std::string& path, const std::string& table) {
   const store::Experiment e = store::Experiment::open(path, false);
-  if (table == "prompts") return prompt_rows(e);
-  if (table == "tokens") return token_rows(e);
-  throw InputError("a generate file's tables are prompts and tokens, not '" + table + "'");
+  if (table != "prompts" && table != "tokens")
+    throw InputError("a generate file's tables are prompts and tokens, not '" + table + "'");
+  report::KindRows t = table == "prompts" ? prompt_rows(e) : token_rows(e);
+  t.integrity = e.integrity_verdict();
+  return t;
 }
 
 }  // namespace hd::kinds

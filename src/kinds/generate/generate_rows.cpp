@@ -28,11 +28,10 @@ std::string prompt_sha256(const store::Experiment& e, int prompt) {
   });
 }
 
-// [[id, p, piece], …]: the piece is for readers (show, the page, export), never compared.
-nlohmann::json top_json(const analysis::TopK& t, const engine::Model& model) {
-  nlohmann::json j = nlohmann::json::array();
-  for (int k = 0; k < analysis::kTopK; ++k) j.push_back({t.id[k], t.p[k], token_piece(model, t.id[k])});
-  return j;
+std::array<std::string, analysis::kTopK> top_pieces(const analysis::TopK& t, const engine::Model& model) {
+  std::array<std::string, analysis::kTopK> out;
+  for (size_t k = 0; k < analysis::kTopK; ++k) out[k] = token_piece(model, t.id[k]);
+  return out;
 }
 
 void put_tokens(store::Statement& q, const engine::Model& model, int prompt, const char* arm,
@@ -41,12 +40,19 @@ void put_tokens(store::Statement& q, const engine::Model& model, int prompt, con
     const GeneratedToken& t = c.tokens[i];
     q.bind(1, int64_t{prompt}).bind(2, std::string(arm)).bind(3, int64_t{trial});
     q.bind(4, static_cast<int64_t>(i)).bind(5, int64_t{t.token}).bind(6, token_piece(model, t.token));
-    q.bind(7, t.logprob).bind(8, top_json(t.top, model).dump());
+    q.bind(7, t.logprob).bind(8, top5_json(t.top, top_pieces(t.top, model)).dump());
     q.run();
   }
 }
 
 }  // namespace
+
+nlohmann::json top5_json(const analysis::TopK& top,
+                         const std::array<std::string, analysis::kTopK>& pieces) {
+  nlohmann::json j = nlohmann::json::array();
+  for (size_t k = 0; k < analysis::kTopK; ++k) j.push_back({top.id[k], top.p[k], pieces[k]});
+  return j;
+}
 
 void create_generate_tables(store::Experiment& e) {
   e.database().exec(

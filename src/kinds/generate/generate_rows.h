@@ -8,7 +8,9 @@
 //                      against A: the first parting token's index (-1: never), the common
 //                      prefix, whether each ended, and the parting's transplant (JSON; "" none)
 #pragma once
+#include <array>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,6 +46,11 @@ std::vector<PromptResult> read_generate_prompts(const store::Experiment& e);
 // The stored prompts, each checked against the hash stored with it: InputError for a prompt
 // changed since, which resume never adds to.
 std::set<int> resumable_generate_prompts(const store::Experiment& e);
+// A top-5 as generate_tokens.top stores it and every reader writes it again: [[id, p, piece], …]
+// (the pieces for readers: show, the page, export; never compared).
+nlohmann::json top5_json(const analysis::TopK& top,
+                         const std::array<std::string, analysis::kTopK>& pieces);
+
 // Bit for bit: every token, logprob, top-5, parting and transplant.
 bool same_result(const PromptResult& x, const PromptResult& y);
 

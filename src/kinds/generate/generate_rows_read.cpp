@@ -102,22 +102,28 @@ void read_prompts_table(const store::Experiment& e, std::map<int, PromptResult>&
   }
 }
 
+// The prompt a row's first column names, or null for a value no stored prompt has (damage).
+PromptResult* prompt_of(const store::Statement& q, std::map<int, PromptResult>& by_prompt) {
+  if (q.type(0) != SQLITE_INTEGER || q.integer(0) < 0 || q.integer(0) > (1 << 30)) return nullptr;
+  const auto it = by_prompt.find(static_cast<int>(q.integer(0)));
+  return it == by_prompt.end() ? nullptr : &it->second;
+}
+
 void read_tokens_table(const store::Experiment& e, std::map<int, PromptResult>& by_prompt) {
   store::Statement t(e.database().handle(),
                      "SELECT prompt, arm, trial, i, token, piece, logprob, top FROM generate_tokens "
                      "ORDER BY prompt, arm, trial, i");
   while (t.step()) {
-    const bool numbered = t.type(0) == SQLITE_INTEGER && t.integer(0) >= 0 && t.integer(0) <= (1 << 30);
-    const auto it = numbered ? by_prompt.find(static_cast<int>(t.integer(0))) : by_prompt.end();
+    PromptResult* const stored = prompt_of(t, by_prompt);
     const std::string arm = t.type(1) == SQLITE_TEXT ? t.text(1) : "";
     const int64_t trial = t.integer(2);
-    if (it == by_prompt.end() || t.type(0) != SQLITE_INTEGER || (arm != "a" && arm != "b") ||
+    if (stored == nullptr || (arm != "a" && arm != "b") ||
         t.type(2) != SQLITE_INTEGER || trial < 0 || trial > 256 || (arm == "a" && trial != 0) ||
         t.type(3) != SQLITE_INTEGER || t.type(4) != SQLITE_INTEGER || t.integer(4) < 0 ||
         t.integer(4) > INT32_MAX || t.type(5) != SQLITE_TEXT ||
         t.type(6) != SQLITE_FLOAT || !(t.real(6) <= 0) || t.type(7) != SQLITE_TEXT)
       damaged(e, "generate_tokens");
-    PromptResult& r = it->second;
+    PromptResult& r = *stored;
     if (arm == "b" && static_cast<size_t>(trial) >= r.b.size()) r.b.resize(static_cast<size_t>(trial) + 1);
     Completion& c = arm == "a" ? r.a : r.b[static_cast<size_t>(trial)];
     if (t.integer(3) != static_cast<int64_t>(c.tokens.size())) damaged(e, "generate_tokens");
@@ -132,14 +138,13 @@ void read_partings_table(const store::Experiment& e, std::map<int, PromptResult>
                      "SELECT prompt, trial, parted, common, ended_a, ended_b, transplant FROM "
                      "generate_partings ORDER BY prompt, trial");
   while (p.step()) {
-    const bool numbered = p.type(0) == SQLITE_INTEGER && p.integer(0) >= 0 && p.integer(0) <= (1 << 30);
-    const auto it = numbered ? by_prompt.find(static_cast<int>(p.integer(0))) : by_prompt.end();
-    bool shaped = it != by_prompt.end() && p.type(6) == SQLITE_TEXT;
-    for (int i : {0, 1, 2, 3, 4, 5}) shaped = shaped && p.type(i) == SQLITE_INTEGER;
-    if (!shaped || p.integer(1) != static_cast<int64_t>(it->second.partings.size()) ||
-        p.integer(1) >= static_cast<int64_t>(it->second.b.size()))
+    PromptResult* const stored = prompt_of(p, by_prompt);
+    bool shaped = stored != nullptr && p.type(6) == SQLITE_TEXT;
+    for (int i : {1, 2, 3, 4, 5}) shaped = shaped && p.type(i) == SQLITE_INTEGER;
+    if (!shaped || p.integer(1) != static_cast<int64_t>(stored->partings.size()) ||
+        p.integer(1) >= static_cast<int64_t>(stored->b.size()))
       damaged(e, "generate_partings");
-    PromptResult& r = it->second;
+    PromptResult& r = *stored;
     Completion& b = r.b[r.partings.size()];
     const auto shorter = static_cast<int64_t>(std::min(r.a.tokens.size(), b.tokens.size()));
     const int64_t parted = p.integer(2), common = p.integer(3);

@@ -111,13 +111,6 @@ std::vector<std::string> pieces(const Completion& c) {
   return out;
 }
 
-// [[id, p, piece], …] as the file stores it.
-nlohmann::json top_json(const GeneratedToken& t) {
-  nlohmann::json j = nlohmann::json::array();
-  for (size_t k = 0; k < analysis::kTopK; ++k) j.push_back({t.top.id[k], t.top.p[k], t.top_pieces[k]});
-  return j;
-}
-
 nlohmann::json trial_json(const PromptResult& r, size_t t) {
   const Parting& x = r.partings[t];
   nlohmann::json b = {{"pieces", pieces(r.b[t])}, {"ended", r.b[t].ended},
@@ -125,8 +118,8 @@ nlohmann::json trial_json(const PromptResult& r, size_t t) {
   if (x.parted >= 0) {
     const GeneratedToken& ta = r.a.tokens[static_cast<size_t>(x.parted)];
     const GeneratedToken& tb = r.b[t].tokens[static_cast<size_t>(x.parted)];
-    b["top_a"] = top_json(ta);
-    b["top_b"] = top_json(tb);
+    b["top_a"] = top5_json(ta.top, ta.top_pieces);
+    b["top_b"] = top5_json(tb.top, tb.top_pieces);
     b["margin_a"] = margin(ta.top);
     b["margin_b"] = margin(tb.top);
   }

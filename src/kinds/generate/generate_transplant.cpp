@@ -53,14 +53,12 @@ nlohmann::json parting_transplant(engine::Arm& a, engine::Arm& b, const engine::
                       {"parts", parts}};
   if (!parts) return j;
   analysis::ScoreScratch scratch;
-  std::vector<bool> restores;
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& [name, layer] : points) {
     engine::Hook patch = hook_asking();
     patch.overwrite(name, from_a.first_row(name), from_a.captured(name));
     b.run_chunk(sequence, &patch, patched, n - 1);
     const int32_t t = top1(patched);
-    restores.push_back(t == a_token);
     steps.push_back({{"point", name},
                      {"layer", layer},
                      {"top1", t},
@@ -69,12 +67,11 @@ nlohmann::json parting_transplant(engine::Arm& a, engine::Arm& b, const engine::
                      {"restores", t == a_token}});
   }
   // B's output head given A's logits is A: the step that always restores.
-  restores.push_back(true);
   steps.push_back({{"point", "head"}, {"layer", map.n_layer}, {"top1", a_token},
                    {"piece", piece(a_token)}, {"kl", 0.0},
                    {"restores", true}});
-  size_t k = restores.size() - 1;
-  while (k > 0 && restores[k - 1]) --k;
+  size_t k = steps.size() - 1;
+  while (k > 0 && steps[k - 1]["restores"].get<bool>()) --k;
   j["steps"] = steps;
   j["verdict"] = {{"point", steps[k]["point"]}, {"layer", steps[k]["layer"]}};
   return j;
