@@ -5,16 +5,9 @@
 #include <set>
 #include <utility>
 
-namespace hd::analysis {
+#include "analysis/stats.h"
 
-static double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(mid), v.end());
-  if (v.size() % 2 == 1) return v[mid];
-  const double hi = v[mid];
-  return (*std::max_element(v.begin(), v.begin() + static_cast<long>(mid)) + hi) / 2;
-}
+namespace hd::analysis {
 
 using Position = std::pair<int, int>;  // (chunk, pos)
 

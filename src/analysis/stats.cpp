@@ -172,4 +172,13 @@ std::vector<Percentile> kl_percentiles(std::vector<double> v) {
   return out;
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(mid), v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  const double hi = v[mid];
+  return (*std::max_element(v.begin(), v.begin() + static_cast<long>(mid)) + hi) / 2;
+}
+
 }  // namespace hd::analysis

@@ -52,6 +52,9 @@ struct Percentile {
   double value;
 };
 
+// The middle value, or the mean of the middle two for an even count; 0 for none.
+double median(std::vector<double> values);
+
 // llama-perplexity's KLD list: max, 99.9, 99, 95, 90, median, 10, 5, 1, 0.1 %, min, with its
 // linear interpolation between order statistics (p = f * (n - 1)).
 std::vector<Percentile> kl_percentiles(std::vector<double> values);

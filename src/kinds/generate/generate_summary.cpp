@@ -15,12 +15,6 @@ namespace hd::kinds {
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 std::vector<int32_t> ids(const Completion& c) {
   std::vector<int32_t> out;
   for (const auto& t : c.tokens) out.push_back(t.token);
@@ -93,7 +87,7 @@ nlohmann::json generate_summary(const store::Experiment& e, const GenerateConfig
       {"temperature", c.temperature},
       {"chat", c.chat},
       {"parted", report::rate_json(analysis::cluster_rate(parted, cluster), "prompts")},
-      {"median_parting", at.empty() ? nlohmann::json() : json_number(median(at))},
+      {"median_parting", at.empty() ? nlohmann::json() : json_number(analysis::median(at))},
       {"transplants", transplants_json(rows, no_transplants)}};
   if (c.temperature > 0) j["seed"] = c.seed;
   if (c.trials > 1) {
