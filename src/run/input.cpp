@@ -48,24 +48,25 @@ static void refuse_given_kind(const InputPath& stored, const InputPath& given) {
 }
 
 static void refuse_missing_stdin(const InputPath& stored, const std::string& how,
-                                 const std::string& shown) {
+                                 const std::string& shown, const std::string& flag) {
   if (stored.token_ids) {
     throw InputError("this run read its token ids from standard input: give them again, " + how +
                      " --tokens FILE (or --tokens - with the ids on standard input); they must "
                      "hash to sha256 " +
                      shown);
   }
-  throw InputError("this run read its text from standard input: give it again, " + how +
-                   " -f FILE (or -f - with the text on standard input); it must hash to sha256 " +
-                   shown);
+  throw InputError("this run read its text from standard input: give it again, " + how + " " + flag +
+                   " FILE (or " + flag + " - with the text on standard input); it must hash to "
+                   "sha256 " + shown);
 }
 
 Input read_stored_input(const InputPath& stored, const nlohmann::json& provenance,
-                        const InputPath& given, const std::string& how) {
+                        const InputPath& given, const std::string& how,
+                        const std::string& text_flag) {
   const std::string sha256 = provenance.at("text").at("sha256").get<std::string>();
   const std::string shown = sha256.substr(0, 16) + "…";
   refuse_given_kind(stored, given);
-  if (given.empty() && stored.path == "-") refuse_missing_stdin(stored, how, shown);
+  if (given.empty() && stored.path == "-") refuse_missing_stdin(stored, how, shown, text_flag);
   const Input in = read_bytes(given.empty() ? stored : given);
   const std::string now = sha256_bytes(in.bytes);
   if (now == sha256) return parsed(in);
@@ -73,9 +74,10 @@ Input read_stored_input(const InputPath& stored, const nlohmann::json& provenanc
   if (given.empty()) {
     throw InputError("the " + std::string(ids ? "tokens" : "text") + " file '" + stored.path +
                      "' has changed since this run started (give the " + (ids ? "ids" : "text") +
-                     " it read with " + how + (ids ? " --tokens FILE)" : " -f FILE)"));
+                     " it read with " + how + (ids ? " --tokens FILE)" : " " + text_flag + " FILE)"));
   }
-  throw InputError((ids ? "the token ids given with --tokens " : "the text given with -f ") +
+  throw InputError((ids ? std::string("the token ids given with --tokens ")
+                       : "the text given with " + text_flag + " ") +
                    given.path + (ids ? " are not the ones" : " is not the one") +
                    " this run read (sha256 " + now.substr(0, 16) + "…, the run's " + shown + ")");
 }

@@ -49,8 +49,10 @@ Input read_input(const InputPath& source, bool skip_unencodable);
 // run read standard input and nothing is given (the message says how to give it, `how` being the
 // command: "heterodyne verify run.hdy"), or when `given` is text for a run of token ids or the
 // other way round.
+// `text_flag`: how `how` is given a text again (generate --resume: --prompts).
 Input read_stored_input(const InputPath& stored, const nlohmann::json& provenance,
-                        const InputPath& given, const std::string& how);
+                        const InputPath& given, const std::string& how,
+                        const std::string& text_flag = "-f");
 
 // The input as chunks for `model` (run/text.h chunk_text; cut_chunks for ids, after checking
 // them against its vocabulary). `skip`, `progress` and `dropped` as encodable_text's.

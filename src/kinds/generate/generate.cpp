@@ -246,10 +246,13 @@ void require_same_models(const Stored& s, const std::string& what) {
   }
 }
 
+// `how` and `flag`: the command that reads them again and its flag for them, for the messages.
 std::vector<Prompt> stored_prompts(const Stored& s, const engine::Model& model,
-                                   const run::InputPath& again, const std::string& how) {
+                                   const run::InputPath& again, const std::string& how,
+                                   const std::string& flag) {
   const GenerateConfig& c = s.config;
-  const run::Input input = run::read_stored_input({c.prompts_file, false}, s.provenance, again, how);
+  const run::Input input =
+      run::read_stored_input({c.prompts_file, false}, s.provenance, again, how, flag);
   auto prompts = read_prompts(model, c.prompts_file, input.bytes, c.chat, c.max_prompts);
   if (run::tokens_record(prompt_tokens(prompts)) != s.provenance.at("tokens"))
     throw InputError("the prompts tokenize differently than when this generate run began");
@@ -302,7 +305,8 @@ run::RunEnd generate_resume(const std::string& path, const std::string& command_
   auto model_a = engine::model_load(s.config.a.model);
   resolve_quantized_b(s.config);  // --b-quant: this machine's cached file, hashed below
   require_same_models(s, "cannot resume");
-  const auto prompts = stored_prompts(s, *model_a, again, "heterodyne generate --resume " + path);
+  const auto prompts =
+      stored_prompts(s, *model_a, again, "heterodyne generate --resume " + path, "--prompts");
   Generator g = make_generator(s.config, model_a, prompts);
   nlohmann::json resumed = {{"command_line", command_line}, {"at", run::now_utc()}};
   if (run::stored_shard(e)) resumed["placement"] = run::placement_facts();
@@ -320,7 +324,7 @@ void generate_verify(const std::string& path, const run::VerifyOptions& options,
   auto model_a = engine::model_load(s.config.a.model);
   resolve_quantized_b(s.config);  // --b-quant: this machine's cached file, hashed below
   if (!options.force) require_same_models(s, "--force to compare anyway");
-  const auto prompts = stored_prompts(s, *model_a, options.input, "heterodyne verify " + path);
+  const auto prompts = stored_prompts(s, *model_a, options.input, "heterodyne verify " + path, "-f");
   Generator g = make_generator(s.config, model_a, prompts);
   const std::vector<PromptResult> stored = read_generate_prompts(e);
   const auto shard = run::stored_shard(e);
