@@ -23,6 +23,10 @@ PIN_COMMIT="80fb11ac73e66d89eae2c6a91d8a77428fa733ed"
 CACHE="${HETERODYNE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/heterodyne}"
 JOBS="${JOBS:-$(nproc)}"
 EXTRA_FLAGS="${HETERODYNE_LLAMA_FLAGS:-}"
+# ggml compiles through ccache where it is installed (GGML_CCACHE); with paths taken relative to
+# the cache, two commits of one tree built in their own directories share every unchanged object
+# (a bisect's probes, scripts/bisect-git.sh).
+export CCACHE_BASEDIR="$CACHE"
 
 say() { echo "llama.sh: $*" >&2; }
 

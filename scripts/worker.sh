@@ -33,12 +33,26 @@ case "$source_spec" in
     llama_source=$(cd "$source_spec" && pwd) ;;
 esac
 
-key=$(printf '%s\n%s\n%s\n' "$here" "$llama_source" "$flags" | sha256sum | cut -c1-16)
+# A checkout is keyed by its commit and local edits too: the worker compiles against its headers
+# and links the llama.cpp build of that commit, so another commit checked out there (a bisect's
+# next probe, a user's git pull) is another worker, never the last one rebuilt in place.
+tree_state=""
+if [ -d "$llama_source" ]; then
+  tree_state="$(git -C "$llama_source" rev-parse HEAD 2>/dev/null || true) $(git -C "$llama_source" diff HEAD 2>/dev/null | sha256sum | cut -c1-12)"
+fi
+key=$({ printf '%s\n%s\n%s\n' "$here" "$llama_source" "$flags"; [ -z "$tree_state" ] || echo "$tree_state"; } |
+  sha256sum | cut -c1-16)
 build="$CACHE/workers/$key"
+# ccache keys objects by paths relative to the cache: builds of one tree at two commits share
+# every object the commits did not change (scripts/bisect-git.sh).
+export CCACHE_BASEDIR="$CACHE"
 mkdir -p "$build"
 if [ ! -f "$build/build.ninja" ]; then
   say "configuring a worker for '$1' in $build (llama.cpp is built once if it is not cached: minutes)"
-  cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHETERODYNE_WORKER_ONLY=ON \
+  launcher=""
+  command -v ccache >/dev/null 2>&1 && launcher="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+  # shellcheck disable=SC2086
+  cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHETERODYNE_WORKER_ONLY=ON $launcher \
     -DHETERODYNE_LLAMA_SOURCE="$llama_source" -DHETERODYNE_LLAMA_FLAGS="${flags# }" >"$build/configure.log" 2>&1 ||
     { rm -f "$build/build.ninja"; say "configure failed (llama.cpp's build or ours), see $build/configure.log"; exit 1; }
 fi

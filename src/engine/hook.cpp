@@ -174,6 +174,7 @@ void Hook::list(const ggml_tensor* t) {
   Node n;
   n.name = name;
   n.readable = point_shape(t, n.width, n.rows);
+  n.op = ggml_op_desc(t);
   nodes_->push_back(std::move(n));
 }
 

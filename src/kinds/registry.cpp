@@ -8,7 +8,7 @@ namespace hd::kinds {
 
 // The registration: every kind this build knows, one name each, in the order --help lists
 // their commands. Each name's folder (src/kinds/<name>/) defines make_<name>_kind().
-#define HD_KINDS(X) X(diff) X(sweep) X(floor) X(server_floor) X(generate) X(recommend) X(length_curve) X(check) X(echo)
+#define HD_KINDS(X) X(diff) X(sweep) X(floor) X(server_floor) X(generate) X(recommend) X(length_curve) X(check) X(bisect) X(echo)
 
 #define HD_DECLARE_KIND(name) std::unique_ptr<const RunKind> make_##name##_kind();
 HD_KINDS(HD_DECLARE_KIND)

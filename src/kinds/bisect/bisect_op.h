@@ -1,0 +1,21 @@
+// Where two llama.cpp builds' numbers part on a model: the gate's taps (run/capture.h) of both
+// builds on the same tokens, compared bit for bit in forward order, then every graph node
+// between the last tap that is still identical and the first that is not, so that the answer is
+// a node and the ggml op that writes it. The decode steps after the prompt are compared too:
+// whether single-token decode also differs.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/progress.h"
+#include "kinds/bisect/bisect.h"
+
+namespace hd::kinds::bisect {
+
+// {tokens, decode_steps, first_tap: {name, layer, max_abs, rel_err} | null (every tap the same),
+//  last_same_tap, first_node: {name, op, max_abs, rel_err} | null, nodes_compared,
+//  nodes_missing (names one build does not have), decode: {differs, first_tap} }.
+nlohmann::json first_divergence(const BisectConfig& c, const std::string& good_worker,
+                                const std::string& bad_worker, const ProgressFn& progress);
+
+}  // namespace hd::kinds::bisect

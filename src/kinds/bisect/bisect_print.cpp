@@ -1,0 +1,116 @@
+#include "kinds/bisect/bisect_print.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace hd::kinds::bisect {
+
+namespace {
+
+std::string kl_text(const nlohmann::json& f) {
+  if (f.value("bitwise_identical", false)) return "0 (exactly)";
+  return fmt::format("{:.4g} ± {:.2g}", f.at("kl_mean").get<double>(), f.at("kl_ci95").get<double>());
+}
+
+std::string floor_text(const nlohmann::json& f) {
+  if (f.value("floor_bitwise", false)) return "0 (bitwise)";
+  return fmt::format("{:.4g} ± {:.2g}", f.at("floor_kl_mean").get<double>(),
+                     f.at("floor_kl_ci95").get<double>());
+}
+
+std::string flips_text(const nlohmann::json& f) {
+  return fmt::format("{} of {}", f.at("flips").get<int64_t>(), f.at("n_scored").get<int64_t>());
+}
+
+std::string who(const nlohmann::json& c) {
+  if (c.is_null()) return "none";
+  std::string s = c.at("name").get<std::string>();
+  if (c.contains("subject")) s += "  " + c["subject"].get<std::string>();
+  return s;
+}
+
+void print_op(std::ostream& out, const nlohmann::json& op) {
+  if (op.is_null()) return;
+  const auto& tap = op.at("first_tap");
+  if (tap.is_null()) {
+    out << fmt::format("taps on the first chunk ({} tokens): all identical between the two builds\n",
+                       op.at("tokens").get<int>());
+  } else {
+    out << fmt::format("first divergent tap on the first chunk ({} tokens): {}  max |Δ| {:.3g}{}\n",
+                       op.at("tokens").get<int>(), tap.at("name").get<std::string>(),
+                       tap.at("max_abs").get<double>(),
+                       tap.at("rel_err").is_null() ? "" : fmt::format(", rel. error {:.3g}", tap["rel_err"].get<double>()));
+    out << "  last identical tap: " << (op.at("last_same_tap").is_null() ? "none (the first differs)" : op["last_same_tap"].get<std::string>()) << "\n";
+    const auto& node = op.at("first_node");
+    if (!node.is_null()) {
+      out << fmt::format("  first divergent graph node: {} (ggml op {})  max |Δ| {:.3g}\n",
+                         node.at("name").get<std::string>(), node.at("op").get<std::string>(),
+                         node.at("max_abs").get<double>());
+    } else {
+      out << fmt::format("  no graph node between them differs ({} compared): the tap's own op\n",
+                         op.value("nodes_compared", 0));
+    }
+    if (!op.value("nodes_missing", nlohmann::json::array()).empty())
+      out << "  nodes one build does not have: " << op["nodes_missing"].dump() << "\n";
+  }
+  const auto& d = op.at("decode");
+  out << fmt::format("single-token decode ({} steps): {}\n", op.at("decode_steps").get<int>(),
+                     d.at("differs").get<bool>()
+                         ? "differs too, first at " + d.at("first_tap").at("name").get<std::string>()
+                         : std::string("identical"));
+}
+
+}  // namespace
+
+void print_bisect(std::ostream& out, const nlohmann::json& doc) {
+  const auto& cands = doc.at("candidates");
+  out << fmt::format("bisect of {} from {} to {} ({} candidates)\n",
+                     doc.at("mode").get<std::string>(), doc.at("good").get<std::string>(),
+                     doc.at("bad").get<std::string>(), cands.size());
+  out << "  model " << doc.at("model").get<std::string>() << "\n";
+  out << "  criterion " << doc.at("criterion").get<std::string>() << ": "
+      << doc.at("criterion_text").get<std::string>() << "\n\n";
+  std::map<int, const nlohmann::json*> by_candidate;
+  for (const auto& p : doc.at("probes")) by_candidate[p.at("candidate").get<int>()] = &p;
+  const int first_bad = doc.at("first_bad").is_null() ? -1 : doc["first_bad"].at("index").get<int>();
+  out << fmt::format("  {:<14} {:<8} {:<22} {:<22} {:<14} {:>8} {:>7}\n", "candidate", "outcome",
+                     "mean KL vs good", "floor (larger)", "top-1 flips", "build", "diff");
+  out << fmt::format("  {:<14} {}\n", cands.at(0).at("name").get<std::string>(), "good: every probe's arm A");
+  for (const auto& [i, p] : by_candidate) {
+    const auto& f = p->contains("figures") ? (*p)["figures"] : nlohmann::json(nullptr);
+    const std::string mark = i == first_bad ? "  ← first that differs" : "";
+    if (f.is_null()) {
+      out << fmt::format("  {:<14} {:<8} {}{}\n", (*p)["name"].get<std::string>(),
+                         (*p)["outcome"].get<std::string>(), p->value("reason", ""), mark);
+      continue;
+    }
+    out << fmt::format("  {:<14} {:<8} {:<22} {:<22} {:<14} {:>7.0f}s {:>6.1f}s{}\n",
+                       (*p)["name"].get<std::string>(), (*p)["outcome"].get<std::string>(),
+                       kl_text(f), floor_text(f), flips_text(f), p->value("build_seconds", 0.0),
+                       p->value("diff_seconds", 0.0), mark);
+  }
+  out << fmt::format("\n{} probes (a search of {} candidates needs at most {} when none is skipped)\n",
+                     doc.at("probes").size(), cands.size(), doc.at("probes_needed").get<int>());
+  const std::string verdict = doc.at("verdict").get<std::string>();
+  if (verdict == "no change") {
+    out << "no change: " << doc.at("bad").get<std::string>()
+        << " does not differ from the good build by this criterion\n";
+  } else if (verdict == "found") {
+    out << "first that differs: " << who(doc.at("first_bad")) << "\n";
+    out << "last that is the same: " << who(doc.at("last_same")) << "\n";
+  } else if (verdict == "ambiguous") {
+    out << "the first that differs is one of (the others between do not build or run):";
+    for (const auto& i : doc.at("suspects")) out << " " << cands.at(i.get<size_t>()).at("name").get<std::string>();
+    out << "\n";
+  } else {
+    out << "unfinished: heterodyne bisect --resume FILE goes on\n";
+  }
+  if (doc.contains("range")) {
+    out << "commits from the last that is the same to the first that differs:\n";
+    for (const auto& c : doc["range"]) out << "  " << who(c) << "\n";
+  }
+  print_op(out, doc.at("op"));
+}
+
+}  // namespace hd::kinds::bisect
