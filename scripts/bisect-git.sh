@@ -4,7 +4,8 @@
 #
 #   scripts/bisect-git.sh clone DIR            the clone's path (made once, fetched from DIR
 #                                              on every call: DIR's branches and tags)
-#   scripts/bisect-git.sh resolve CLONE REV    REV's commit hash in the clone
+#   scripts/bisect-git.sh resolve DIR CLONE REV  REV's commit hash (as DIR names it; the clone
+#                                              must have it)
 #   scripts/bisect-git.sh range CLONE GOOD BAD "<hash> <subject>" per commit from GOOD to BAD
 #                                              along BAD's first-parent line, GOOD first
 #   scripts/bisect-git.sh tree CLONE REV       REV's tree hash (a release's tree is compared
@@ -42,9 +43,13 @@ case "${1:-}" in
       { say "cannot fetch from $dir into $clone"; exit 1; }
     echo "$clone" ;;
   resolve)
-    clone="${2:?}" rev="${3:?}"
-    git -C "$clone" rev-parse -q --verify "$rev^{commit}" 2>/dev/null ||
-      { say "'$rev' names no commit of the --llama-src checkout (a branch, tag or hash it has; git fetch --tags there for release tags)"; exit 2; } ;;
+    # Read in DIR, as the user names it there (its branches, tags, hashes); the clone has it.
+    dir="${2:?}" clone="${3:?}" rev="${4:?}"
+    hash=$(git -C "$dir" rev-parse -q --verify "$rev^{commit}" 2>/dev/null) ||
+      { say "'$rev' names no commit of the --llama-src checkout (a branch, tag or hash it has; git fetch --tags there for release tags)"; exit 2; }
+    git -C "$clone" cat-file -e "$hash^{commit}" 2>/dev/null ||
+      { say "'$rev' ($hash) is on no branch or tag of the --llama-src checkout: a bisect walks committed history"; exit 2; }
+    echo "$hash" ;;
   range)
     clone="${2:?}" good="${3:?}" bad="${4:?}"
     git -C "$clone" merge-base --is-ancestor "$good" "$bad" ||

@@ -43,16 +43,10 @@ fi
 key=$({ printf '%s\n%s\n%s\n' "$here" "$llama_source" "$flags"; [ -z "$tree_state" ] || echo "$tree_state"; } |
   sha256sum | cut -c1-16)
 build="$CACHE/workers/$key"
-# ccache keys objects by paths relative to the cache: builds of one tree at two commits share
-# every object the commits did not change (scripts/bisect-git.sh).
-export CCACHE_BASEDIR="$CACHE"
 mkdir -p "$build"
 if [ ! -f "$build/build.ninja" ]; then
   say "configuring a worker for '$1' in $build (llama.cpp is built once if it is not cached: minutes)"
-  launcher=""
-  command -v ccache >/dev/null 2>&1 && launcher="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
-  # shellcheck disable=SC2086
-  cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHETERODYNE_WORKER_ONLY=ON $launcher \
+  cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHETERODYNE_WORKER_ONLY=ON \
     -DHETERODYNE_LLAMA_SOURCE="$llama_source" -DHETERODYNE_LLAMA_FLAGS="${flags# }" >"$build/configure.log" 2>&1 ||
     { rm -f "$build/build.ninja"; say "configure failed (llama.cpp's build or ours), see $build/configure.log"; exit 1; }
 fi

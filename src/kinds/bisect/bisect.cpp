@@ -58,8 +58,9 @@ int probes_left(const State& s) {
   const bisect::Step step = bisect::next_step(n, s.outcomes());
   if (step.probe < 0) return 0;
   if (step.probe == n - 1) return bisect::probes_needed(n);
+  const auto seen = s.outcomes();
   int open = 0;
-  for (int i = step.last_same + 1; i < step.first_bad; ++i) open += s.outcomes().count(i) ? 0 : 1;
+  for (int i = step.last_same + 1; i < step.first_bad; ++i) open += seen.count(i) ? 0 : 1;
   return bisect::probes_needed(open + 2) - 1;  // ⌈log2(open + 1)⌉
 }
 
@@ -76,8 +77,9 @@ std::string why_not_diffed(const State& s, const std::string& good_worker, const
   // The first diff names no build: run the good one against itself to say which cannot.
   try {
     bisect::diff_builds(s.config, good_worker, good_worker);
-  } catch (const std::exception& e) {
-    return "the good build (" + s.candidates.front().name + ") cannot run the model: " + e.what();
+  } catch (const std::exception& e) {  // the input, or the good build: its message says which
+    return std::string("the diff of the good build (") + s.candidates.front().name +
+           ") against itself fails too: " + e.what();
   }
   return "the bad build (" + s.candidates.back().name + ") cannot run the model: " + msg;
 }
@@ -98,6 +100,8 @@ void probe(State& s, int i, const std::string& good, const ProgressFn& progress)
                        i + 1, n, estimate(s)));
   nlohmann::json p = {{"candidate", i}, {"name", k.name}};
   const Built b = bisect::build_candidate(s.config, k, s.clone, progress);
+  // Ctrl-C reaches the build too: what it interrupted is not a build that fails.
+  if (stop_requested()) throw Stopped("stopped while building " + k.name);
   p["build_seconds"] = b.seconds;
   if (!b.error.empty()) {
     if (i == n - 1) throw InputError("the bad build (" + k.name + ") does not build: " + b.error);
@@ -108,7 +112,10 @@ void probe(State& s, int i, const std::string& good, const ProgressFn& progress)
     try {
       p["figures"] = bisect::diff_builds(s.config, good, b.worker);
       p["outcome"] = bisect::differs(p["figures"], s.config.criterion) ? "differs" : "same";
+    } catch (const Stopped&) {
+      throw;
     } catch (const std::exception& e) {
+      if (stop_requested()) throw Stopped("stopped during the diff of " + k.name);
       if (i == n - 1) throw InputError(why_not_diffed(s, good, e.what()));
       p["outcome"] = "skipped";
       p["reason"] = std::string("cannot run the model: ") + e.what();
@@ -129,10 +136,12 @@ run::RunEnd search(store::Experiment& e, State& s, const ProgressFn& progress) {
   for (;;) {
     const bisect::Step step = bisect::next_step(n, s.outcomes());
     if (step.probe < 0) break;
-    if (stop_requested()) {
+    try {
+      if (stop_requested()) throw Stopped("stopped");
+      probe(s, step.probe, good, progress);
+    } catch (const Stopped&) {  // the probes stored are kept: --resume goes on from them
       return {1, e.published(), "probe"};
     }
-    probe(s, step.probe, good, progress);
     e.set_meta("bisect_probes", s.probes.dump());
     e.publish();  // the file appears with its first probe
   }

@@ -100,8 +100,8 @@ std::vector<std::string> script_lines(const std::string& script,
 
 std::string run_script(const std::string& script, const std::vector<std::string>& args) {
   const Ran r = run_command(script_command(script, args));
-  if (r.status != 0 || r.lines.empty()) failed(script, r);
-  return r.lines.back();
+  if (r.status != 0) failed(script, r);
+  return r.lines.empty() ? "" : r.lines.back();
 }
 
 std::vector<std::string> registry_releases() {
@@ -168,8 +168,8 @@ CommitRange commit_candidates(const std::string& llama_src, const std::string& g
     const std::string rel = release_of(given);
     return rel.empty() ? given : release_tag(rel);
   };
-  const std::string g = run_script("bisect-git.sh", {"resolve", r.clone, revision(good)});
-  const std::string b = run_script("bisect-git.sh", {"resolve", r.clone, revision(bad)});
+  const std::string g = run_script("bisect-git.sh", {"resolve", llama_src, r.clone, revision(good)});
+  const std::string b = run_script("bisect-git.sh", {"resolve", llama_src, r.clone, revision(bad)});
   if (g == b) throw InputError("--good and --bad are the same commit (" + g.substr(0, 12) + ")");
   for (const std::string& line : script_lines("bisect-git.sh", {"range", r.clone, g, b})) {
     const size_t space = line.find(' ');

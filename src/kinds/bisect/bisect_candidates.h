@@ -35,7 +35,7 @@ std::vector<Candidate> release_candidates(const std::string& good, const std::st
 // The llama.cpp tag (bNNNN) a release carries (scripts/release-tag.sh, cached).
 std::string release_tag(const std::string& release);
 
-// A script of this checkout's scripts/ run with `args`: its last line of output, or the error
+// A script of this checkout's scripts/ run with `args`: its last line of output ("" for none), or the error
 // its last line names (InputError where the script exits 2).
 std::string run_script(const std::string& script, const std::vector<std::string>& args);
 // The same, every line of its standard output.

@@ -50,11 +50,20 @@ std::vector<engine::Hook::Node> nodes_between(const std::vector<engine::Hook::No
   std::vector<engine::Hook::Node> out;
   bool on = after.empty();
   for (const auto& n : nodes) {
-    if (on && n.readable && n.count == 1) out.push_back(n);
+    if (on) out.push_back(n);
     if (n.name == upto) break;
     if (n.name == after) on = true;
   }
   return out;
+}
+
+// Why a node cannot be captured and compared ("" when it can): a name the graph gives several
+// nodes (llama's "norm-N": the attention's and the MLP's RMS norm) or a tensor no point reads
+// (a view, a permutation, a cache write).
+std::string uncomparable(const engine::Hook::Node& n) {
+  if (n.count != 1) return std::to_string(n.count) + " nodes of this name";
+  if (!n.readable) return "not a contiguous F32 tensor";
+  return "";
 }
 
 // Node `name` captured in `arm` on `tokens`; nullopt where the build's graph has no such node.
@@ -115,19 +124,29 @@ nlohmann::json first_divergence(const BisectConfig& c, const std::string& good_w
   engine::Arm arm_bad(model, on_build(c, bad_worker), c.chunk);
   nlohmann::json missing = nlohmann::json::array();
   int compared = 0;
+  // Nodes that could not be compared since the last one that was identical: the divergence may
+  // begin in any of them, so they are named with the first node that differs.
+  nlohmann::json unseen = nlohmann::json::array();
   for (const auto& n : nodes_between(nodes, last_same_graph, first_graph)) {
+    if (const std::string why = uncomparable(n); !why.empty()) {
+      unseen.push_back({{"name", n.name}, {"op", n.op}, {"why", why}});
+      continue;
+    }
     const auto a = node_rows(arm_good, n.name, tokens);
     const auto b = node_rows(arm_bad, n.name, tokens);
     if (!a || !b) {
       missing.push_back(n.name);
+      unseen.push_back({{"name", n.name}, {"op", n.op}, {"why", "one build has no such node"}});
       continue;
     }
     ++compared;
     if (!same_bits(*a, *b)) {
       out["first_node"] = difference(n.name, *a, *b);
       out["first_node"]["op"] = n.op;
+      out["first_node"]["uncompared_before"] = unseen;
       break;
     }
+    unseen = nlohmann::json::array();
   }
   out["nodes_compared"] = compared;
   out["nodes_missing"] = missing;

@@ -13,7 +13,9 @@
 namespace hd::kinds::bisect {
 
 // {tokens, decode_steps, first_tap: {name, layer, max_abs, rel_err} | null (every tap the same),
-//  last_same_tap, first_node: {name, op, max_abs, rel_err} | null, nodes_compared,
+//  last_same_tap, first_node: {name, op, max_abs, rel_err, uncompared_before: [{name, op, why}]
+//  (the nodes since the last identical one that could not be compared: the change may begin in
+//  one of them)} | null, nodes_compared,
 //  nodes_missing (names one build does not have), decode: {differs, first_tap} }.
 nlohmann::json first_divergence(const BisectConfig& c, const std::string& good_worker,
                                 const std::string& bad_worker, const ProgressFn& progress);

@@ -47,6 +47,11 @@ void print_op(std::ostream& out, const nlohmann::json& op) {
       out << fmt::format("  first divergent graph node: {} (ggml op {})  max |Δ| {:.3g}\n",
                          node.at("name").get<std::string>(), node.at("op").get<std::string>(),
                          node.at("max_abs").get<double>());
+      for (const auto& u : node.value("uncompared_before", nlohmann::json::array())) {
+        out << fmt::format("    or before it, in {} (ggml op {}), which cannot be compared: {}\n",
+                           u.at("name").get<std::string>(), u.at("op").get<std::string>(),
+                           u.at("why").get<std::string>());
+      }
     } else {
       out << fmt::format("  no graph node between them differs ({} compared): the tap's own op\n",
                          op.value("nodes_compared", 0));

@@ -25,7 +25,6 @@ State new_state(const BisectConfig& c, const ProgressFn& progress) {
   State s;
   s.config = c;
   if (!c.llama_src.empty()) {
-    progress("listing the commits of " + c.llama_src + " from " + c.good + " to " + c.bad);
     CommitRange r = commit_candidates(c.llama_src, c.good, c.bad);
     s.clone = std::move(r.clone);
     s.candidates = std::move(r.commits);
