@@ -52,6 +52,9 @@ BisectConfig bisect_config_from_json(const nlohmann::json& j) {
 
 namespace {
 
+// A build that took less than this was found in the cache.
+constexpr double kCachedBuildSeconds = 20;
+
 // The probes a search may still need: the bad one if not yet probed, then halving what is open.
 int probes_left(const State& s) {
   const int n = static_cast<int>(s.candidates.size());
@@ -64,13 +67,25 @@ int probes_left(const State& s) {
   return bisect::probes_needed(open + 2) - 1;  // ⌈log2(open + 1)⌉
 }
 
+// A probe's time: its build, as the builds that compiled took (a cached one takes seconds and
+// says nothing of the next; before any, five minutes: llama.cpp on a small machine), and its diff.
 std::string estimate(const State& s) {
-  double spent = 0;
-  for (const auto& p : s.probes) spent += p.value("build_seconds", 0.0) + p.value("diff_seconds", 0.0);
+  double built = 0, diffed = 0;
+  int n_built = 0, n_diffed = 0;
+  for (const auto& p : s.probes) {
+    if (const double b = p.value("build_seconds", 0.0); b > kCachedBuildSeconds) {
+      built += b;
+      ++n_built;
+    }
+    if (p.contains("diff_seconds")) {
+      diffed += p["diff_seconds"].get<double>();
+      ++n_diffed;
+    }
+  }
+  const double each = (n_built > 0 ? built / n_built : 300.0) + (n_diffed > 0 ? diffed / n_diffed : 0.0);
   const int left = probes_left(s);
-  // Before a probe has run, a build of llama.cpp on a small machine: minutes each.
-  const double each = s.probes.empty() ? 300.0 : spent / static_cast<double>(s.probes.size());
-  return fmt::format("at most {} probe(s) left, about {:.0f} min", left, left * each / 60.0);
+  return fmt::format("at most {} probe(s) left, about {:.0f} min where their builds are not cached",
+                     left, left * each / 60.0);
 }
 
 std::string why_not_diffed(const State& s, const std::string& good_worker, const std::string& msg) {
