@@ -8,8 +8,6 @@
 #                                              must have it)
 #   scripts/bisect-git.sh range CLONE GOOD BAD "<hash> <subject>" per commit from GOOD to BAD
 #                                              along BAD's first-parent line, GOOD first
-#   scripts/bisect-git.sh tree CLONE REV       REV's tree hash (a release's tree is compared
-#                                              with its tag's)
 #   scripts/bisect-git.sh checkout CLONE HASH  the clone's work tree at HASH (the caller holds
 #                                              CLONE.lock while it builds from it)
 #
@@ -54,12 +52,12 @@ case "${1:-}" in
     clone="${2:?}" good="${3:?}" bad="${4:?}"
     git -C "$clone" merge-base --is-ancestor "$good" "$bad" ||
       { say "--good $good is not an ancestor of --bad $bad: give the older commit as --good"; exit 2; }
+    git -C "$clone" rev-list --first-parent "$bad" | grep -qx "$good" ||
+      { say "--good $good is not on --bad $bad's first-parent line (a merged branch): give a commit of the line bad was made on"; exit 2; }
     echo "$good $(git -C "$clone" log -1 --format=%s "$good")"
     git -C "$clone" log --first-parent --reverse --format='%H %s' "$good..$bad" ;;
-  tree)
-    git -C "${2:?}" rev-parse -q --verify "${3:?}^{tree}" ;;
   checkout)
     clone="${2:?}" hash="${3:?}"
     git -C "$clone" checkout -q --force --detach "$hash" && git -C "$clone" clean -q -fdx ;;
-  *) say "usage: scripts/bisect-git.sh clone|resolve|range|tree|checkout …"; exit 2 ;;
+  *) say "usage: scripts/bisect-git.sh clone|resolve|range|checkout …"; exit 2 ;;
 esac

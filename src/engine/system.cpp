@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "engine/system.h"
 
 #include <sched.h>
@@ -66,11 +67,14 @@ static void log_filter(ggml_log_level level, const char* text, void*) {
   count_copy_buffer(text);
   note_flash_attn(text);
   if (level == GGML_LOG_LEVEL_ERROR) {
+    // Every error line since the last was taken, up to a few: llama.cpp says why first ("unknown
+    // model architecture: 'x'") and only then that it failed ("failed to load model").
+    std::string line = text;
+    while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
     std::lock_guard lock(g_log_mutex);
-    g_last_error = text;
-    while (!g_last_error.empty() && (g_last_error.back() == '\n' || g_last_error.back() == ' ')) {
-      g_last_error.pop_back();
-    }
+    if (line.empty() || g_last_error.find(line) != std::string::npos) return;
+    if (std::count(g_last_error.begin(), g_last_error.end(), ';') >= 2) return;
+    g_last_error += (g_last_error.empty() ? "" : "; ") + line;
   }
 }
 

@@ -13,10 +13,12 @@ interface Figures {
   floor_kl_mean: number; floor_kl_ci95: number; floor_bitwise: boolean;
 }
 interface Probe { candidate: number; name: string; outcome: string; reason?: string; figures?: Figures; build_seconds?: number; diff_seconds?: number }
-interface Diff { name: string; max_abs: number; rel_err: number | null; op?: string }
+interface Unseen { name: string; op: string; why: string }
+interface Diff { name: string; max_abs: number; rel_err: number | null; op?: string; uncompared_before?: Unseen[] }
 interface Op {
   tokens: number; decode_steps: number; first_tap: Diff | null; last_same_tap: string | null;
   first_node: Diff | null; decode: { differs: boolean; first_tap: Diff | null };
+  nodes_compared?: number; uncompared?: Unseen[];
 }
 export interface BisectDoc {
   mode: string; good: string; bad: string; model: string; criterion: string; criterion_text: string;
@@ -42,7 +44,13 @@ function opLines(op: Op): HTMLElement[] {
     out.push(h("p", {}, `taps on the first chunk (${op.tokens} tokens): all identical between the two builds`));
   } else {
     out.push(h("p", { class: "bisect-op" }, `first divergent tap: ${op.first_tap.name} (max |Δ| ${fmt(op.first_tap.max_abs)}); last identical: ${op.last_same_tap ?? "none"}`));
-    if (op.first_node) out.push(h("p", { class: "bisect-op" }, `first divergent graph node: ${op.first_node.name} (ggml op ${op.first_node.op ?? "?"}), max |Δ| ${fmt(op.first_node.max_abs)}`));
+    const unseen = (list: Unseen[] | undefined) => (list ?? []).map((u) => h("li", {}, `${u.name} (ggml op ${u.op}): ${u.why}`));
+    if (op.first_node) {
+      out.push(h("p", { class: "bisect-op" }, `first divergent graph node: ${op.first_node.name} (ggml op ${op.first_node.op ?? "?"}), max |Δ| ${fmt(op.first_node.max_abs)}`));
+      if (op.first_node.uncompared_before?.length) out.push(h("p", {}, "or before it, in a node that cannot be compared:"), h("ul", {}, ...unseen(op.first_node.uncompared_before)));
+    } else {
+      out.push(h("p", {}, `no graph node between them that could be compared differs (${op.nodes_compared ?? 0} compared): the tap's own op, or one of:`), h("ul", {}, ...unseen(op.uncompared)));
+    }
   }
   out.push(h("p", {}, `single-token decode (${op.decode_steps} steps): ${op.decode.differs ? `differs too, first at ${op.decode.first_tap?.name ?? "?"}` : "identical"}`));
   return out;
@@ -50,8 +58,9 @@ function opLines(op: Op): HTMLElement[] {
 
 export function renderBisect(root: HTMLElement, doc: BisectDoc): void {
   const first = doc.first_bad?.index ?? -1;
+  const mark = doc.verdict === "ambiguous" ? "← the newest suspect" : "← first that differs";
   const cols = [
-    { label: "candidate", numeric: true, key: (p: Probe) => p.candidate, cell: (p: Probe) => (p.candidate === first ? h("strong", {}, `${p.name} ← first that differs`) : p.name) },
+    { label: "candidate", numeric: true, key: (p: Probe) => p.candidate, cell: (p: Probe) => (p.candidate === first ? h("strong", {}, `${p.name} ${mark}`) : p.name) },
     { label: "outcome", key: (p: Probe) => p.outcome, cell: (p: Probe) => p.outcome },
     { label: "mean KL vs good", numeric: true, key: (p: Probe) => p.figures?.kl_mean ?? -1, cell: (p: Probe) => (p.figures ? klText(p.figures) : p.reason ?? "") },
     { label: "floor (larger)", numeric: true, key: (p: Probe) => p.figures?.floor_kl_mean ?? -1, cell: (p: Probe) => (p.figures ? floorText(p.figures) : ""), title: "each build against itself re-split; the larger" },

@@ -84,7 +84,7 @@ std::string estimate(const State& s) {
   }
   const double each = (n_built > 0 ? built / n_built : 300.0) + (n_diffed > 0 ? diffed / n_diffed : 0.0);
   const int left = probes_left(s);
-  return fmt::format("at most {} probe(s) left, about {:.0f} min where their builds are not cached",
+  return fmt::format("{} more probe(s) where none is skipped, about {:.0f} min where their builds are not cached",
                      left, left * each / 60.0);
 }
 
@@ -96,12 +96,13 @@ std::string why_not_diffed(const State& s, const std::string& good_worker, const
     return std::string("the diff of the good build (") + s.candidates.front().name +
            ") against itself fails too: " + e.what();
   }
-  return "the bad build (" + s.candidates.back().name + ") cannot run the model: " + msg;
+  return "the bad build (" + s.candidates.back().name + ") cannot run the model: " + msg;  // the probe's
 }
 
 // Builds the good candidate: every probe's arm A.
 std::string good_worker(const State& s, const ProgressFn& progress) {
   const Built g = bisect::build_candidate(s.config, s.candidates.front(), s.clone, progress);
+  if (stop_requested()) throw Stopped("stopped while building the good build");
   if (!g.error.empty())
     throw InputError("the good build (" + s.candidates.front().name + ") does not build: " + g.error);
   return g.worker;
@@ -131,7 +132,10 @@ void probe(State& s, int i, const std::string& good, const ProgressFn& progress)
       throw;
     } catch (const std::exception& e) {
       if (stop_requested()) throw Stopped("stopped during the diff of " + k.name);
-      if (i == n - 1) throw InputError(why_not_diffed(s, good, e.what()));
+      // Skipped only when the good build still diffs against itself: otherwise the fault is
+      // the good build's, the input's or the machine's, and no candidate is to blame.
+      const std::string why = why_not_diffed(s, good, e.what());
+      if (i == n - 1 || why.rfind("the bad build", 0) != 0) throw InputError(why);
       p["outcome"] = "skipped";
       p["reason"] = std::string("cannot run the model: ") + e.what();
     }
@@ -146,7 +150,12 @@ void probe(State& s, int i, const std::string& good, const ProgressFn& progress)
 }
 
 run::RunEnd search(store::Experiment& e, State& s, const ProgressFn& progress) {
-  const std::string good = good_worker(s, progress);
+  std::string good;
+  try {
+    good = good_worker(s, progress);
+  } catch (const Stopped&) {
+    return {1, e.published(), "probe"};
+  }
   const int n = static_cast<int>(s.candidates.size());
   for (;;) {
     const bisect::Step step = bisect::next_step(n, s.outcomes());
@@ -163,9 +172,17 @@ run::RunEnd search(store::Experiment& e, State& s, const ProgressFn& progress) {
   nlohmann::json op = nullptr;
   const bisect::Step end = bisect::next_step(n, s.outcomes());
   if (end.first_bad >= 0 && end.verdict != "no change") {
-    const Built b = bisect::build_candidate(s.config, s.candidates[static_cast<size_t>(end.first_bad)],
-                                            s.clone, progress);
-    op = bisect::first_divergence(s.config, good, b.worker, progress);
+    const bisect::Candidate& k = s.candidates[static_cast<size_t>(end.first_bad)];
+    const Built b = bisect::build_candidate(s.config, k, s.clone, progress);
+    if (stop_requested()) return {1, e.published(), "probe"};  // --resume looks for the op again
+    // An empty worker would be this binary's own build: never compared in the probe's place.
+    if (!b.error.empty()) throw RuntimeError(k.name + " no longer builds: " + b.error);
+    try {
+      op = bisect::first_divergence(s.config, good, b.worker, progress);
+    } catch (const std::exception&) {
+      if (stop_requested()) return {1, e.published(), "probe"};
+      throw;
+    }
   }
   e.set_meta(std::string(kBisectKind), bisect::bisect_document(s, op).dump());
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
@@ -176,20 +193,22 @@ run::RunEnd search(store::Experiment& e, State& s, const ProgressFn& progress) {
   return {0, true, "probe"};
 }
 
-void check(const BisectConfig& c) {
+}  // namespace
+
+void check_bisect_config(const BisectConfig& c) {
   if (c.text_file.empty() || c.text_file == "-")
     throw InputError("bisect reads its text once per probe: give it as a file (-f FILE)");
   if (c.good.empty() || c.bad.empty()) throw InputError("bisect needs --good and --bad");
-  if (c.chunk < 2 || c.max_chunks < 0) throw InputError("--chunk must be at least 2");
+  if (c.chunk < 2) throw InputError("--chunk must be at least 2");
+  if (c.max_chunks < 0) throw InputError("--max-chunks must not be negative");
+  if (c.decode_steps < 0) throw InputError("--decode must not be negative");
   if (c.llama_src.empty() && (bisect::release_of(c.good).empty() || bisect::release_of(c.bad).empty()))
     throw InputError("without --llama-src, --good and --bad are releases: npm:node-llama-cpp@X.Y.Z");
 }
 
-}  // namespace
-
 run::RunEnd bisect_run(const BisectConfig& c, const std::string& out, bool replace,
                        const std::string& command_line, const ProgressFn& progress) {
-  check(c);
+  check_bisect_config(c);
   store::Experiment::check_creatable(out, replace, {c.arm.model, c.text_file});
   State s = bisect::new_state(c, progress);
   store::Experiment e = store::Experiment::create(out, replace, {c.arm.model, c.text_file});

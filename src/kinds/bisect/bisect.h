@@ -12,10 +12,10 @@
 // read against are stored. A candidate that does not build or load the model is skipped.
 //
 // Stored in an experiment file of kind "bisect": meta "config", "provenance",
-// "bisect_candidates", one row per probe in the table bisect_probes (each with its hash, stored
-// as it finishes: --resume goes on from them), and at the end meta "bisect" (the document show
-// prints): the probes, the first differing candidate and, for it, the first graph node whose
-// values differ from the good build's (bisect_op.h).
+// "bisect_candidates", meta "bisect_probes" (a JSON list, rewritten as each probe finishes:
+// --resume goes on from it), and at the end meta "bisect" (the document show prints): the
+// probes, the first differing candidate and, for it, the first graph node whose values differ
+// from the good build's (bisect_op.h). The integrity hash of the sealed file covers them all.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -47,6 +47,9 @@ struct BisectConfig {
 
 nlohmann::json to_json(const BisectConfig& c);
 BisectConfig bisect_config_from_json(const nlohmann::json& j);
+
+// InputError for a configuration no bisect can run (before anything is listed or built).
+void check_bisect_config(const BisectConfig& config);
 
 // The candidates and the order of the first probes, printed; nothing is built (--dry-run).
 void bisect_plan(const BisectConfig& config, std::ostream& out, const ProgressFn& progress);

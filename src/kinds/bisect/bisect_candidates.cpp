@@ -42,10 +42,10 @@ struct Ran {
   std::vector<std::string> lines;
 };
 
-// `command` through the shell, its standard output and error as lines (the scripts say why they
-// fail on their last line).
-Ran run_command(const std::string& command) {
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+// `command` through the shell, its standard output (and error, where `with_errors`: the scripts
+// say why they fail on their last line) as lines.
+Ran run_command(const std::string& command, bool with_errors = true) {
+  FILE* p = ::popen((command + (with_errors ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
   if (p == nullptr) throw RuntimeError("cannot run " + command);
   Ran r;
   std::string line;
@@ -106,13 +106,15 @@ std::string run_script(const std::string& script, const std::vector<std::string>
 
 std::vector<std::string> registry_releases() {
   // No retries: without a network the answer is one line now, not after minutes of backoff.
-  const Ran r = run_command("npm_config_fetch_retries=0 npm_config_fetch_timeout=30000 "
-                            "npm view node-llama-cpp versions --json");
+  const std::string view = "npm_config_fetch_retries=0 npm_config_fetch_timeout=30000 "
+                           "npm view node-llama-cpp versions --json";
+  Ran r = run_command(view, false);  // the JSON alone: npm warns on standard error
   nlohmann::json j;
   std::string text;
   for (const auto& l : r.lines) text += l + "\n";
   if (r.status == 0) j = nlohmann::json::parse(text, nullptr, false);
   if (r.status != 0 || !j.is_array()) {
+    r = run_command(view);  // again, for npm's reason
     std::string why = r.lines.empty() ? "no answer" : r.lines.front();
     for (const auto& l : r.lines) {
       if (l.find("ERR") != std::string::npos || l.find("error") != std::string::npos) {

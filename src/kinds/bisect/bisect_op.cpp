@@ -1,5 +1,6 @@
 #include "kinds/bisect/bisect_op.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -48,7 +49,9 @@ engine::ArmSettings on_build(const BisectConfig& c, const std::string& worker) {
 std::vector<engine::Hook::Node> nodes_between(const std::vector<engine::Hook::Node>& nodes,
                                               const std::string& after, const std::string& upto) {
   std::vector<engine::Hook::Node> out;
-  bool on = after.empty();
+  // An `after` this graph does not name (another build's tap name): from the first node on.
+  bool on = after.empty() || std::none_of(nodes.begin(), nodes.end(),
+                                          [&](const auto& n) { return n.name == after; });
   for (const auto& n : nodes) {
     if (on) out.push_back(n);
     if (n.name == upto) break;
@@ -74,7 +77,9 @@ std::optional<std::vector<float>> node_rows(engine::Arm& arm, const std::string&
   std::vector<float> logits;
   try {
     arm.run_chunk(tokens, &hook, logits, 0);
-    return hook.captured(name);
+    std::vector<float> rows = hook.captured(name);
+    if (rows.empty()) return std::nullopt;
+    return rows;
   } catch (const RuntimeError&) {
     return std::nullopt;
   }
@@ -134,7 +139,7 @@ nlohmann::json first_divergence(const BisectConfig& c, const std::string& good_w
     }
     const auto a = node_rows(arm_good, n.name, tokens);
     const auto b = node_rows(arm_bad, n.name, tokens);
-    if (!a || !b) {
+    if (!a || !b || a->size() != b->size()) {
       missing.push_back(n.name);
       unseen.push_back({{"name", n.name}, {"op", n.op}, {"why", "one build has no such node"}});
       continue;
@@ -150,6 +155,7 @@ nlohmann::json first_divergence(const BisectConfig& c, const std::string& good_w
   }
   out["nodes_compared"] = compared;
   out["nodes_missing"] = missing;
+  if (out["first_node"].is_null()) out["uncompared"] = unseen;  // where it may begin, then
   return out;
 }
 

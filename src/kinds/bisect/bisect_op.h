@@ -16,7 +16,9 @@ namespace hd::kinds::bisect {
 //  last_same_tap, first_node: {name, op, max_abs, rel_err, uncompared_before: [{name, op, why}]
 //  (the nodes since the last identical one that could not be compared: the change may begin in
 //  one of them)} | null, nodes_compared,
-//  nodes_missing (names one build does not have), decode: {differs, first_tap} }.
+//  nodes_missing (names one build does not have), uncompared (where no node compared differs:
+//  the nodes that could not be), decode: {differs, first_tap} }. The nodes and their ops are
+//  those of this binary's llama.cpp graph (the survey's), by name in both builds.
 nlohmann::json first_divergence(const BisectConfig& c, const std::string& good_worker,
                                 const std::string& bad_worker, const ProgressFn& progress);
 

@@ -8,15 +8,30 @@ namespace hd::kinds::bisect {
 
 namespace {
 
+// A mean and its 95 % interval; the mean alone where there is none (one chunk: stored null).
+std::string with_ci(const nlohmann::json& mean, const nlohmann::json& ci) {
+  if (!mean.is_number()) return "not measured";
+  if (!ci.is_number()) return fmt::format("{:.4g} (one chunk: no interval)", mean.get<double>());
+  return fmt::format("{:.4g} ± {:.2g}", mean.get<double>(), ci.get<double>());
+}
+
 std::string kl_text(const nlohmann::json& f) {
   if (f.value("bitwise_identical", false)) return "0 (exactly)";
-  return fmt::format("{:.4g} ± {:.2g}", f.at("kl_mean").get<double>(), f.at("kl_ci95").get<double>());
+  return with_ci(f.at("kl_mean"), f.at("kl_ci95"));
 }
 
 std::string floor_text(const nlohmann::json& f) {
   if (f.value("floor_bitwise", false)) return "0 (bitwise)";
-  return fmt::format("{:.4g} ± {:.2g}", f.at("floor_kl_mean").get<double>(),
-                     f.at("floor_kl_ci95").get<double>());
+  return with_ci(f.at("floor_kl_mean"), f.at("floor_kl_ci95"));
+}
+
+// A commit subject or a reason as a terminal may print it: control characters (an escape
+// sequence in an attacker's commit subject) shown as '?'.
+std::string printable(std::string s) {
+  for (char& ch : s) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  }
+  return s;
 }
 
 std::string flips_text(const nlohmann::json& f) {
@@ -27,7 +42,7 @@ std::string who(const nlohmann::json& c) {
   if (c.is_null()) return "none";
   std::string s = c.at("name").get<std::string>();
   if (c.contains("subject")) s += "  " + c["subject"].get<std::string>();
-  return s;
+  return printable(s);
 }
 
 void print_op(std::ostream& out, const nlohmann::json& op) {
@@ -44,7 +59,7 @@ void print_op(std::ostream& out, const nlohmann::json& op) {
     out << "  last identical tap: " << (op.at("last_same_tap").is_null() ? "none (the first differs)" : op["last_same_tap"].get<std::string>()) << "\n";
     const auto& node = op.at("first_node");
     if (!node.is_null()) {
-      out << fmt::format("  first divergent graph node: {} (ggml op {})  max |Δ| {:.3g}\n",
+      out << fmt::format("  first divergent graph node (names and ops of this binary's graph): {} (ggml op {})  max |Δ| {:.3g}\n",
                          node.at("name").get<std::string>(), node.at("op").get<std::string>(),
                          node.at("max_abs").get<double>());
       for (const auto& u : node.value("uncompared_before", nlohmann::json::array())) {
@@ -53,8 +68,13 @@ void print_op(std::ostream& out, const nlohmann::json& op) {
                            u.at("why").get<std::string>());
       }
     } else {
-      out << fmt::format("  no graph node between them differs ({} compared): the tap's own op\n",
+      out << fmt::format("  no graph node between them that could be compared differs ({} "
+                         "compared): the tap's own op, or one of:\n",
                          op.value("nodes_compared", 0));
+      for (const auto& u : op.value("uncompared", nlohmann::json::array())) {
+        out << fmt::format("    {} (ggml op {}): {}\n", u.at("name").get<std::string>(),
+                           u.at("op").get<std::string>(), u.at("why").get<std::string>());
+      }
     }
     if (!op.value("nodes_missing", nlohmann::json::array()).empty())
       out << "  nodes one build does not have: " << op["nodes_missing"].dump() << "\n";
@@ -79,15 +99,17 @@ void print_bisect(std::ostream& out, const nlohmann::json& doc) {
   std::map<int, const nlohmann::json*> by_candidate;
   for (const auto& p : doc.at("probes")) by_candidate[p.at("candidate").get<int>()] = &p;
   const int first_bad = doc.at("first_bad").is_null() ? -1 : doc["first_bad"].at("index").get<int>();
+  const bool ambiguous = doc.at("verdict") == "ambiguous";
   out << fmt::format("  {:<14} {:<8} {:<22} {:<22} {:<14} {:>8} {:>7}\n", "candidate", "outcome",
                      "mean KL vs good", "floor (larger)", "top-1 flips", "build", "diff");
   out << fmt::format("  {:<14} {}\n", cands.at(0).at("name").get<std::string>(), "good: every probe's arm A");
   for (const auto& [i, p] : by_candidate) {
     const auto& f = p->contains("figures") ? (*p)["figures"] : nlohmann::json(nullptr);
-    const std::string mark = i == first_bad ? "  ← first that differs" : "";
+    const std::string mark =
+        i != first_bad ? "" : ambiguous ? "  ← the newest suspect" : "  ← first that differs";
     if (f.is_null()) {
       out << fmt::format("  {:<14} {:<8} {}{}\n", (*p)["name"].get<std::string>(),
-                         (*p)["outcome"].get<std::string>(), p->value("reason", ""), mark);
+                         (*p)["outcome"].get<std::string>(), printable(p->value("reason", "")), mark);
       continue;
     }
     out << fmt::format("  {:<14} {:<8} {:<22} {:<22} {:<14} {:>7.0f}s {:>6.1f}s{}\n",
@@ -107,7 +129,7 @@ void print_bisect(std::ostream& out, const nlohmann::json& doc) {
   } else if (verdict == "ambiguous") {
     out << "the first that differs is one of (the others between do not build or run):";
     for (const auto& i : doc.at("suspects")) out << " " << cands.at(i.get<size_t>()).at("name").get<std::string>();
-    out << "\n";
+    out << "\nwhere the newest suspect's numbers part from the good build's:\n";
   } else {
     out << "unfinished: heterodyne bisect --resume FILE goes on\n";
   }

@@ -77,7 +77,7 @@ std::string criterion_text(const std::string& criterion) {
 nlohmann::json probe_figures(const nlohmann::json& d) {
   const nlohmann::json& t = d.at("top1_change");
   const int64_t n = t.at("n").get<int64_t>();
-  const double rate = t.at("rate").get<double>();
+  const double rate = t.at("rate").is_number() ? t["rate"].get<double>() : 0.0;  // null: no positions
   nlohmann::json f = {
       {"kl_mean", d.at("kl_mean")},
       {"kl_ci95", d.at("kl_ci95")},

@@ -13,6 +13,7 @@
 namespace hd::kinds {
 
 void bisect_plan(const BisectConfig& c, std::ostream& out, const ProgressFn& progress) {
+  check_bisect_config(c);
   const bisect::State s = bisect::new_state(c, progress);
   const int n = static_cast<int>(s.candidates.size());
   out << fmt::format("{} candidates, oldest first ({} the good build, every probe's arm A):\n", n,
