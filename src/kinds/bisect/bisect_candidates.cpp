@@ -82,20 +82,9 @@ std::vector<std::string> script_lines(const std::string& script,
                                       const std::vector<std::string>& args) {
   // Standard error apart: a script's progress is not its answer.
   const std::string cmd = script_command(script, args);
-  FILE* p = ::popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (p == nullptr) throw RuntimeError("cannot run " + cmd);
-  std::vector<std::string> lines;
-  std::string line;
-  std::array<char, 4096> buf;
-  while (std::fgets(buf.data(), static_cast<int>(buf.size()), p) != nullptr) {
-    line += buf.data();
-    if (line.back() != '\n') continue;
-    line.pop_back();
-    lines.push_back(std::move(line));
-    line.clear();
-  }
-  if (::pclose(p) != 0) failed(script, run_command(cmd));  // again, for its reason
-  return lines;
+  Ran r = run_command(cmd, false);
+  if (r.status != 0) failed(script, run_command(cmd));  // again, for its reason
+  return r.lines;
 }
 
 std::string run_script(const std::string& script, const std::vector<std::string>& args) {
