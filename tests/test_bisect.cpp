@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -237,6 +238,10 @@ TEST(Bisect, ConstructedHistoryFindsThePlantedKernelChangeAndSkipsTheBrokenBuild
   EXPECT_NE(text.out.find("in norm-0 (ggml op RMS_NORM)"), std::string::npos) << text.out;
   const auto v = test::run_cli({"verify", dir + "/found.hdy"});
   EXPECT_EQ(v.exit_code, 0) << v.err;
+  const auto rows = test::run_cli({"export", dir + "/found.hdy", "--format", "jsonl"});
+  ASSERT_EQ(rows.exit_code, 0) << rows.err;
+  EXPECT_EQ(static_cast<size_t>(std::count(rows.out.begin(), rows.out.end(), '\n')), f["probes"].size());
+  EXPECT_NE(rows.out.find("\"outcome\":\"skipped\""), std::string::npos) << rows.out;
 
   // Ctrl-C once the file appears (after its first probe): the probes stored are kept, the one in
   // flight is not recorded as a failure, and --resume ends on the same answer.

@@ -71,7 +71,7 @@ export function renderBisect(root: HTMLElement, doc: BisectDoc): void {
   root.append(h("p", { class: "bisect-headline" }, `${doc.mode} from ${doc.good} to ${doc.bad}: ${doc.candidates.length} candidates, ${doc.probes.length} probes (at most ${doc.probes_needed} when none is skipped); criterion ${doc.criterion}: ${doc.criterion_text}`));
   root.append(h("p", { class: "bisect-verdict" }, verdictLine(doc)));
   root.append(sortableTable(cols, probes, { class: "bisect" }).el);
-  if (doc.range) root.append(h("ul", { class: "bisect-range" }, ...doc.range.map((c) => h("li", {}, named(c)))));
+  if (doc.range) root.append(h("p", {}, "commits from the last that is the same to the first that differs:"), h("ul", { class: "bisect-range" }, ...doc.range.map((c) => h("li", {}, named(c)))));
   if (doc.op) root.append(...opLines(doc.op));
 }
 

@@ -13,6 +13,7 @@
 #include "kinds/bisect/bisect_probe.h"
 #include "kinds/command_line/arm_flags.h"
 #include "kinds/summary_kind.h"
+#include "store/experiment.h"
 
 namespace hd::kinds {
 
@@ -97,6 +98,30 @@ void add_bisect_command(const RunKind& kind, CLI::App& app, cli::Context& ctx) {
   });
 }
 
+// export's table `probes`: one row per probe in the order they ran, its figures flat (null where
+// it was skipped), from the probes stored so far: an unfinished bisect exports too.
+report::KindRows probe_rows(const std::string& path, const std::string& table) {
+  (void)table;
+  const store::Experiment e = store::Experiment::open(path, false);
+  const auto probes = nlohmann::json::parse(e.meta("bisect_probes").value_or("[]"), nullptr, false);
+  if (!probes.is_array()) throw InputError("'" + path + "' is damaged: its bisect_probes are not a list");
+  report::KindRows t{{"probe", "candidate", "name", "outcome", "reason", "kl_mean", "kl_ci95",
+                      "flips", "n_scored", "floor_kl_mean", "floor_kl_ci95", "floor_bitwise",
+                      "build_seconds", "diff_seconds"},
+                     {},
+                     e.integrity_verdict()};
+  for (size_t i = 0; i < probes.size(); ++i) {
+    const nlohmann::json& p = probes[i];
+    const nlohmann::json f = p.value("figures", nlohmann::json::object());
+    const auto get = [](const nlohmann::json& j, const char* k) { return j.value(k, nlohmann::json(nullptr)); };
+    t.rows.push_back({i, get(p, "candidate"), get(p, "name"), get(p, "outcome"), get(p, "reason"),
+                      get(f, "kl_mean"), get(f, "kl_ci95"), get(f, "flips"), get(f, "n_scored"),
+                      get(f, "floor_kl_mean"), get(f, "floor_kl_ci95"), get(f, "floor_bitwise"),
+                      get(p, "build_seconds"), get(p, "diff_seconds")});
+  }
+  return t;
+}
+
 }  // namespace
 
 std::unique_ptr<const RunKind> make_bisect_kind() {
@@ -104,7 +129,7 @@ std::unique_ptr<const RunKind> make_bisect_kind() {
       {kBisectKind, "the first llama.cpp release (or commit) whose outputs on a model differ",
        add_bisect_command, bisect_verify,
        [](std::ostream& out, const report::LoadedResult& l) { bisect::print_bisect(out, l.result); },
-       nullptr, nullptr});
+       nullptr, nullptr, false, {"probes"}, probe_rows});
 }
 
 }  // namespace hd::kinds
