@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <regex>
 
 #include "engine/arm.h"
 #include "engine/hook.h"
@@ -64,6 +65,9 @@ std::vector<engine::Hook::Node> nodes_between(const std::vector<engine::Hook::No
 // nodes (llama's "norm-N": the attention's and the MLP's RMS norm) or a tensor no point reads
 // (a view, a permutation, a cache write).
 std::string uncomparable(const engine::Hook::Node& n) {
+  static const std::regex unnamed("node_[0-9]+");
+  if (std::regex_match(n.name, unnamed))
+    return "unnamed (ggml numbers it by its place in the graph, which differs between builds)";
   if (n.count != 1) return std::to_string(n.count) + " nodes of this name";
   if (!n.readable) return "not a contiguous F32 tensor";
   return "";

@@ -62,6 +62,10 @@ void print_op(std::ostream& out, const nlohmann::json& op) {
       out << fmt::format("  first divergent graph node (names and ops of this binary's graph): {} (ggml op {})  max |Δ| {:.3g}\n",
                          node.at("name").get<std::string>(), node.at("op").get<std::string>(),
                          node.at("max_abs").get<double>());
+      const std::string o = node.at("op").get<std::string>();
+      if (o == "RESHAPE" || o == "VIEW" || o == "PERMUTE" || o == "TRANSPOSE") {
+        out << "    (" << o << " moves no values: the change is in a node before it)\n";
+      }
       for (const auto& u : node.value("uncompared_before", nlohmann::json::array())) {
         out << fmt::format("    or before it, in {} (ggml op {}), which cannot be compared: {}\n",
                            u.at("name").get<std::string>(), u.at("op").get<std::string>(),
