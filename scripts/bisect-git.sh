@@ -26,7 +26,9 @@ case "${1:-}" in
     git -C "$dir" rev-parse --git-dir >/dev/null 2>&1 ||
       { say "--llama-src '$dir' is not a git checkout of llama.cpp (git finds no repository)"; exit 2; }
     [ -f "$dir/include/llama.h" ] || { say "--llama-src '$dir' is not a llama.cpp tree (no include/llama.h)"; exit 2; }
-    dir=$(cd "$dir" && pwd)
+    dir=$(cd "$dir" && pwd -P)
+    [ "$(git -C "$dir" rev-parse --show-toplevel)" = "$dir" ] ||
+      { say "--llama-src '$dir' is inside a git repository, not the top of one: give the llama.cpp checkout itself"; exit 2; }
     root=$(git -C "$dir" rev-list --max-parents=0 HEAD | sort | head -1)
     clone="$CACHE/bisect-src/${root:0:16}"
     mkdir -p "$CACHE/bisect-src"
@@ -37,7 +39,8 @@ case "${1:-}" in
       git clone -q --no-checkout "$dir" "$clone" || { say "cannot clone $dir"; exit 1; }
     fi
     git -C "$clone" remote set-url origin "$dir"
-    git -C "$clone" fetch -q --force --tags origin '+refs/heads/*:refs/remotes/origin/*' ||
+    git -C "$clone" fetch -q --force --tags origin '+refs/heads/*:refs/remotes/origin/*' \
+      '+refs/remotes/*:refs/remotes/src/*' ||
       { say "cannot fetch from $dir into $clone"; exit 1; }
     echo "$clone" ;;
   resolve)
@@ -52,7 +55,8 @@ case "${1:-}" in
     clone="${2:?}" good="${3:?}" bad="${4:?}"
     git -C "$clone" merge-base --is-ancestor "$good" "$bad" ||
       { say "--good $good is not an ancestor of --bad $bad: give the older commit as --good"; exit 2; }
-    git -C "$clone" rev-list --first-parent "$bad" | grep -qx "$good" ||
+    # grep reads it all (no -q): under pipefail, git killed by SIGPIPE would fail the test.
+    git -C "$clone" rev-list --first-parent "$bad" | grep -x "$good" >/dev/null ||
       { say "--good $good is not on --bad $bad's first-parent line (a merged branch): give a commit of the line bad was made on"; exit 2; }
     echo "$good $(git -C "$clone" log -1 --format=%s "$good")"
     git -C "$clone" log --first-parent --reverse --format='%H %s' "$good..$bad" ;;

@@ -84,6 +84,7 @@ std::shared_ptr<Weights> load_weights(const std::string& path, const Placement& 
   fatal::add_mapped_file(path);  // llama.cpp maps it: a SIGBUS later names it when it shrinks
   fatal::set_activity("loading '" + path + "'");
   const size_t copy_buffers_before = weight_copy_buffers_logged();
+  (void)last_llama_error();  // what an earlier failure left is not this load's reason
   w->model_ = llama_model_load_from_file(path.c_str(), mp);
   fatal::set_activity("");
   if (w->model_ == nullptr) {
@@ -120,6 +121,7 @@ std::shared_ptr<Model> model_load(const std::string& path) {
   mp.vocab_only = true;
   std::shared_ptr<Model> m(new Model());
   fatal::set_activity("reading the vocabulary of '" + path + "'");
+  (void)last_llama_error();  // what an earlier failure left is not this load's reason
   m->model_ = llama_model_load_from_file(path.c_str(), mp);
   fatal::set_activity("");
   if (m->model_ == nullptr) {

@@ -1,4 +1,3 @@
-#include <algorithm>
 #include "engine/system.h"
 
 #include <sched.h>
@@ -19,6 +18,7 @@ namespace hd::engine {
 
 static std::mutex g_log_mutex;
 static std::string g_last_error;
+static std::string g_previous_error;  // the error line before it
 static std::atomic<size_t> g_copy_buffers{0};
 
 // llama.cpp names every buffer a load puts weights in ("load_tensors:   CPU_REPACK model buffer
@@ -67,14 +67,14 @@ static void log_filter(ggml_log_level level, const char* text, void*) {
   count_copy_buffer(text);
   note_flash_attn(text);
   if (level == GGML_LOG_LEVEL_ERROR) {
-    // Every error line since the last was taken, up to a few: llama.cpp says why first ("unknown
-    // model architecture: 'x'") and only then that it failed ("failed to load model").
+    // The last two error lines: llama.cpp says why ("unknown model architecture: 'x'") the line
+    // before it says that it failed ("failed to load model"). Older ones are dropped.
     std::string line = text;
     while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+    if (line.empty()) return;
     std::lock_guard lock(g_log_mutex);
-    if (line.empty() || g_last_error.find(line) != std::string::npos) return;
-    if (std::count(g_last_error.begin(), g_last_error.end(), ';') >= 2) return;
-    g_last_error += (g_last_error.empty() ? "" : "; ") + line;
+    g_previous_error = std::move(g_last_error);
+    g_last_error = std::move(line);
   }
 }
 
@@ -110,6 +110,8 @@ std::string last_llama_error() {
   std::lock_guard lock(g_log_mutex);
   std::string e;
   e.swap(g_last_error);
+  if (!g_previous_error.empty() && !e.empty()) e = g_previous_error + "; " + e;
+  g_previous_error.clear();
   return e;
 }
 

@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "build_info.h"
+#include "common/shell_quote.h"
 #include "errors.h"
 
 namespace fs = std::filesystem;
@@ -96,7 +97,7 @@ std::string worker_executable(const std::string& spec) {
   }
   // The script's lines are progress (forwarded to our stderr as they come, but one behind);
   // its last line is the executable's path, or why it failed, which becomes our one line.
-  std::string cmd = script.string();
+  std::string cmd = shell_quote(script.string());  // a checkout's path may hold spaces
   cmd.append(" '").append(spec).append("' 2>&1");  // spec holds no quote: checked above
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) throw RuntimeError("cannot run " + script.string());

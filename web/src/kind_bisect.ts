@@ -9,13 +9,14 @@ import { sortableTable } from "./sortable_table";
 
 interface Candidate { name: string; release?: string; commit?: string; subject?: string; index?: number }
 interface Figures {
-  kl_mean: number; kl_ci95: number; bitwise_identical: boolean; flips: number; n_scored: number;
-  floor_kl_mean: number; floor_kl_ci95: number; floor_bitwise: boolean;
+  kl_mean: number | null; kl_ci95: number | null; bitwise_identical: boolean; flips: number; n_scored: number;
+  floor_kl_mean: number | null; floor_kl_ci95: number | null; floor_bitwise: boolean;
 }
 interface Probe { candidate: number; name: string; outcome: string; reason?: string; figures?: Figures; build_seconds?: number; diff_seconds?: number }
 interface Unseen { name: string; op: string; why: string }
 interface Diff { name: string; max_abs: number; rel_err: number | null; op?: string; uncompared_before?: Unseen[] }
 interface Op {
+  error?: string;
   tokens: number; decode_steps: number; first_tap: Diff | null; last_same_tap: string | null;
   first_node: Diff | null; decode: { differs: boolean; first_tap: Diff | null };
   nodes_compared?: number; uncompared?: Unseen[];
@@ -27,15 +28,16 @@ export interface BisectDoc {
   range?: Candidate[];
 }
 
-const klText = (f: Figures) => (f.bitwise_identical ? "0 (exactly)" : `${fmt(f.kl_mean)} ± ${fmt(f.kl_ci95)}`);
-const floorText = (f: Figures) => (f.floor_bitwise ? "0 (bitwise)" : `${fmt(f.floor_kl_mean)} ± ${fmt(f.floor_kl_ci95)}`);
+// A mean with its interval; alone where there is none (one chunk: stored null).
+const withCi = (mean: number | null, ci: number | null) => (mean === null ? "not measured" : ci === null ? `${fmt(mean)} (one chunk)` : `${fmt(mean)} ± ${fmt(ci)}`);
+const klText = (f: Figures) => (f.bitwise_identical ? "0 (exactly)" : withCi(f.kl_mean, f.kl_ci95));
+const floorText = (f: Figures) => (f.floor_bitwise ? "0 (bitwise)" : withCi(f.floor_kl_mean, f.floor_kl_ci95));
 const named = (c: Candidate | null) => (c ? c.name + (c.subject ? `  ${c.subject}` : "") : "none");
 
 function verdictLine(doc: BisectDoc): string {
   if (doc.verdict === "no change") return `no change: ${doc.bad} does not differ from the good build (${doc.criterion_text})`;
   if (doc.verdict === "found") return `first that differs: ${named(doc.first_bad)}; last that is the same: ${named(doc.last_same)}`;
-  if (doc.verdict === "ambiguous") return `the first that differs is one of: ${doc.suspects.map((i) => doc.candidates[i].name).join(", ")} (the others between do not build or run)`;
-  return "unfinished: heterodyne bisect --resume FILE goes on";
+  return `the first that differs is one of: ${doc.suspects.map((i) => doc.candidates[i].name).join(", ")} (the others between do not build or run)`;
 }
 
 function opLines(op: Op): HTMLElement[] {
@@ -72,7 +74,8 @@ export function renderBisect(root: HTMLElement, doc: BisectDoc): void {
   root.append(h("p", { class: "bisect-verdict" }, verdictLine(doc)));
   root.append(sortableTable(cols, probes, { class: "bisect" }).el);
   if (doc.range) root.append(h("p", {}, "commits from the last that is the same to the first that differs:"), h("ul", { class: "bisect-range" }, ...doc.range.map((c) => h("li", {}, named(c)))));
-  if (doc.op) root.append(...opLines(doc.op));
+  if (doc.op?.error) root.append(h("p", {}, `where the numbers part: not found (${doc.op.error})`));
+  else if (doc.op) root.append(...opLines(doc.op));
 }
 
 registerKindView("bisect", renderBisect);

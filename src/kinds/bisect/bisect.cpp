@@ -179,10 +179,12 @@ run::RunEnd search(store::Experiment& e, State& s, const ProgressFn& progress) {
     if (!b.error.empty()) throw RuntimeError(k.name + " no longer builds: " + b.error);
     try {
       op = bisect::first_divergence(s.config, good, b.worker, progress);
-    } catch (const std::exception&) {
+    } catch (const std::exception& x) {
       if (stop_requested()) return {1, e.published(), "probe"};
-      throw;
+      // The verdict stands without it: kept, with why the op was not found.
+      op = {{"error", x.what()}};
     }
+    if (stop_requested()) return {1, e.published(), "probe"};
   }
   e.set_meta(std::string(kBisectKind), bisect::bisect_document(s, op).dump());
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
@@ -233,6 +235,7 @@ run::RunEnd bisect_resume(const std::string& path, const std::string& command_li
   s.config = bisect_config_from_json(nlohmann::json::parse(e.stored_config()));
   for (const auto& k : nlohmann::json::parse(e.required_meta("bisect_candidates")))
     s.candidates.push_back(bisect::candidate_from_json(k));
+  if (s.candidates.size() < 2) throw InputError("'" + path + "' is damaged: it lists fewer than two candidates");
   s.probes = nlohmann::json::parse(e.meta("bisect_probes").value_or("[]"));
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
   if (!s.config.llama_src.empty()) s.clone = bisect::run_script("bisect-git.sh", {"clone", s.config.llama_src});

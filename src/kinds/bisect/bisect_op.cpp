@@ -5,6 +5,7 @@
 #include <cstring>
 #include <regex>
 
+#include "common/stop.h"
 #include "engine/arm.h"
 #include "engine/hook.h"
 #include "engine/model.h"
@@ -85,6 +86,7 @@ std::optional<std::vector<float>> node_rows(engine::Arm& arm, const std::string&
     if (rows.empty()) return std::nullopt;
     return rows;
   } catch (const RuntimeError&) {
+    if (stop_requested()) throw Stopped("stopped");  // a worker Ctrl-C killed is no missing node
     return std::nullopt;
   }
 }

@@ -47,6 +47,10 @@ std::string who(const nlohmann::json& c) {
 
 void print_op(std::ostream& out, const nlohmann::json& op) {
   if (op.is_null()) return;
+  if (op.contains("error")) {
+    out << "where the numbers part: not found (" << printable(op["error"].get<std::string>()) << ")\n";
+    return;
+  }
   const auto& tap = op.at("first_tap");
   if (tap.is_null()) {
     out << fmt::format("taps on the first chunk ({} tokens): all identical between the two builds\n",
@@ -108,16 +112,16 @@ void print_bisect(std::ostream& out, const nlohmann::json& doc) {
                      "mean KL vs good", "floor (larger)", "top-1 flips", "build", "diff");
   out << fmt::format("  {:<14} {}\n", cands.at(0).at("name").get<std::string>(), "good: every probe's arm A");
   for (const auto& [i, p] : by_candidate) {
-    const auto& f = p->contains("figures") ? (*p)["figures"] : nlohmann::json(nullptr);
+    const nlohmann::json f = p->contains("figures") ? p->at("figures") : nlohmann::json(nullptr);
     const std::string mark =
         i != first_bad ? "" : ambiguous ? "  ← the newest suspect" : "  ← first that differs";
     if (f.is_null()) {
-      out << fmt::format("  {:<14} {:<8} {}{}\n", (*p)["name"].get<std::string>(),
-                         (*p)["outcome"].get<std::string>(), printable(p->value("reason", "")), mark);
+      out << fmt::format("  {:<14} {:<8} {}{}\n", p->at("name").get<std::string>(),
+                         p->at("outcome").get<std::string>(), printable(p->value("reason", "")), mark);
       continue;
     }
     out << fmt::format("  {:<14} {:<8} {:<22} {:<22} {:<14} {:>7.0f}s {:>6.1f}s{}\n",
-                       (*p)["name"].get<std::string>(), (*p)["outcome"].get<std::string>(),
+                       p->at("name").get<std::string>(), p->at("outcome").get<std::string>(),
                        kl_text(f), floor_text(f), flips_text(f), p->value("build_seconds", 0.0),
                        p->value("diff_seconds", 0.0), mark);
   }
@@ -134,8 +138,6 @@ void print_bisect(std::ostream& out, const nlohmann::json& doc) {
     out << "the first that differs is one of (the others between do not build or run):";
     for (const auto& i : doc.at("suspects")) out << " " << cands.at(i.get<size_t>()).at("name").get<std::string>();
     out << "\nwhere the newest suspect's numbers part from the good build's:\n";
-  } else {
-    out << "unfinished: heterodyne bisect --resume FILE goes on\n";
   }
   if (doc.contains("range")) {
     out << "commits from the last that is the same to the first that differs:\n";

@@ -25,6 +25,9 @@ void bisect_plan(const BisectConfig& c, std::ostream& out, const ProgressFn& pro
       progress("finding the llama.cpp tag node-llama-cpp@" + k.release + " carries");
       what = "llama.cpp " + bisect::release_tag(k.release);
     }
+    for (char& ch : what) {  // a commit subject is anyone's text: no escape sequences
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+    }
     out << fmt::format("  {:>4}  {:<14} {}\n", i, k.name, what);
   }
   const bisect::Step first = bisect::next_step(n, {});
