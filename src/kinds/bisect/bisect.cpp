@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -149,12 +150,18 @@ void probe(State& s, int i, const std::string& good, const ProgressFn& progress)
   s.probes.push_back(std::move(p));
 }
 
+// A stop: the probes that can still be needed are what "to go" counts (at least the op search's
+// one step when none is).
+run::RunEnd stopped(const store::Experiment& e, const State& s) {
+  return {std::max(1, probes_left(s)), e.published(), "probe"};
+}
+
 run::RunEnd search(store::Experiment& e, State& s, const ProgressFn& progress) {
   std::string good;
   try {
     good = good_worker(s, progress);
   } catch (const Stopped&) {
-    return {1, e.published(), "probe"};
+    return stopped(e, s);
   }
   const int n = static_cast<int>(s.candidates.size());
   for (;;) {
@@ -164,7 +171,7 @@ run::RunEnd search(store::Experiment& e, State& s, const ProgressFn& progress) {
       if (stop_requested()) throw Stopped("stopped");
       probe(s, step.probe, good, progress);
     } catch (const Stopped&) {  // the probes stored are kept: --resume goes on from them
-      return {1, e.published(), "probe"};
+      return stopped(e, s);
     }
     e.set_meta("bisect_probes", s.probes.dump());
     e.publish();  // the file appears with its first probe
@@ -174,17 +181,17 @@ run::RunEnd search(store::Experiment& e, State& s, const ProgressFn& progress) {
   if (end.first_bad >= 0 && end.verdict != "no change") {
     const bisect::Candidate& k = s.candidates[static_cast<size_t>(end.first_bad)];
     const Built b = bisect::build_candidate(s.config, k, s.clone, progress);
-    if (stop_requested()) return {1, e.published(), "probe"};  // --resume looks for the op again
+    if (stop_requested()) return stopped(e, s);  // --resume looks for the op again
     // An empty worker would be this binary's own build: never compared in the probe's place.
     if (!b.error.empty()) throw RuntimeError(k.name + " no longer builds: " + b.error);
     try {
       op = bisect::first_divergence(s.config, good, b.worker, progress);
     } catch (const std::exception& x) {
-      if (stop_requested()) return {1, e.published(), "probe"};
+      if (stop_requested()) return stopped(e, s);
       // The verdict stands without it: kept, with why the op was not found.
       op = {{"error", x.what()}};
     }
-    if (stop_requested()) return {1, e.published(), "probe"};
+    if (stop_requested()) return stopped(e, s);
   }
   e.set_meta(std::string(kBisectKind), bisect::bisect_document(s, op).dump());
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
