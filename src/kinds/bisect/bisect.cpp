@@ -59,10 +59,10 @@ constexpr double kCachedBuildSeconds = 20;
 // The probes a search may still need: the bad one if not yet probed, then halving what is open.
 int probes_left(const State& s) {
   const int n = static_cast<int>(s.candidates.size());
-  const bisect::Step step = bisect::next_step(n, s.outcomes());
+  const auto seen = s.outcomes();
+  const bisect::Step step = bisect::next_step(n, seen);
   if (step.probe < 0) return 0;
   if (step.probe == n - 1) return bisect::probes_needed(n);
-  const auto seen = s.outcomes();
   int open = 0;
   for (int i = step.last_same + 1; i < step.first_bad; ++i) open += seen.count(i) ? 0 : 1;
   return bisect::probes_needed(open + 2) - 1;  // ⌈log2(open + 1)⌉
@@ -223,9 +223,7 @@ run::RunEnd bisect_run(const BisectConfig& c, const std::string& out, bool repla
   store::Experiment e = store::Experiment::create(out, replace, {c.arm.model, c.text_file});
   store::set_kind(e, kBisectKind);
   e.set_meta("config", to_json(c).dump());
-  nlohmann::json cands = nlohmann::json::array();
-  for (const auto& k : s.candidates) cands.push_back(bisect::to_json(k));
-  e.set_meta("bisect_candidates", cands.dump());
+  e.set_meta("bisect_candidates", bisect::to_json(s.candidates).dump());
   e.set_meta("provenance", nlohmann::json({{"command_line", command_line},
                                            {"started_at", run::now_utc()},
                                            {"clone", s.clone},
@@ -238,14 +236,8 @@ run::RunEnd bisect_resume(const std::string& path, const std::string& command_li
   auto opened = open_to_resume(path, kBisectKind, progress);
   if (!opened) return {0, true, "probe"};
   store::Experiment& e = *opened;
-  State s;
-  s.config = bisect_config_from_json(nlohmann::json::parse(e.stored_config()));
-  for (const auto& k : nlohmann::json::parse(e.required_meta("bisect_candidates")))
-    s.candidates.push_back(bisect::candidate_from_json(k));
-  if (s.candidates.size() < 2) throw InputError("'" + path + "' is damaged: it lists fewer than two candidates");
-  s.probes = nlohmann::json::parse(e.meta("bisect_probes").value_or("[]"));
+  State s = bisect::stored_state(e);
   auto prov = nlohmann::json::parse(e.required_meta("provenance"));
-  if (!s.config.llama_src.empty()) s.clone = bisect::run_script("bisect-git.sh", {"clone", s.config.llama_src});
   prov["resumed"].push_back({{"command_line", command_line}, {"at", run::now_utc()}});
   e.set_meta("provenance", prov.dump());
   progress(fmt::format("resuming: {} probe(s) already stored", s.probes.size()));

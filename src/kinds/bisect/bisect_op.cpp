@@ -5,6 +5,7 @@
 #include <cstring>
 #include <regex>
 
+#include "analysis/residual.h"
 #include "common/stop.h"
 #include "engine/arm.h"
 #include "engine/hook.h"
@@ -22,19 +23,15 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-// max |Δ| and ||Δ|| / ||A|| (null where A is all zeros).
+// max |Δ| and ||Δ|| / ||A|| (analysis::residual_diff over the whole tensor; null where A is
+// all zeros), over the values both have where the shapes differ.
 nlohmann::json difference(const std::string& name, const std::vector<float>& a,
                           const std::vector<float>& b) {
-  double max_abs = 0, d2 = 0, a2 = 0;
   const size_t n = std::min(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
-    max_abs = std::max(max_abs, std::abs(d));
-    d2 += d * d;
-    a2 += static_cast<double>(a[i]) * a[i];
-  }
-  nlohmann::json j = {{"name", name}, {"max_abs", max_abs}};
-  j["rel_err"] = a2 > 0 ? nlohmann::json(std::sqrt(d2 / a2)) : nlohmann::json(nullptr);
+  const analysis::ResidualDiff d =
+      analysis::residual_diff(std::span(a.data(), n), std::span(b.data(), n));
+  nlohmann::json j = {{"name", name}, {"max_abs", d.max_abs}};
+  j["rel_err"] = std::isfinite(d.rel_err) ? nlohmann::json(d.rel_err) : nlohmann::json(nullptr);
   if (a.size() != b.size()) j["shapes_differ"] = true;
   return j;
 }

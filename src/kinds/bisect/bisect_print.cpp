@@ -25,14 +25,7 @@ std::string floor_text(const nlohmann::json& f) {
   return with_ci(f.at("floor_kl_mean"), f.at("floor_kl_ci95"));
 }
 
-// A commit subject or a reason as a terminal may print it: control characters (an escape
-// sequence in an attacker's commit subject) shown as '?'.
-std::string printable(std::string s) {
-  for (char& ch : s) {
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
-  }
-  return s;
-}
+
 
 std::string flips_text(const nlohmann::json& f) {
   return fmt::format("{} of {}", f.at("flips").get<int64_t>(), f.at("n_scored").get<int64_t>());
@@ -95,6 +88,13 @@ void print_op(std::ostream& out, const nlohmann::json& op) {
 }
 
 }  // namespace
+
+std::string printable(std::string s) {
+  for (char& ch : s) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  }
+  return s;
+}
 
 void print_bisect(std::ostream& out, const nlohmann::json& doc) {
   const auto& cands = doc.at("candidates");

@@ -4,6 +4,7 @@
 
 #include "errors.h"
 #include "kinds/bisect/bisect_probe.h"
+#include "store/experiment.h"
 
 namespace hd::kinds::bisect {
 
@@ -19,6 +20,24 @@ std::map<int, Outcome> State::outcomes() const {
     out[i] = *o;
   }
   return out;
+}
+
+nlohmann::json to_json(const std::vector<Candidate>& candidates) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& k : candidates) out.push_back(to_json(k));
+  return out;
+}
+
+State stored_state(const store::Experiment& e) {
+  State s;
+  s.config = bisect_config_from_json(nlohmann::json::parse(e.stored_config()));
+  for (const auto& k : nlohmann::json::parse(e.required_meta("bisect_candidates")))
+    s.candidates.push_back(candidate_from_json(k));
+  if (s.candidates.size() < 2)
+    throw InputError("'" + e.path() + "' is damaged: it lists fewer than two candidates");
+  s.probes = nlohmann::json::parse(e.meta("bisect_probes").value_or("[]"));
+  if (!s.config.llama_src.empty()) s.clone = run_script("bisect-git.sh", {"clone", s.config.llama_src});
+  return s;
 }
 
 State new_state(const BisectConfig& c, const ProgressFn& progress) {
@@ -50,8 +69,6 @@ nlohmann::json candidate_at(const State& s, int i) {
 nlohmann::json bisect_document(const State& s, const nlohmann::json& op) {
   const int n = static_cast<int>(s.candidates.size());
   const Step end = next_step(n, s.outcomes());
-  nlohmann::json cands = nlohmann::json::array();
-  for (const auto& k : s.candidates) cands.push_back(to_json(k));
   nlohmann::json doc = {
       {"mode", s.commits() ? "commits" : "releases"},
       {"model", s.config.arm.model},
@@ -59,7 +76,7 @@ nlohmann::json bisect_document(const State& s, const nlohmann::json& op) {
       {"bad", s.config.bad},
       {"criterion", s.config.criterion},
       {"criterion_text", criterion_text(s.config.criterion)},
-      {"candidates", cands},
+      {"candidates", to_json(s.candidates)},
       {"probes", s.probes},
       {"probes_needed", probes_needed(n)},
       {"verdict", end.verdict},

@@ -11,6 +11,10 @@
 #include "kinds/bisect/bisect_candidates.h"
 #include "kinds/bisect/bisect_search.h"
 
+namespace hd::store {
+class Experiment;
+}
+
 namespace hd::kinds::bisect {
 
 struct State {
@@ -22,6 +26,13 @@ struct State {
   std::map<int, Outcome> outcomes() const;
   bool commits() const { return !clone.empty(); }
 };
+
+// The candidates as meta "bisect_candidates" and the document hold them.
+nlohmann::json to_json(const std::vector<Candidate>& candidates);
+
+// A stored bisect as it stands (resume and verify): its config, candidates, the probes stored
+// so far and, for commits, the clone fetched again. InputError for a damaged file.
+State stored_state(const store::Experiment& e);
 
 // The candidates of a new bisect, found from its config (registry or --llama-src).
 State new_state(const BisectConfig& c, const ProgressFn& progress);

@@ -6,6 +6,7 @@
 #include "errors.h"
 #include "kinds/bisect/bisect.h"
 #include "kinds/bisect/bisect_op.h"
+#include "kinds/bisect/bisect_print.h"
 #include "kinds/bisect/bisect_probe.h"
 #include "kinds/bisect/bisect_state.h"
 #include "store/experiment.h"
@@ -25,10 +26,7 @@ void bisect_plan(const BisectConfig& c, std::ostream& out, const ProgressFn& pro
       progress("finding the llama.cpp tag node-llama-cpp@" + k.release + " carries");
       what = "llama.cpp " + bisect::release_tag(k.release);
     }
-    for (char& ch : what) {  // a commit subject is anyone's text: no escape sequences
-      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
-    }
-    out << fmt::format("  {:>4}  {:<14} {}\n", i, k.name, what);
+    out << fmt::format("  {:>4}  {:<14} {}\n", i, k.name, bisect::printable(what));
   }
   const bisect::Step first = bisect::next_step(n, {});
   std::map<int, bisect::Outcome> differs = {{n - 1, bisect::Outcome::kDiffers}};
@@ -49,12 +47,7 @@ void bisect_verify(const std::string& path, const run::VerifyOptions& options,
   (void)options;  // the input is a file every probe reads by its stored path
   const store::Experiment e = store::Experiment::open(path, false);
   const nlohmann::json doc = nlohmann::json::parse(e.required_meta(std::string(kBisectKind)));
-  bisect::State s;
-  s.config = bisect_config_from_json(nlohmann::json::parse(e.stored_config()));
-  for (const auto& k : doc.at("candidates")) s.candidates.push_back(bisect::candidate_from_json(k));
-  s.probes = doc.at("probes");
-  if (!s.config.llama_src.empty())
-    s.clone = bisect::run_script("bisect-git.sh", {"clone", s.config.llama_src});
+  const bisect::State s = bisect::stored_state(e);
   const auto build = [&](size_t i) {
     const bisect::Built b = bisect::build_candidate(s.config, s.candidates.at(i), s.clone, progress);
     if (!b.error.empty()) throw RuntimeError("verify failed: " + s.candidates[i].name + " " + b.error);
