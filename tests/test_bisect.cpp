@@ -163,6 +163,16 @@ TEST(Bisect, RefusesBadInputInOneLineWritingNothing) {
   }
   test::expect_refused(with({"--good", "npm:node-llama-cpp@3.14", "--bad", "npm:node-llama-cpp@3.21.1"}),
                        "--good and --bad are releases");
+  // A model or text that cannot be read: at once, before the registry or any build.
+  test::expect_refused({"bisect", "-m", dir + "/none.gguf", "-f", base[4], "-o", out, "--good",
+                        "npm:node-llama-cpp@3.14.0", "--bad", "npm:node-llama-cpp@3.21.1"},
+                       "cannot read");
+  test::expect_refused({"bisect", "-m", base[4], "-f", base[4], "-o", out, "--good",
+                        "npm:node-llama-cpp@3.14.0", "--bad", "npm:node-llama-cpp@3.21.1"},
+                       "is not a GGUF file");
+  test::expect_refused({"bisect", "-m", base[2], "-f", dir + "/none.txt", "-o", out, "--good",
+                        "npm:node-llama-cpp@3.14.0", "--bad", "npm:node-llama-cpp@3.21.1"},
+                       "none.txt");
   test::expect_refused({"bisect", "-m", base[2], "-f", "-", "-o", out, "--good",
                         "npm:node-llama-cpp@3.14.0", "--bad", "npm:node-llama-cpp@3.21.1"},
                        "give it as a file");

@@ -8,11 +8,13 @@
 
 #include "common/stop.h"
 #include "errors.h"
+#include "engine/gguf_file.h"
 #include "kinds/bisect/bisect_op.h"
 #include "kinds/bisect/bisect_probe.h"
 #include "kinds/bisect/bisect_state.h"
 #include "kinds/registry.h"
 #include "run/config.h"
+#include "run/input.h"
 #include "run/provenance.h"
 #include "run/shard.h"
 #include "store/experiment.h"
@@ -213,6 +215,9 @@ void check_bisect_config(const BisectConfig& c) {
   if (c.decode_steps < 0) throw InputError("--decode must not be negative");
   if (c.llama_src.empty() && (bisect::release_of(c.good).empty() || bisect::release_of(c.bad).empty()))
     throw InputError("without --llama-src, --good and --bad are releases: npm:node-llama-cpp@X.Y.Z");
+  // The model and the text, before minutes of building: a probe would find them only then.
+  engine::gguf_check(c.arm.model);
+  (void)run::read_input({c.text_file, c.token_ids}, false);
 }
 
 run::RunEnd bisect_run(const BisectConfig& c, const std::string& out, bool replace,

@@ -48,7 +48,8 @@ struct BisectConfig {
 nlohmann::json to_json(const BisectConfig& c);
 BisectConfig bisect_config_from_json(const nlohmann::json& j);
 
-// InputError for a configuration no bisect can run (before anything is listed or built).
+// InputError for a configuration no bisect can run, a model that is no GGUF or a text that
+// cannot be read (before anything is listed or built).
 void check_bisect_config(const BisectConfig& config);
 
 // The candidates and the order of the first probes, printed; nothing is built (--dry-run).
