@@ -28,7 +28,7 @@ ASAN_TESTS ?= .
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 
-.PHONY: all deps configure build bin test test-asan fuzz demo bench rpc-server fixtures worker records-ts clean
+.PHONY: all deps configure build bin test test-asan fuzz demo bench bench-pages rpc-server fixtures worker records-ts clean
 
 all: build
 
@@ -119,6 +119,11 @@ worker:
 bench: build
 	cmake --build $(BUILD) -j $(JOBS) --target heterodyne_bench
 	$(BUILD)/bench/heterodyne_bench
+
+# serve's pages over the demo's results (make demo first): each ready in Chromium within 1 s,
+# and the largest result as curl --compressed fetches it against plain (issue 45).
+bench-pages: bin
+	scripts/bench-pages.sh $(HD) $(DEMO)
 
 clean:
 	rm -rf $(BUILD)

@@ -1024,3 +1024,45 @@ TEST_F(Serve, RefusesInTheRequestWhatTheRunWouldRefuse) {
   EXPECT_EQ(status, 201) << body.dump();
   EXPECT_EQ(wait_run(body.value("id", 0))["state"], "done");
 }
+
+// Results are compressed once, at a fast level, and kept (src/serve/encoded_body.h): each
+// encoding a client asks for decodes to the plain bytes, a coding refused with q=0 is not used,
+// and a rewritten experiment file is read again, not answered from what was kept.
+TEST_F(Serve, SendsResultsInTheEncodingAskedForAndReadsAChangedFileAgain) {
+  const auto [s1, one] = post_run(run_form(2, false));
+  ASSERT_EQ(s1, 201) << one.dump();
+  ASSERT_EQ(wait_run(one["id"])["state"], "done");
+  const auto [s2, two] = post_run(run_form(1, false));
+  ASSERT_EQ(s2, 201) << two.dump();
+  ASSERT_EQ(wait_run(two["id"])["state"], "done");
+  const std::string name = one["experiment"];
+  const std::string path = "/api/experiments/" + name + "/result";
+  auto get = [&](const std::string& accept, bool decompress) {
+    auto c = client();
+    c.set_decompress(decompress);
+    auto res = c.Get(path.c_str(), {{"Accept-Encoding", accept}});
+    EXPECT_TRUE(res && res->status == 200) << accept;
+    return res ? *res : httplib::Response{};
+  };
+  const httplib::Response plain = get("identity", false);
+  EXPECT_FALSE(plain.has_header("Content-Encoding"));
+  ASSERT_TRUE(json::parse(plain.body, nullptr, false).is_object());
+  for (const auto& [accept, coding] : std::vector<std::pair<std::string, std::string>>{
+           {"gzip, deflate, br", "br"}, {"gzip", "gzip"}, {"br;q=0, gzip", "gzip"},
+           {"br;q=0.000", ""}, {"*", "gzip"}}) {
+    const httplib::Response raw = get(accept, false);
+    EXPECT_EQ(raw.get_header_value("Content-Encoding"), coding) << accept;
+    EXPECT_EQ(raw.get_header_value("Vary"), "Accept-Encoding") << accept;
+    if (!coding.empty()) EXPECT_LT(raw.body.size(), plain.body.size() / 2) << accept;
+    for (int again = 0; again < 2; ++again)  // made, then kept: the same bytes both times
+      EXPECT_EQ(get(accept, true).body, plain.body) << accept << " (request " << again << ")";
+  }
+  // Run one's file replaced by run two's (another inode, size and mtime): its result now.
+  const json before = json::parse(plain.body);
+  fs::copy_file(experiments_ + "/" + two["experiment"].get<std::string>() + ".hdy",
+                experiments_ + "/" + name + ".hdy", fs::copy_options::overwrite_existing);
+  const json after = json::parse(get("br", true).body);
+  const auto chunks = [](const json& doc) { return doc["chunks"].size(); };
+  EXPECT_EQ(chunks(before), 2u) << before.dump().substr(0, 300);
+  EXPECT_EQ(chunks(after), 1u) << after.dump().substr(0, 300);
+}

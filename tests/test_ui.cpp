@@ -155,6 +155,34 @@ TEST(WebUi, ServeRunsADiffThroughTheFormAndShowsIt) {
   EXPECT_EQ(rc, 0) << hd::test::read_file(serve.err_path);
 }
 
+// Every page of a large result is ready within a budget by the page's own clock (performance
+// marks, web/test/page_timing.mjs), on a first visit and again. The result is as large as the
+// demo's largest (8 chunks of 256 with components: ≈ 800 KB of JSON). Issue 45's target is 1 s
+// on an idle machine (`make bench-pages` holds the demo's results to it); beside the rest of the
+// suite the test allows 2.5 s, which the server answering with Brotli at its maximum quality
+// per request (1.9 s for that result alone) does not meet.
+TEST(WebUi, EveryPageOfALargeResultIsReadyWithinItsBudget) {
+  HD_REQUIRE_SHARED();
+  ASSERT_NO_FATAL_FAILURE(require_browser());
+  const std::string dir = hd::test::temp_dir("ui-timing");
+  fs::create_directories(dir + "/experiments");
+  const auto diff = hd::test::run_cli(
+      {"diff", "--a", hd::test::shared_path("models/stories260K.gguf"), "--b-quant", "Q4_K_M",
+       "--text-file", hd::test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "256",
+       "--max-chunks", "8", "--components", "-o", dir + "/experiments/large.hdy"});
+  ASSERT_EQ(diff.exit_code, 0) << diff.err;
+  fs::copy_file(dir + "/experiments/large.hdy", dir + "/experiments/large-copy.hdy");
+  const auto serve =
+      hd::test::start_serve(hd::test::shared_path("models"), dir + "/experiments", dir);
+  ASSERT_GT(serve.port, 0) << hd::test::read_file(serve.err_path);
+  ::setenv("HD_PAGE_BUDGET_MS", "2500", 1);
+  const int rc = browser_check("timing", "'" + hd::test::serve_url(serve) + "'", "timing",
+                               "large,large-copy");
+  ::unsetenv("HD_PAGE_BUDGET_MS");
+  hd::test::stop_serve(serve);
+  EXPECT_EQ(rc, 0) << hd::test::read_file(serve.err_path);
+}
+
 namespace {
 
 // Every string inside `j` with `payload` after it (keys are left: they are the document's).

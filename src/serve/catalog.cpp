@@ -73,27 +73,53 @@ nlohmann::json list_texts(const Sandbox& models) {
   return out;
 }
 
-nlohmann::json list_experiments(const Sandbox& experiments, const PublicPaths& paths) {
+// A file's catalog line, its paths as serve shows them; nullopt for what is not an experiment
+// (or a file being created).
+static std::optional<nlohmann::json> catalog_line(const fs::path& real, const std::string& name,
+                                                  const PublicPaths& paths) {
+  try {
+    kinds::CatalogEntry entry = kinds::catalog_entry(real.string());
+    // Every path in it as serve shows paths (B named by its quantization type has none).
+    entry.a = paths.text(entry.a);
+    entry.b = paths.text(entry.b);
+    std::error_code tec;
+    const auto mtime =
+        std::chrono::file_clock::to_sys(fs::last_write_time(real, tec)).time_since_epoch();
+    entry.name = name;
+    entry.modified = std::chrono::duration_cast<std::chrono::seconds>(mtime).count();
+    return record_json(entry);  // JSON at the edge: HTTP
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+nlohmann::json ExperimentList::list(const Sandbox& experiments, const PublicPaths& paths) {
   nlohmann::json out = nlohmann::json::array();
+  std::map<std::string, std::pair<FileStamp, nlohmann::json>> seen;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(experiments.root(), ec)) {
     if (e.path().extension() != ".hdy") continue;
     const auto real = experiments.resolve(e.path().filename().string());
-    if (!real) continue;
-    try {
-      kinds::CatalogEntry entry = kinds::catalog_entry(real->string());
-      // Every path in it as serve shows paths (B named by its quantization type has none).
-      entry.a = paths.text(entry.a);
-      entry.b = paths.text(entry.b);
-      std::error_code tec;
-      const auto mtime =
-          std::chrono::file_clock::to_sys(fs::last_write_time(*real, tec)).time_since_epoch();
-      entry.name = e.path().stem().string();
-      entry.modified = std::chrono::duration_cast<std::chrono::seconds>(mtime).count();
-      out.push_back(record_json(entry));  // JSON at the edge: HTTP
-    } catch (const std::exception&) {
-      // a file being created, or not an experiment: skip
+    const auto stamp = real ? stamp_of(*real) : std::nullopt;
+    if (!stamp) continue;
+    const std::string name = e.path().stem().string();
+    const std::string key = real->string() + "\n" + name;  // a symlink lists under its own name
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (const auto it = lines_.find(key); it != lines_.end() && it->second.first == *stamp) {
+        seen.insert(*it);
+        if (!it->second.second.is_null()) out.push_back(it->second.second);
+        continue;
+      }
     }
+    const auto line = catalog_line(*real, name, paths);
+    // Not an experiment: remembered as such until the file changes (a run being written does).
+    seen[key] = {*stamp, line ? *line : nlohmann::json()};
+    if (line) out.push_back(*line);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    lines_ = std::move(seen);  // files gone are forgotten
   }
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return a["modified"] > b["modified"]; });

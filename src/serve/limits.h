@@ -21,4 +21,8 @@ constexpr size_t kMaxFinishedRunsListed = 100;
 constexpr long kMaxChunksPerRun = 1024;
 constexpr long kMaxTokensPerRun = 131072;
 
+// Result documents and downloads kept ready to send (encoded_body.h), all encodings together;
+// the least recently asked for go first. A 4,000-chunk run's result is about 100 MB plain.
+constexpr size_t kMaxCachedBodyBytes = size_t{256} << 20;
+
 }  // namespace hd::serve::limits

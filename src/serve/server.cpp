@@ -16,6 +16,7 @@
 #include "report/html.h"
 #include "serve/catalog.h"
 #include "serve/connections.h"
+#include "serve/encoded_body.h"
 #include "serve/limits.h"
 #include "serve/public_paths.h"
 #include "serve/request_guard.h"
@@ -31,6 +32,12 @@ constexpr const char* kJson = "application/json";
 
 std::string dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// A JSON answer made for this request, compressed at a fast level where the client asks
+// (httplib's own compression is Brotli at its slowest: encoded_body.h).
+void send_json(const httplib::Request& req, httplib::Response& res, const nlohmann::json& j) {
+  send(req, res, std::make_shared<EncodedBody>(dump(j), kJson));
 }
 
 void error(httplib::Response& res, int status, const std::string& message) {
@@ -79,28 +86,28 @@ class Api {
     s.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
       // Opened with ?token=: from now on the page's own requests carry it in a cookie.
       if (req.has_param("token")) res.set_header("Set-Cookie", guard_.token_cookie(req.local_port));
-      res.set_content(report::serve_html(), "text/html; charset=utf-8");
+      send(req, res, page_);
     });
-    s.Get("/api/models", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(dump(list_models(models_)), kJson);
+    s.Get("/api/models", [this](const httplib::Request& req, httplib::Response& res) {
+      send_json(req, res, list_models(models_));
     });
-    s.Get("/api/texts", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(dump(list_texts(models_)), kJson);
+    s.Get("/api/texts", [this](const httplib::Request& req, httplib::Response& res) {
+      send_json(req, res, list_texts(models_));
     });
-    s.Get("/api/quant-types", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(dump(form_quant_types()), kJson);
+    s.Get("/api/quant-types", [](const httplib::Request& req, httplib::Response& res) {
+      send_json(req, res, form_quant_types());
     });
-    s.Get("/api/experiments", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(dump(list_experiments(experiments_, paths_)), kJson);
+    s.Get("/api/experiments", [this](const httplib::Request& req, httplib::Response& res) {
+      send_json(req, res, experiment_list_.list(experiments_, paths_));
     });
     s.Get(R"(/api/experiments/([^/]+)/result)",
           [this](const httplib::Request& req, httplib::Response& res) { result(req, res); });
     s.Get(R"(/api/experiments/([^/]+)/download)",
           [this](const httplib::Request& req, httplib::Response& res) { download(req, res); });
-    s.Get("/api/runs", [this](const httplib::Request&, httplib::Response& res) {
+    s.Get("/api/runs", [this](const httplib::Request& req, httplib::Response& res) {
       nlohmann::json out = nlohmann::json::array();
       for (const RunState& r : runs_.list()) out.push_back(run_json(r));
-      res.set_content(dump(out), kJson);
+      send_json(req, res, out);
     });
     s.Get(R"(/api/runs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
       const auto r = runs_.get(run_id(req));
@@ -118,6 +125,13 @@ class Api {
   }
 
   std::string public_text(const std::string& text) const { return paths_.text(text); }
+
+  // What the first page asks for, made before anyone asks: the page in every encoding and the
+  // experiment list's lines (a few hundred ms for a folder of large results).
+  void warm() {
+    for (const Encoding e : {Encoding::kBrotli, Encoding::kGzip}) page_->bytes(e);
+    experiment_list_.list(experiments_, paths_);
+  }
 
  private:
   static int run_id(const httplib::Request& req) {
@@ -191,10 +205,22 @@ class Api {
     const auto path = experiment_path(experiments_, req.matches[1]);
     if (!path) return error(res, 404, "no such experiment");
     try {
-      res.set_content(dump(public_result(path->string())), kJson);
+      send(req, res, cached(*path, "result", [&] {
+             return std::make_shared<EncodedBody>(dump(public_result(path->string())), kJson);
+           }));
     } catch (const std::exception& e) {
       error(res, 422, paths_.text(e.what()));
     }
+  }
+
+  // The body `make` derives from the experiment file at `path`, made again only when the file
+  // has changed since (its size, mtime or inode), or was dropped for room.
+  std::shared_ptr<const EncodedBody> cached(
+      const std::filesystem::path& path, const std::string& what,
+      const std::function<std::shared_ptr<EncodedBody>()>& make) {
+    const auto stamp = stamp_of(path);
+    if (!stamp) return make();  // make says why the file cannot be read
+    return bodies_.get(what + " " + path.string(), *stamp, make);
   }
 
   // The result document with every path in it relative (public_paths.h).
@@ -223,14 +249,19 @@ class Api {
         ss << in.rdbuf();
         res.set_content(ss.str(), "application/vnd.sqlite3");
       } else if (format == "json") {
-        res.set_content(dump(public_result(path->string())), kJson);
+        send(req, res, cached(*path, "result", [&] {
+               return std::make_shared<EncodedBody>(dump(public_result(path->string())), kJson);
+             }));
       } else if (format == "csv") {
-        std::ostringstream ss;
-        const report::Loaded l = kinds::load_positions(path->string());
-        report::export_table(ss, l, "positions", "csv");
-        res.set_content(ss.str(), "text/csv");
-        // A CSV has no place for it, and the page that links here leads with it.
-        res.set_header("X-Heterodyne-Integrity", l.integrity);
+        send(req, res, cached(*path, "csv", [&] {
+               std::ostringstream ss;
+               const report::Loaded l = kinds::load_positions(path->string());
+               report::export_table(ss, l, "positions", "csv");
+               // A CSV has no place for it, and the page that links here leads with it.
+               return std::make_shared<EncodedBody>(
+                   ss.str(), "text/csv",
+                   EncodedBody::Headers{{"X-Heterodyne-Integrity", l.integrity}});
+             }));
       } else {
         return error(res, 400, "format must be hdy, json or csv");
       }
@@ -249,6 +280,11 @@ class Api {
   PublicPaths paths_;
   RequestGuard guard_;
   RunQueue runs_;
+  // The page, compressed once; results and downloads, made once per file version.
+  std::shared_ptr<const EncodedBody> page_ =
+      std::make_shared<EncodedBody>(report::serve_html(), "text/html; charset=utf-8");
+  BodyCache bodies_{limits::kMaxCachedBodyBytes};
+  ExperimentList experiment_list_;
   std::mutex submit_mu_;
   long next_number_ = 1;
 };
@@ -301,6 +337,14 @@ void serve_until_stopped(const ServeOptions& o,
                      " (in use, or not an address of this machine?)");
   }
   server.harden_listener();
+  // Beside the server, not before it: a request that comes first makes what it needs itself.
+  std::thread warmer([&api] {
+    try {
+      api.warm();
+    } catch (const std::exception&) {
+      // the request that needs it says why
+    }
+  });
   std::atomic<bool> done{false};
   std::thread watcher([&] {
     while (!done && !stop_requested())
@@ -311,6 +355,7 @@ void serve_until_stopped(const ServeOptions& o,
   server.listen_after_bind();
   done = true;
   watcher.join();
+  warmer.join();
 }
 
 }  // namespace hd::serve

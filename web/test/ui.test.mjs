@@ -6,16 +6,18 @@
 //   node web/test/ui.test.mjs compare FILE.html SCREENSHOT_DIR   (`report a.hdy b.hdy …`)
 //   node web/test/ui.test.mjs hostile FILE.html SCREENSHOT_DIR   (a diff's report whose strings hold markup)
 //   node web/test/ui.test.mjs serve URL SCREENSHOT_DIR MODEL_A_PATH QUANT_TYPE
+//   node web/test/ui.test.mjs timing URL SCREENSHOT_DIR NAME,NAME…   (page_timing.mjs)
 // (URL as heterodyne serve prints it, with its ?token=)
 import { chromium } from "playwright-core";
 import { mkdirSync, readFileSync } from "node:fs";
 import { resolve, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { checkCompare, checkFloor, checkGenerate, checkRecommend, checkReference, checkSweep } from "./kind_checks.mjs";
+import { pageTimingMode } from "./page_timing.mjs";
 import { checkContrast, checkFixedColours, checkKeyboard, checkLogToggle, checkWaterfall, checkWorstTokens } from "./report_checks.mjs";
 
 const [mode, target, shotDir, modelA, quantType] = process.argv.slice(2);
-if (!(((mode === "report" || mode === "summary" || mode === "compare" || mode === "hostile") && target && shotDir) || (mode === "serve" && target && shotDir && modelA && quantType))) {
+if (!(((mode === "report" || mode === "summary" || mode === "compare" || mode === "hostile") && target && shotDir) || (mode === "serve" && target && shotDir && modelA && quantType) || (mode === "timing" && target && shotDir && modelA))) {
   console.error("usage:\n  node ui.test.mjs report FILE.html SCREENSHOT_DIR\n  node ui.test.mjs serve URL SCREENSHOT_DIR MODEL_A_PATH QUANT_TYPE");
   process.exit(2);
 }
@@ -396,6 +398,7 @@ try {
   else if (mode === "summary") await summaryMode(context, page);
   else if (mode === "compare") await compareMode(context, page);
   else if (mode === "hostile") await hostileMode(context, page);
+  else if (mode === "timing") await pageTimingMode(page, target, modelA.split(","), check);
   else await serveMode(page);
   check(pageErrors.length === 0, "no script errors in the page", pageErrors.slice(0, 3).join(" | "));
 } catch (e) {
