@@ -3,6 +3,8 @@
 //   1. diff (no floor, no residual save) vs llama-perplexity's base pass + KL pass, same model
 //      (qwen3-0.6b shapes), text, chunks, threads and scored positions (the second half of each
 //      chunk; llama-perplexity with -b 128, one sequence per decode as ours). Target <= 1.10.
+//      And over 32 chunks, the default diff (both floors on their sample of chunks) vs the
+//      same peer: target <= 1.3, beside --no-floor and --floor-chunks all.
 //   2. one chunk capturing every l_out-N vs the same chunk with no hook. Target <= 1.05.
 //   3. peak RSS of a diff over 16 chunks vs over 4 chunks. Target: flat (~1.0).
 //   4. diff --components (both directions) with prefix reuse vs one full pass per patch, on the
@@ -47,12 +49,12 @@ namespace {
 
 const int kChunks = 4;
 
-void BM_PeerBasePlusKl(benchmark::State& state) {
+void peer_base_plus_kl(benchmark::State& state, int chunks, const std::string& text) {
   const Setup& s = setup();
   const std::string peer = build::kLlamaPerplexity;
   const std::string kld = s.dir + "/base.kld";
   const std::vector<std::string> common = {"-f",
-                                           s.text,
+                                           text,
                                            "-c",
                                            "128",
                                            "-b",
@@ -60,7 +62,7 @@ void BM_PeerBasePlusKl(benchmark::State& state) {
                                            "-t",
                                            std::to_string(kThreads),
                                            "--chunks",
-                                           std::to_string(kChunks),
+                                           std::to_string(chunks),
                                            "--kl-divergence-base",
                                            kld};
   for (auto _ : state) {
@@ -73,15 +75,20 @@ void BM_PeerBasePlusKl(benchmark::State& state) {
     bench::run(kl);
   }
 }
+void BM_PeerBasePlusKl(benchmark::State& state) {
+  peer_base_plus_kl(state, kChunks, setup().text);
+}
 
 // The diff of the big pair, --score-from half (the peer's positions, so both compute and score
 // the same logits), with `extra` flags.
-void heterodyne_diff(benchmark::State& state, std::vector<std::string> extra) {
+void heterodyne_diff(benchmark::State& state, std::vector<std::string> extra,
+                     int chunks = kChunks) {
   const Setup& s = setup();
+  const std::string& text = chunks > kChunks ? s.long_text : s.text;
   for (auto _ : state) {
     std::vector<std::string> args = {s.bin,        "diff",   "--a",          s.big_a,
-                                     "--b",        s.big_b,  "--text-file",  s.text,
-                                     "--chunk",    "128",    "--max-chunks", std::to_string(kChunks),
+                                     "--b",        s.big_b,  "--text-file",  text,
+                                     "--chunk",    "128",    "--max-chunks", std::to_string(chunks),
                                      "-t",         std::to_string(kThreads), "--score-from",
                                      "half",       "-o",     s.dir + "/bench.hdy",
                                      "--force"};
@@ -96,6 +103,19 @@ void BM_HeterodyneDiffBothFloors(benchmark::State& state) { heterodyne_diff(stat
 // position.
 void BM_HeterodyneDiffLens(benchmark::State& state) {
   heterodyne_diff(state, {"--no-floor", "--lens"});
+}
+// What users run: the default diff over 32 chunks, its floor (both arms, two splits) on the
+// default sample of chunks (analysis/floor_sample.h: 4 of 32), beside --no-floor and every chunk.
+const int kLongChunks = 32;
+void BM_PeerBasePlusKl32(benchmark::State& state) {
+  peer_base_plus_kl(state, kLongChunks, setup().long_text);
+}
+void BM_HeterodyneDiffNoFloor32(benchmark::State& state) {
+  heterodyne_diff(state, {"--no-floor"}, kLongChunks);
+}
+void BM_HeterodyneDiffDefault32(benchmark::State& state) { heterodyne_diff(state, {}, kLongChunks); }
+void BM_HeterodyneDiffEveryFloor32(benchmark::State& state) {
+  heterodyne_diff(state, {"--floor-chunks", "all"}, kLongChunks);
 }
 
 // One 128-token chunk of the big model, with or without a hook capturing every l_out-N.
@@ -193,6 +213,10 @@ BENCHMARK(BM_PeerBasePlusKl)->Unit(benchmark::kSecond)->Iterations(1)->Repetitio
 BENCHMARK(BM_HeterodyneDiff)->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(3);
 BENCHMARK(BM_HeterodyneDiffBothFloors)->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(3);
 BENCHMARK(BM_HeterodyneDiffLens)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_PeerBasePlusKl32)->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(3);
+BENCHMARK(BM_HeterodyneDiffNoFloor32)->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(3);
+BENCHMARK(BM_HeterodyneDiffDefault32)->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(3);
+BENCHMARK(BM_HeterodyneDiffEveryFloor32)->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_ChunkNoHook)->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(3);
 BENCHMARK(BM_ChunkCaptureEveryLayer)->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(3);
 BENCHMARK(BM_PeakRss)->Arg(4)->Arg(16)->Unit(benchmark::kSecond)->Iterations(1);
@@ -245,6 +269,16 @@ int main(int argc, char** argv) {
               ratio("BM_HeterodyneDiff", "BM_PeerBasePlusKl"));
   std::printf("  diff with both floors / (peer base + KL) %.3f   (A′ and B′: two passes more)\n",
               ratio("BM_HeterodyneDiffBothFloors", "BM_PeerBasePlusKl"));
+  if (reporter.median.count("BM_PeerBasePlusKl32") &&
+      reporter.median.count("BM_HeterodyneDiffDefault32")) {
+    std::printf("  32 chunks: default diff / (peer base + KL) %.3f   target <= 1.3 (floor on 4 of 32)\n",
+                ratio("BM_HeterodyneDiffDefault32", "BM_PeerBasePlusKl32"));
+    std::printf("  32 chunks: --no-floor / (peer base + KL)   %.3f\n",
+                ratio("BM_HeterodyneDiffNoFloor32", "BM_PeerBasePlusKl32"));
+    if (reporter.median.count("BM_HeterodyneDiffEveryFloor32"))
+      std::printf("  32 chunks: --floor-chunks all / (peer)     %.3f   (the floor on every chunk)\n",
+                  ratio("BM_HeterodyneDiffEveryFloor32", "BM_PeerBasePlusKl32"));
+  }
   std::printf("  diff --lens / diff                      %.3f   (2 x n_layer passes more)\n",
               ratio("BM_HeterodyneDiffLens", "BM_HeterodyneDiff"));
   std::printf("  capture every l_out-N / no hook         %.3f   target <= 1.05\n",

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "build_info.h"
 #include "engine/model_maker.h"
@@ -32,6 +33,16 @@ const Setup& setup() {
     x.small = x.dir + "/tiny-llama-f16.gguf";
     if (!fs::exists(x.small)) engine::make_model({"tiny-llama", 1, "f16"}, x.small);
     x.text = std::string(build::kLlamaSource) + "/README.md";
+    // README.md holds 19 chunks of 128 of the qwen3 vocabulary; with docs/build.md after it,
+    // over 60: the runs of 32 chunks read this.
+    x.long_text = x.dir + "/long.txt";
+    {
+      std::ofstream out(x.long_text, std::ios::binary | std::ios::trunc);
+      for (const char* f : {"/README.md", "/docs/build.md"}) {
+        std::ifstream in(std::string(build::kLlamaSource) + f, std::ios::binary);
+        out << in.rdbuf() << "\n";
+      }
+    }
     x.bin = fs::path(HD_BINARY_DIR) / "heterodyne";
     return x;
   }();

@@ -10,7 +10,7 @@ namespace hd::bench {
 inline constexpr int kThreads = 2;
 
 struct Setup {
-  std::string dir, big_a, big_b, small, moe_a, moe_b, text, bin;
+  std::string dir, big_a, big_b, small, moe_a, moe_b, text, long_text, bin;
 };
 
 // Makes the models on first use.

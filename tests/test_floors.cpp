@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "analysis/compare.h"
 #include "store/experiment.h"
 #include "test_support.h"
 
@@ -168,4 +169,92 @@ TEST(Floors, AFloorUbatchThatIsAnArmsOwnSplitIsRefused) {
                         "-f", test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "64",
                         "-o", test::temp_dir("floors-ub") + "/x.hdy"},
                        "splits a 64-token chunk as arm B itself does");
+}
+
+namespace {
+
+// The chunks of a stored diff that hold a floor (A's and B's both), and every chunk's diff rows
+// are those of `other`, bitwise (the floor's sample changes no figure of A vs B).
+std::vector<int> floor_chunks_of(const std::string& path, const std::string& other) {
+  const auto e = store::Experiment::open(path, false);
+  const auto o = store::Experiment::open(other, false);
+  std::vector<int> out;
+  for (int c : e.finished_chunks()) {
+    const auto chunk = e.read_chunk(c);
+    EXPECT_EQ(chunk.floor.has_value(), chunk.floor_b.has_value()) << "chunk " << c;
+    if (chunk.floor) out.push_back(c);
+    auto mine = chunk, theirs = o.read_chunk(c);
+    mine.floor = mine.floor_b = theirs.floor = theirs.floor_b = std::nullopt;
+    if (auto m = analysis::first_mismatch(mine, theirs)) ADD_FAILURE() << "chunk " << c << ": " << *m;
+  }
+  return out;
+}
+
+}  // namespace
+
+// A long run measures its floor on a sample of its chunks (analysis/floor_sample.h): 4 of 20,
+// in pairs spread over the text, both splits. A vs B is bitwise the run without a floor; the
+// sampled chunks' floors are bitwise those of --floor-chunks all; show says what it covers, with
+// A's and B's PPL on those chunks; verify recomputes it; two shards merge to the same file.
+TEST(Floors, ALongRunMeasuresItsFloorOnASpreadSample) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = test::temp_dir("floors-sample");
+  const std::vector<std::string> base = {
+      "diff", "--a", test::shared_path("models/stories260K.gguf"), "--b-quant", "Q8_0", "-f",
+      test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "64", "--max-chunks", "20"};
+  const auto run = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"-o", dir + "/" + name});
+    const auto r = test::run_cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r;
+  };
+  const auto sampled = run("sampled.hdy", {});
+  EXPECT_NE(sampled.err.find("floor: measured on 4 of 20 chunks"), std::string::npos) << sampled.err;
+  run("none.hdy", {"--no-floor"});
+  run("all.hdy", {"--floor-chunks", "all"});
+  EXPECT_EQ(floor_chunks_of(dir + "/sampled.hdy", dir + "/none.hdy"), (std::vector<int>{4, 5, 14, 15}));
+  EXPECT_EQ(floor_chunks_of(dir + "/all.hdy", dir + "/none.hdy").size(), 20u);
+  {
+    const auto s = store::Experiment::open(dir + "/sampled.hdy", false);
+    const auto a = store::Experiment::open(dir + "/all.hdy", false);
+    for (int c : {4, 5, 14, 15}) {
+      auto x = s.read_chunk(c), y = a.read_chunk(c);
+      EXPECT_FALSE(analysis::first_mismatch(x, y).has_value()) << "chunk " << c;
+    }
+  }
+  const json j = shown(dir + "/sampled.hdy");
+  EXPECT_EQ(j["floor"]["chunks_measured"], 4);
+  EXPECT_NE(j["floor_coverage_note"].get<std::string>().find("measured on 4 of 20 chunks"),
+            std::string::npos) << j["floor_coverage_note"];
+  EXPECT_TRUE(j["floor"]["ppl_a_on_floor_chunks"].is_number());
+  EXPECT_NE(j["floor"]["ppl_a_on_floor_chunks"], j["ppl_a"]);  // A on 4 chunks, not on 20
+  EXPECT_EQ(j["floor"]["splits"].size(), 2u);                  // both splits, two chunks each
+  EXPECT_TRUE(shown(dir + "/all.hdy")["floor_coverage_note"].is_null());
+  const auto text = test::run_cli({"show", dir + "/sampled.hdy"});
+  EXPECT_NE(text.out.find("A on its chunks"), std::string::npos) << text.out;
+  EXPECT_EQ(test::run_cli({"verify", dir + "/sampled.hdy"}).exit_code, 0);
+  // Two shards and their merge: the same sample, the same rows.
+  run("part0.hdy", {"--shard", "0/2"});
+  run("part1.hdy", {"--shard", "1/2"});
+  const auto m = test::run_cli({"merge", dir + "/part0.hdy", dir + "/part1.hdy", "-o",
+                                dir + "/merged.hdy"});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_EQ(floor_chunks_of(dir + "/merged.hdy", dir + "/sampled.hdy"),
+            (std::vector<int>{4, 5, 14, 15}));
+}
+
+TEST(Floors, AFloorChunksThatIsNotACountIsRefused) {
+  HD_REQUIRE_SHARED();
+  const std::string m = test::shared_path("models/stories260K.gguf");
+  const std::string dir = test::temp_dir("floors-chunks-bad");
+  for (const std::string bad : {"0", "some", "-2"}) {
+    test::expect_refused({"diff", "--a", m, "--b-quant", "Q8_0", "--floor-chunks", bad, "-f",
+                          test::shared_path("corpora/tom-sawyer.txt"), "-o", dir + "/x.hdy"},
+                         "--floor-chunks must be 'auto', 'all' or a number of chunks");
+  }
+  test::expect_refused({"sweep", "--a", m, "--b-ctk", "q8_0", "--floor-chunks", "4", "-f",
+                        test::shared_path("corpora/tom-sawyer.txt"), "-o", dir + "/s.hdy"},
+                       "sweep measures its floor on every chunk");
 }

@@ -168,18 +168,21 @@ Summary summarize(const std::vector<ChunkResult>& chunks, bool two_splits) {
   Summary s;
   s.n_chunks = chunks.size();
   std::vector<const Comparison*> diff, floor, floor_b;
-  std::vector<int> ids;
+  std::vector<int> ids, floor_ids;
   for (const auto& c : chunks) {
     ids.push_back(c.chunk);
     diff.push_back(&c.diff);
-    if (c.floor) floor.push_back(&*c.floor);
-    if (c.floor_b) floor_b.push_back(&*c.floor_b);
+    if (c.floor) floor.push_back(&*c.floor), floor_ids.push_back(c.chunk);
+    if (c.floor && c.floor_b) floor_b.push_back(&*c.floor_b);
   }
   s.diff = summarize_comparison(diff, ids);
-  s.has_floor = !floor.empty() && floor.size() == chunks.size();
-  if (s.has_floor) s.floor = summarize_comparison(floor, ids);
-  s.has_floor_b = s.has_floor && floor_b.size() == chunks.size();
-  if (s.has_floor_b) s.floor_b = summarize_comparison(floor_b, ids);
+  // The floor over the chunks it was measured on (analysis/floor_sample.h: a sample, or every one),
+  // with its own interval over them.
+  s.floor_chunks = floor.size();
+  s.has_floor = !floor.empty();
+  if (s.has_floor) s.floor = summarize_comparison(floor, floor_ids);
+  s.has_floor_b = s.has_floor && floor_b.size() == floor.size();
+  if (s.has_floor_b) s.floor_b = summarize_comparison(floor_b, floor_ids);
   if (s.has_floor && two_splits) summarize_splits(s, chunks);
   // Each split read alone needs an interval of its own: with a split of one chunk the floor
   // pools them, as a run of one split (a split's floor of one chunk has no upper end but its

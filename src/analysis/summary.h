@@ -65,9 +65,12 @@ inline constexpr double kSplitsDisagree = 10;
 struct Summary {
   size_t n_chunks = 0;
   ComparisonSummary diff;
-  bool has_floor = false;  // A vs A′ on every chunk
+  // The chunks the floor was measured on (its sample, analysis/floor_sample.h; every chunk in files
+  // from before it); 0 without a floor.
+  size_t floor_chunks = 0;
+  bool has_floor = false;  // A vs A′ on the floor's chunks
   ComparisonSummary floor;
-  bool has_floor_b = false;  // B vs B′ on every chunk
+  bool has_floor_b = false;  // B vs B′ on the same chunks
   ComparisonSummary floor_b;
   FloorFigures noise;  // when has_floor: with two splits, the larger over both splits and arms
   // In a run of two splits: each split present's floors (a run of one chunk, or a part of a

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "analysis/floor_sample.h"
 #include "common/json_number.h"
 #include "report/figures.h"
 #include "report/rates.h"
@@ -46,6 +47,18 @@ std::string split_ubatches(const Loaded& l, int split) {
 }
 
 }  // namespace
+
+// How many of the run's chunks the floor covers, where it is not every one.
+std::string floor_coverage_note(const Loaded& l) {
+  const auto& s = l.summary;
+  if (!s.has_floor || s.floor_chunks >= s.n_chunks) return "";
+  const std::string choice = l.config.value("floor_chunks", std::string("all"));
+  return fmt::format("floor: measured on {} of {} chunks (--floor-chunks {}: {}), its interval "
+                     "and PPLs over those{}; --floor-chunks all measures every chunk",
+                     s.floor_chunks, s.n_chunks, choice, analysis::floor_rule_text(choice),
+                     s.floor_chunks < analysis::kFewChunks ? ", the interval wide over so few"
+                                                           : "");
+}
 
 // Which splits the floor was measured on, and where they disagree by more than
 // analysis::kSplitsDisagree, that one split alone would have understated the noise.
@@ -155,11 +168,17 @@ void print_kl_table(std::ostream& os, const Loaded& l) {
                       analysis::rate_standing_text(s.diff.top1_rate, s.noise.top1_rate));
   }
   // A floor's PPL is that of the re-split arm: A′ beside A, B′ beside B.
+  // Over a sample of the chunks, A′ is read beside A on the same chunks, not on all of them.
+  const bool sampled = s.floor_chunks < s.n_chunks;
+  const auto resplit = [&](const analysis::ComparisonSummary& f, const char* arm) {
+    return ppl_text(f.ppl_b) + " (" + arm + "′" +
+           (sampled ? std::string("; ") + arm + " on its chunks " + ppl_text(f.ppl_a) : "") + ")";
+  };
   const std::string pad(s.has_floor ? 22 : 0, ' ');
   os << fmt::format("  {:<16} {:<28} {}{}\n", "PPL A", ppl_text(s.diff.ppl_a), pad,
-                    s.has_floor ? ppl_text(s.floor.ppl_b) + " (A′)" : "");
+                    s.has_floor ? resplit(s.floor, "A") : "");
   os << fmt::format("  {:<16} {:<28} {}{:<22} {}\n", "PPL B", ppl_text(s.diff.ppl_b), pad, "",
-                    s.has_floor_b ? ppl_text(s.floor_b.ppl_b) + " (B′)" : "");
+                    s.has_floor_b ? resplit(s.floor_b, "B") : "");
 }
 
 void print_percentiles(std::ostream& os, const analysis::Summary& s) {
@@ -230,6 +249,7 @@ void print_against_floor(std::ostream& os, const Loaded& l) {
     os << "  " << note << "\n";
   if (const std::string note = analysis::infinite_kl_note(s.diff); !note.empty())
     os << "  " << note << "\n";
+  if (const std::string note = floor_coverage_note(l); !note.empty()) os << "  " << note << "\n";
   if (const std::string note = floor_splits_note(l); !note.empty()) os << "  " << note << "\n";
   print_percentiles(os, s);
   print_layers(os, s);
@@ -256,10 +276,18 @@ void add_floor_json(nlohmann::json& j, const Loaded& l) {
                   {"bitwise_identical", s.noise.bitwise_identical},
                   {"ppl_a_resplit", s.floor.ppl_b},
                   {"ppl_b_resplit", s.has_floor_b ? s.floor_b.ppl_b : nan},
+
                   {"ubatch_a", l.provenance.value("floor_ubatch", 0)},
                   {"ubatch_b", l.provenance.value("floor_ubatch_b", 0)},
+                  {"chunks_measured", s.floor_chunks},
+                  {"chunks_rule", analysis::floor_rule_text(
+                                      l.config.value("floor_chunks", std::string("all")))},
                   {"splits", nlohmann::json::array()},
                   {"split_ratio", s.splits.empty() ? nlohmann::json() : json_number(s.split_ratio)}};
+    if (s.floor_chunks < s.n_chunks) {  // A's and B's own PPL on the floor's sample of chunks
+      j["floor"]["ppl_a_on_floor_chunks"] = s.floor.ppl_a;
+      j["floor"]["ppl_b_on_floor_chunks"] = s.has_floor_b ? s.floor_b.ppl_a : nan;
+    }
     for (const analysis::SplitFloor& f : s.splits) {
       const bool second = f.split == 1;
       j["floor"]["splits"].push_back(
@@ -272,6 +300,8 @@ void add_floor_json(nlohmann::json& j, const Loaded& l) {
            {"floor_b", f.has_b ? comparison_json(f.b) : nlohmann::json()}});
     }
   }
+  const std::string coverage = floor_coverage_note(l);
+  j["floor_coverage_note"] = coverage.empty() ? nlohmann::json() : nlohmann::json(coverage);
   const std::string splits_note = floor_splits_note(l);
   j["floor_splits_note"] = splits_note.empty() ? nlohmann::json() : nlohmann::json(splits_note);
   j["standing"] = {

@@ -23,6 +23,9 @@ void add_floor_json(nlohmann::json& j, const Loaded& l);
 // 65, B′ at 65 (even chunks, KL 1.2e-4); A′ at ubatch 43 …") and whether they disagree by more
 // than 10×; "" without a floor. show, --json (floor_splits_note) and the result page.
 std::string floor_splits_note(const Loaded& l);
+// "floor: measured on 4 of 32 chunks (…)" where the floor's sample (analysis/floor_sample.h) is
+// not every chunk; "" otherwise. show, --json (floor_coverage_note) and the result page.
+std::string floor_coverage_note(const Loaded& l);
 
 // "0 (bitwise)", "m ± ci" or "not measured": the floor a ladder row prints.
 std::string floor_kl_cell(const analysis::Summary& s);

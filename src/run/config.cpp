@@ -6,6 +6,7 @@
 #include "analysis/plugin.h"
 #include "engine/worker_build.h"
 #include "errors.h"
+#include "analysis/floor_sample.h"
 
 namespace hd::run {
 
@@ -72,6 +73,8 @@ nlohmann::json to_json(const DiffConfig& c) {
   if (!c.analyses.empty()) j["analyses"] = c.analyses;
   if (c.skip_unencodable) j["skip_unencodable"] = true;
   if (c.token_ids) j["token_ids"] = true;
+  // Files from before the sample measured the floor on every chunk and read as "all".
+  if (c.floor && c.floor_chunks != "all") j["floor_chunks"] = c.floor_chunks;
   return j;
 }
 
@@ -87,6 +90,7 @@ DiffConfig diff_config_from_json(const nlohmann::json& j) {
   c.score_from = j.at("score_from").get<std::string>();
   c.floor = j.at("floor").get<bool>();
   c.floor_ubatch = j.at("floor_ubatch").get<int>();
+  c.floor_chunks = j.value("floor_chunks", std::string("all"));
   c.save_residuals = j.at("save_residuals").get<bool>();
   c.transplants = j.value("transplants", false);
   c.components = j.value("components", false);
@@ -143,6 +147,7 @@ void validate(const DiffConfig& c) {
     }
   }
   if (c.floor_ubatch < 0) throw InputError("--floor-ub must be at least 1");
+  analysis::check_floor_chunks(c.floor_chunks);
   // A malformed --llama-build is refused now, not after quantizing and loading the models.
   engine::check_build_spec(c.a.llama_build);
   engine::check_build_spec(c.b.llama_build);

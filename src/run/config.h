@@ -22,6 +22,8 @@ struct DiffConfig {
   std::string score_from = "1";  // N (first predicted token index scored) or "half"
   bool floor = true;
   int floor_ubatch = 0;  // 0: chosen by floor_ubatch_for()
+  // The chunks the floor is measured on (analysis/floor_sample.h): "auto", "all" or a count.
+  std::string floor_chunks = "auto";
   bool save_residuals = false;
   bool transplants = false;  // denoise and noise at inp_embd and every l_out-N
   bool components = false;   // and at every ffn_inp-N: the attention/MLP split

@@ -102,4 +102,17 @@ void require_same_numerics(const nlohmann::json& provenance, bool force, bool re
   }
 }
 
+std::optional<std::vector<int>> stored_floor_sample(const nlohmann::json& provenance) {
+  if (!provenance.contains("floor_chunks")) return std::nullopt;
+  const nlohmann::json& j = provenance["floor_chunks"];
+  std::vector<int> out;
+  for (const auto& c : j.is_array() ? j : nlohmann::json::array({nullptr})) {
+    if (!c.is_number_integer() || c.get<long long>() < 0) {
+      throw RuntimeError("the run's provenance 'floor_chunks' is not a list of chunk indices");
+    }
+    out.push_back(c.get<int>());
+  }
+  return out;
+}
+
 }  // namespace hd::run

@@ -4,6 +4,7 @@
 // and floor store them in meta "provenance"; capture's manifest takes the build and machine
 // parts. docs/experiment-format.md lists every key.
 #pragma once
+#include <optional>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -40,5 +41,10 @@ nlohmann::json arm_facts(const engine::Arm& arm, const std::string& model_sha256
 // the run used: InputError naming both otherwise, unless `force`. `resuming`: the message says
 // the file cannot be resumed (resume has no --force).
 void require_same_numerics(const nlohmann::json& provenance, bool force, bool resuming = false);
+
+// The sample a stored diff measured (provenance "floor_chunks", written by diff): nullopt for
+// files from before it, which measured every chunk. RuntimeError when it is not a list of
+// chunk indices.
+std::optional<std::vector<int>> stored_floor_sample(const nlohmann::json& provenance);
 
 }  // namespace hd::run

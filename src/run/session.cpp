@@ -265,7 +265,8 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
       }
     }
   }
-  if (floors_.present()) {  // the run has a floor: never a chunk without it
+  // The run has a floor: never a chunk of its sample without it.
+  if (floors_.present() && (!floor_on_ || floor_on_->count(chunk))) {
     floors_.at_chunk(chunk);
     run(floors_.a(), tokens, first_output);
     r.floor = compare(a_, floors_.a(), tokens, first_output);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -49,6 +50,11 @@ class Session {
   std::vector<std::vector<int32_t>> chunks_of(const std::string& text) const;
 
   analysis::ChunkResult compute(int chunk, std::span<const int32_t> tokens);
+
+  // The chunks whose floor compute() measures (analysis/floor_sample.h); every chunk until told.
+  void measure_floor_on(const std::vector<int>& chunks) {
+    floor_on_ = std::set<int>(chunks.begin(), chunks.end());
+  }
 
   // Called after every patched pass of a chunk with (passes done, passes in the chunk).
   void on_pass(std::function<void(int, int)> fn) { on_pass_ = std::move(fn); }
@@ -98,6 +104,7 @@ class Session {
   DiffConfig config_;
   ArmRun a_, b_;
   FloorArms floors_;  // none without the floor
+  std::optional<std::set<int>> floor_on_;  // nullopt: every chunk
   std::vector<analysis::RestorePoint> points_;  // empty without --transplants
   std::vector<const analysis::ChunkAnalysis*> analyses_;  // the plug-ins asked for
   engine::PointMap map_;

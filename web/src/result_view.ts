@@ -153,11 +153,13 @@ function cards(s: Summary): HTMLElement {
         floorNote(() => `floor ${floorBitwise(s) ? "0 (bitwise)" : fmtPct(s.floor_top1_change_rate)} (${arms((f) => fmtPct(f.top1_change_rate))})`),
         standing(s.standing?.top1_change),
       ),
-      card("PPL A", fmtFixed(s.ppl_a, 3), null, floorNote(() => `floor: A re-split (A′) ${fmtFixed(fl.ppl_a_resplit, 3)}`)),
-      card("PPL B", fmtFixed(s.ppl_b, 3), null, floorNote(() => (s.floor_b ? `floor: B re-split (B′) ${fmtFixed(fl.ppl_b_resplit, 3)}` : "floor: B re-split not measured"))),
+      // Over a sample of the chunks, the re-split PPL is read beside the arm's own on those chunks.
+      card("PPL A", fmtFixed(s.ppl_a, 3), null, floorNote(() => `floor: A re-split (A′) ${fmtFixed(fl.ppl_a_resplit, 3)}${onFloorChunks("A", fl.ppl_a_on_floor_chunks)}`)),
+      card("PPL B", fmtFixed(s.ppl_b, 3), null, floorNote(() => (s.floor_b ? `floor: B re-split (B′) ${fmtFixed(fl.ppl_b_resplit, 3)}${onFloorChunks("B", fl.ppl_b_on_floor_chunks)}` : "floor: B re-split not measured"))),
     ),
     s.intervals_note ? h("p", { class: "intervals-note" }, s.intervals_note) : null,
     s.infinite_note ? h("p", { class: "intervals-note" }, s.infinite_note) : null,
+    s.floor_coverage_note ? h("p", { class: "intervals-note floor-coverage" }, s.floor_coverage_note) : null,
     s.floor_splits_note ? h("p", { class: "intervals-note" }, s.floor_splits_note) : null,
     h(
       "p",
@@ -280,4 +282,9 @@ function provenance(s: Summary): HTMLElement {
       : null,
     h("details", null, h("summary", null, "Provenance"), h("table", { class: "data kv" }, h("tbody", null, ...rows.map(([k, v]) => h("tr", null, h("th", null, k), h("td", null, v)))))),
   );
+}
+
+// ", A on its 4 chunks 69.8" where the floor covers a sample of the run's chunks; "" otherwise.
+function onFloorChunks(arm: string, ppl: Num | undefined): string {
+  return ppl === undefined || ppl === null ? "" : `; ${arm} on its chunks ${fmtFixed(ppl, 3)}`;
 }

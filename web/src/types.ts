@@ -74,6 +74,11 @@ export interface FloorSummary {
   bitwise_identical?: boolean;
   ppl_a_resplit?: Num;
   ppl_b_resplit?: Num;
+  /** A's and B's own PPL on the floor's chunks; sent only where they are a sample. */
+  ppl_a_on_floor_chunks?: Num;
+  ppl_b_on_floor_chunks?: Num;
+  chunks_measured?: Num;
+  chunks_rule?: string;
   ubatch_a?: Num;
   ubatch_b?: Num;
 }
@@ -153,6 +158,7 @@ export interface Summary {
   infinite_note?: string | null;
   /** Which splits the floor was measured on (two, chunks alternating, or one and why), and whether they disagree by more than 10×. */
   floor_splits_note?: string | null;
+  floor_coverage_note?: string | null;
   kl_percentiles?: Record<string, Num>;
   layers?: LayerStat[];
   transplants?: Transplants | null;

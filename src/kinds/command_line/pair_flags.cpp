@@ -30,6 +30,10 @@ void add_pair_flags(CLI::App& cmd, PairFlags& f, run::DiffConfig& cfg) {
     cmd.add_option("--floor-ub", cfg.floor_ubatch,
                    "one ubatch for the floor arms (default: two odd splits of the chunk, "
                    "chunks alternating)");
+    cmd.add_option("--floor-chunks", cfg.floor_chunks,
+                   "the chunks the floor is measured on: auto (1 in 8, at least 4; every chunk "
+                   "of 8 or fewer), all, or N spread over the text")
+        ->default_str("auto");
   });
 }
 

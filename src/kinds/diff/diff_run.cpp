@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "errors.h"
+#include "analysis/floor_sample.h"
 #include "run/input.h"
 #include "run/provenance.h"
 #include "run/session.h"
@@ -28,6 +29,9 @@ static nlohmann::json provenance(const Session& s, const Input& input,
     if (s.floor_ubatch_b_2() > 0) p["floor_ubatch_b_2"] = s.floor_ubatch_b_2();
   }
   p["points"] = engine::to_json(s.points());
+  if (s.config().floor) {  // the chunks the floor is measured on, for resume and verify
+    p["floor_chunks"] = analysis::floor_sample(s.config().floor_chunks, static_cast<int>(chunks.size()));
+  }
   return p;
 }
 
@@ -151,6 +155,14 @@ RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
     prov["placement"] = placement_facts();
   }
   e.set_meta("provenance", prov.dump());
+  if (const auto sample = stored_floor_sample(prov)) {
+    s.measure_floor_on(*sample);
+    if (config.floor && sample->size() < chunks.size()) {
+      progress(fmt::format("floor: measured on {} of {} chunks ({}; --floor-chunks all for "
+                           "every chunk)",
+                           sample->size(), chunks.size(), analysis::floor_rule_text(config.floor_chunks)));
+    }
+  }
   return run_missing(e, s, chunks, progress);
 }
 
@@ -175,6 +187,7 @@ RunEnd diff_resume(const std::string& path, const std::string& command_line,
   if (auto change = s.model_change(prov["arms"])) throw InputError(*change + ": cannot resume");
   if (auto change = s.points_change(prov)) throw InputError(*change + ": cannot resume");
   if (auto change = s.floor_change(prov)) throw InputError(*change + ": cannot resume");
+  if (const auto sample = stored_floor_sample(prov)) s.measure_floor_on(*sample);
   const auto chunks = input_chunks(s.arm_a().model(), input, config.skip_unencodable, config.chunk,
                                    config.max_chunks, progress);
   nlohmann::json resumed = {{"command_line", command_line}, {"at", now_utc()}};

@@ -36,6 +36,7 @@ void DiffKind::verify(const std::string& path, const run::VerifyOptions& options
     throw InputError(*change + " (--force to compare anyway)");
   }
   if (auto change = s.floor_change(prov)) throw InputError(*change + ": it cannot be recomputed");
+  if (const auto sample = run::stored_floor_sample(prov)) s.measure_floor_on(*sample);
   const auto chunks = e.finished_chunks();
   // Each recomputed chunk is stored again, in memory, by the same code that wrote the file:
   // then every column of every row (the run time aside) is compared, not only those a

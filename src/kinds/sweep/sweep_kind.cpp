@@ -58,7 +58,12 @@ void add_sweep_command(const RunKind& kind, CLI::App& app, cli::Context& ctx) {
                                o->pair.input.given(std::string(kSweepKind)));
     };
     r.new_run = [&] {
-      const run::DiffConfig cfg = pair_config(std::string(kSweepKind), o->pair, o->cfg);
+      run::DiffConfig cfg = pair_config(std::string(kSweepKind), o->pair, o->cfg);
+      // A sweep attributes the floor of every combination chunk by chunk: it has no sample.
+      if (cmd->count("--floor-chunks") > 0 && cfg.floor_chunks != "all") {
+        throw InputError("sweep measures its floor on every chunk: --floor-chunks is diff's");
+      }
+      cfg.floor_chunks = "all";
       return run::sweep_run(cfg, o->max_arms, o->out, o->force, ctx.command_line, progress_line,
                             shard_of(o->shard));
     };
