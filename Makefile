@@ -28,7 +28,7 @@ ASAN_TESTS ?= .
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 
-.PHONY: all deps configure build bin test test-asan fuzz demo bench bench-pages rpc-server fixtures worker records-ts clean
+.PHONY: all deps configure build bin test test-asan fuzz demo demo-ladder bench bench-pages rpc-server fixtures worker records-ts clean
 
 all: build
 
@@ -80,22 +80,33 @@ fuzz:
 bin: configure
 	cmake --build $(BUILD) -j $(JOBS) --target heterodyne
 
-demo: bin
-	@mkdir -p $(DEMO)
-	$(HD) demo-model -o $(DEMO)/demo-f32.gguf --held-out-text $(DEMO)/held-out.txt --force
+# Each phase timed (scripts/timed.sh), the times again at the end: what a first run spends where.
+demo:
+	@mkdir -p $(DEMO) && rm -f $(DEMO)/phases.tsv
+	@scripts/timed.sh $(DEMO)/phases.tsv "Debian packages" $(MAKE) --no-print-directory deps
+	@scripts/timed.sh $(DEMO)/phases.tsv "configure, llama.cpp built or reused" $(MAKE) --no-print-directory configure
+	@scripts/timed.sh $(DEMO)/phases.tsv "the heterodyne binary" $(MAKE) --no-print-directory bin
+	@scripts/timed.sh $(DEMO)/phases.tsv "the demo model, trained or reused" \
+	  $(HD) demo-model -o $(DEMO)/demo-f32.gguf --held-out-text $(DEMO)/held-out.txt --force
+	@scripts/timed.sh $(DEMO)/phases.tsv "the ladder: Q4_K_M with transplants and components, Q8_0, Q2_K" \
+	  $(MAKE) --no-print-directory demo-ladder
+	@echo; echo "== the quantization ladder: the demo model (F32) against each type, on text it never saw"
+	@$(HD) show $(DEMO)/demo-vs-Q8_0.hdy $(DEMO)/demo-vs-Q4_K_M.hdy $(DEMO)/demo-vs-Q2_K.hdy
+	@echo; echo "== F32 vs Q4_K_M: where it diverges, in the text and across the layers"
+	@$(HD) show $(DEMO)/demo-vs-Q4_K_M.hdy --worst 5 --transplants --components
+	@$(HD) report $(DEMO)/demo-vs-Q4_K_M.hdy -o $(DEMO)/demo-vs-Q4_K_M.html --force
+	@echo; echo "== where the time went:"; awk -F'\t' '{ printf "  %6d s  %s\n", $$1, $$2; t += $$1 } END { printf "  %6d s  in all\n", t }' $(DEMO)/phases.tsv
+	@echo; echo "experiment files: $(DEMO)/demo-vs-{Q8_0,Q4_K_M,Q2_K}.hdy; report: $(DEMO)/demo-vs-Q4_K_M.html"
+	@echo "open the UI on these results: $(HD) serve --models $(DEMO) --experiments $(DEMO)   (then open the address it prints: it carries the session token)"
+
+# The demo's three diffs (make demo runs them after training).
+demo-ladder:
 	$(HD) diff --a $(DEMO)/demo-f32.gguf --b-quant Q4_K_M --text-file $(DEMO)/held-out.txt \
 	  --chunk 256 --max-chunks $(DEMO_CHUNKS) --transplants --components -o $(DEMO)/demo-vs-Q4_K_M.hdy --force
 	@for t in Q8_0 Q2_K; do \
 	  $(HD) diff --a $(DEMO)/demo-f32.gguf --b-quant $$t --text-file $(DEMO)/held-out.txt \
 	    --chunk 256 --max-chunks $(DEMO_CHUNKS) -o $(DEMO)/demo-vs-$$t.hdy --force || exit 1; \
 	done
-	@echo; echo "== the quantization ladder: the demo model (F32) against each type, on text it never saw"
-	@$(HD) show $(DEMO)/demo-vs-Q8_0.hdy $(DEMO)/demo-vs-Q4_K_M.hdy $(DEMO)/demo-vs-Q2_K.hdy
-	@echo; echo "== F32 vs Q4_K_M: where it diverges, in the text and across the layers"
-	@$(HD) show $(DEMO)/demo-vs-Q4_K_M.hdy --worst 5 --transplants --components
-	@$(HD) report $(DEMO)/demo-vs-Q4_K_M.hdy -o $(DEMO)/demo-vs-Q4_K_M.html --force
-	@echo; echo "experiment files: $(DEMO)/demo-vs-{Q8_0,Q4_K_M,Q2_K}.hdy; report: $(DEMO)/demo-vs-Q4_K_M.html"
-	@echo "open the UI on these results: $(HD) serve --models $(DEMO) --experiments $(DEMO)   (then open the address it prints: it carries the session token)"
 
 # llama.cpp's own RPC server from the same pinned tree, for --a-rpc / --b-rpc (docs/arms.md).
 # Run it on each machine that should hold layers: build/ggml-rpc-server -H 0.0.0.0 -p 50052

@@ -20,6 +20,8 @@
 //   7. (bench_kl_kernel.cpp) the KL kernel per position vs the scalar loop before it (>= 4x) and
 //      vs reading both arms' logits once.
 //   8. (bench_mid_size.cpp) the llama3.2-3b pair: diff vs peer, components, peak RSS.
+//   9. (bench_load.cpp) the default diff of a small pair with 0, 1 or 2 cores held by other
+//      processes, at the default threads, -t 2 and -t 1.
 // Models are made once into ~/.cache/heterodyne/bench (make-model, quantize).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
@@ -235,7 +237,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
   std::map<std::string, double> by_name;  // every run by its whole name, arguments included
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const auto& r : runs) {
-      if (r.run_type == Run::RT_Iteration) by_name[r.benchmark_name()] = r.GetAdjustedRealTime();
+      // Iterations by name, arguments included; aggregates too ("…_median").
+      if (r.run_type == Run::RT_Iteration || r.aggregate_name == "median")
+        by_name[r.benchmark_name()] = r.GetAdjustedRealTime();
       if (r.aggregate_name == "median" ||
           (r.run_type == Run::RT_Iteration && !median.count(r.run_name.function_name)))
         median[r.run_name.function_name] = r.GetAdjustedRealTime();
@@ -312,6 +316,7 @@ int main(int argc, char** argv) {
   print_pass_parts(reporter.by_name);
   print_server_ratios(reporter.by_name);
   print_generate_ratios(reporter.by_name);
+  print_load_ratios(reporter.by_name);
   print_kl_kernel_ratios(reporter.median);
   print_mid_size_ratios(reporter.median);
   return 0;

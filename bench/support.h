@@ -33,5 +33,6 @@ void print_mid_size_ratios(const std::map<std::string, double>& median);
 void print_pass_parts(const std::map<std::string, double>& by_name);
 void print_server_ratios(const std::map<std::string, double>& by_name);
 void print_generate_ratios(const std::map<std::string, double>& by_name);
+void print_load_ratios(const std::map<std::string, double>& by_name);
 
 }  // namespace hd::bench

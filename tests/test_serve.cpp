@@ -1049,13 +1049,30 @@ TEST_F(Serve, SendsResultsInTheEncodingAskedForAndReadsAChangedFileAgain) {
   ASSERT_TRUE(json::parse(plain.body, nullptr, false).is_object());
   for (const auto& [accept, coding] : std::vector<std::pair<std::string, std::string>>{
            {"gzip, deflate, br", "br"}, {"gzip", "gzip"}, {"br;q=0, gzip", "gzip"},
-           {"br;q=0.000", ""}, {"*", "gzip"}}) {
+           {"br;q=0.000", ""}, {"*", "br"}, {"gzip;q=0, *", "br"}, {"BR;Q=0, *", "gzip"},
+           {"*;q=0", ""}}) {
     const httplib::Response raw = get(accept, false);
     EXPECT_EQ(raw.get_header_value("Content-Encoding"), coding) << accept;
     EXPECT_EQ(raw.get_header_value("Vary"), "Accept-Encoding") << accept;
     if (!coding.empty()) EXPECT_LT(raw.body.size(), plain.body.size() / 2) << accept;
     for (int again = 0; again < 2; ++again)  // made, then kept: the same bytes both times
       EXPECT_EQ(get(accept, true).body, plain.body) << accept << " (request " << again << ")";
+  }
+  // A range is of the plain bytes, and one past the end is refused, never read past the body.
+  {
+    auto c = client();
+    c.set_decompress(false);
+    auto part = c.Get(path.c_str(), {{"Range", "bytes=100-199"}, {"Accept-Encoding", "identity"}});
+    ASSERT_TRUE(part);
+    EXPECT_EQ(part->status, 206);
+    EXPECT_EQ(part->body, plain.body.substr(100, 100));
+    auto past = c.Get(path.c_str(), {{"Range", "bytes=" + std::to_string(plain.body.size() + 10) +
+                                                   "-"}});
+    ASSERT_TRUE(past);
+    EXPECT_EQ(past->status, 416) << past->body.substr(0, 200);
+    auto long_range = c.Get(path.c_str(), {{"Range", "bytes=0-999999999"}, {"Accept-Encoding", "identity"}});
+    ASSERT_TRUE(long_range);
+    EXPECT_LE(long_range->body.size(), plain.body.size());
   }
   // Run one's file replaced by run two's (another inode, size and mtime): its result now.
   const json before = json::parse(plain.body);

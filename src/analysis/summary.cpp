@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "analysis/against_floor.h"
+
 namespace hd::analysis {
 
 ComparisonSummary summarize_comparison(const std::vector<const Comparison*>& chunks,
@@ -187,8 +189,13 @@ Summary summarize(const std::vector<ChunkResult>& chunks, bool two_splits) {
   // Each split read alone needs an interval of its own: with a split of one chunk the floor
   // pools them, as a run of one split (a split's floor of one chunk has no upper end but its
   // mean, and the pooled one has).
+  // A floor measured on a sample (analysis/floor_sample.h) reads its splits alone only where
+  // each has kFewChunks chunks: over 2 clusters a split's interval is t(1) = 12.7 wide, and
+  // pooled the sample's 4 chunks give t(3) = 3.2.
+  const size_t fewest = s.floor_chunks < s.n_chunks ? kFewChunks : 2;
   s.splits_read_alone = s.splits.size() == 2;
-  for (const SplitFloor& f : s.splits) s.splits_read_alone = s.splits_read_alone && f.a.kl.clusters >= 2;
+  for (const SplitFloor& f : s.splits)
+    s.splits_read_alone = s.splits_read_alone && f.a.kl.clusters >= fewest;
   if (s.splits_read_alone) {
     std::vector<const ComparisonSummary*> floors;
     for (const SplitFloor& f : s.splits) {

@@ -23,9 +23,12 @@ void Session::run_analyses(ChunkResult& r, std::span<const int32_t> tokens, int 
   in.floor = r.floor ? &*r.floor : nullptr;
   in.floor_b = r.floor_b ? &*r.floor_b : nullptr;
   in.points = &model_points_;
-  in.captured = [this](char arm, const std::string& point) {
+  in.captured = [this, &r](char arm, const std::string& point) {
     const ArmRun& from = arm == 'a' ? a_ : arm == 'b' ? b_ : arm == 'g' ? floors_.b() : floors_.a();
-    if (!from.arm) return analysis::ChunkInput::Rows{};
+    // A chunk outside the floor's sample has no floor rows: the floor arms still hold those of
+    // the last chunk that had them.
+    const bool floor_arm = arm != 'a' && arm != 'b';
+    if (!from.arm || (floor_arm && !r.floor)) return analysis::ChunkInput::Rows{};
     return analysis::ChunkInput::Rows{from.hook.captured(point), from.hook.width(point),
                                       static_cast<int>(from.hook.first_row(point))};
   };

@@ -108,14 +108,16 @@ nlohmann::json ExperimentList::list(const Sandbox& experiments, const PublicPath
       std::lock_guard<std::mutex> lock(mu_);
       if (const auto it = lines_.find(key); it != lines_.end() && it->second.first == *stamp) {
         seen.insert(*it);
-        if (!it->second.second.is_null()) out.push_back(it->second.second);
+        out.push_back(it->second.second);
         continue;
       }
     }
+    // What cannot be read now (a file being created, a busy database, not an experiment) is
+    // tried again on the next request, not remembered.
     const auto line = catalog_line(*real, name, paths);
-    // Not an experiment: remembered as such until the file changes (a run being written does).
-    seen[key] = {*stamp, line ? *line : nlohmann::json()};
-    if (line) out.push_back(*line);
+    if (!line) continue;
+    seen[key] = {*stamp, *line};
+    out.push_back(*line);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "errors.h"
@@ -73,7 +75,10 @@ std::string gzip(const std::string& data) {
 }  // namespace
 
 Encoding accepted_encoding(const std::string& accept_encoding) {
-  bool br = false, gz = false;
+  // Per coding: offered (true) or refused with q=0 (false); "*" stands for every coding the
+  // client does not name.
+  std::map<std::string, bool> named;
+  std::optional<bool> any;
   std::istringstream in(accept_encoding);
   std::string item;
   while (std::getline(in, item, ',')) {
@@ -81,11 +86,15 @@ Encoding accepted_encoding(const std::string& accept_encoding) {
     std::string coding = trim(item.substr(0, semi));
     std::transform(coding.begin(), coding.end(), coding.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (semi != std::string::npos && refused(item.substr(semi + 1))) continue;
-    if (coding == "br") br = true;
-    if (coding == "gzip" || coding == "x-gzip" || coding == "*") gz = true;
+    const bool offered = semi == std::string::npos || !refused(item.substr(semi + 1));
+    if (coding == "*") any = offered;
+    else if (!coding.empty()) named[coding == "x-gzip" ? "gzip" : coding] = offered;
   }
-  return br ? Encoding::kBrotli : gz ? Encoding::kGzip : Encoding::kPlain;
+  const auto ok = [&](const std::string& c) {
+    const auto it = named.find(c);
+    return it != named.end() ? it->second : any.value_or(false);
+  };
+  return ok("br") ? Encoding::kBrotli : ok("gzip") ? Encoding::kGzip : Encoding::kPlain;
 }
 
 std::string compress(const std::string& data, Encoding e) {
@@ -96,35 +105,39 @@ const std::string& EncodedBody::bytes(Encoding e) const {
   if (e == Encoding::kPlain) return plain_;
   std::lock_guard<std::mutex> lock(mu_);
   auto& slot = e == Encoding::kBrotli ? brotli_ : gzip_;
-  if (!slot) slot = compress(plain_, e);
+  if (!slot) {
+    slot = compress(plain_, e);
+    encoded_bytes_ += slot->size();
+  }
   return *slot;
 }
 
-size_t EncodedBody::held_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return plain_.size() + (gzip_ ? gzip_->size() : 0) + (brotli_ ? brotli_->size() : 0);
-}
+size_t EncodedBody::held_bytes() const { return plain_.size() + encoded_bytes_.load(); }
 
 void send(const httplib::Request& req, httplib::Response& res,
           std::shared_ptr<const EncodedBody> body) {
-  // Small bodies are not worth a compressor's start (and an empty one has no provider).
-  const Encoding e = body->bytes(Encoding::kPlain).size() < 1024
+  res.set_header("Vary", "Accept-Encoding");
+  for (const auto& [name, value] : body->headers()) res.set_header(name, value);
+  const std::string& plain = body->bytes(Encoding::kPlain);
+  // A range of the plain bytes: httplib cuts it from a whole body, checks it (416 past the end)
+  // and may compress the piece; its content providers are handed unchecked ranges.
+  if (!req.ranges.empty() || plain.empty()) {
+    res.set_content(plain, body->content_type().c_str());
+    return;
+  }
+  // Small bodies are not worth a compressor's start.
+  const Encoding e = plain.size() < 1024
                          ? Encoding::kPlain
                          : accepted_encoding(req.get_header_value("Accept-Encoding"));
   const std::string& bytes = body->bytes(e);
-  res.set_header("Vary", "Accept-Encoding");
-  for (const auto& [name, value] : body->headers()) res.set_header(name, value);
-  if (e == Encoding::kPlain && bytes.size() < 1024) {
-    res.set_content(bytes, body->content_type().c_str());  // too small for httplib to compress
-    return;
-  }
   if (e != Encoding::kPlain) res.set_header("Content-Encoding", e == Encoding::kBrotli ? "br" : "gzip");
   // A provider with a length: httplib writes the bytes as they are (it compresses only bodies
   // set whole and chunked providers). The body is held until the last byte is written.
   res.set_content_provider(
       bytes.size(), body->content_type().c_str(),
       [body, &bytes](size_t offset, size_t length, httplib::DataSink& sink) {
-        return sink.write(bytes.data() + offset, length);
+        if (offset >= bytes.size()) return false;
+        return sink.write(bytes.data() + offset, std::min(length, bytes.size() - offset));
       });
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 #include <httplib.h>
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -49,8 +50,10 @@ class EncodedBody {
  private:
   std::string plain_, type_;
   Headers headers_;
-  mutable std::mutex mu_;
+  mutable std::mutex mu_;  // held while an encoding is made
   mutable std::optional<std::string> gzip_, brotli_;
+  // What the encodings made so far hold, read without waiting for one being made.
+  mutable std::atomic<size_t> encoded_bytes_{0};
 };
 
 // Answers `req` with `body` in the encoding it accepts (Vary: Accept-Encoding).

@@ -5,14 +5,20 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 namespace hd::serve {
 
+// Two commits of a SQLite file within one tick of the file system's clock keep its size, inode
+// and times: its header's change counter (bytes 24-27, advanced by every commit of a rollback
+// journal, the mode heterodyne's files are written in) tells them apart.
 struct FileStamp {
   uintmax_t size = 0, inode = 0;
-  int64_t mtime_ns = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  uint32_t sqlite_changes = 0;  // 0 for a file that is not SQLite's
   bool operator==(const FileStamp&) const = default;
 };
 
@@ -20,8 +26,19 @@ struct FileStamp {
 inline std::optional<FileStamp> stamp_of(const std::filesystem::path& p) {
   struct stat st {};
   if (::stat(p.c_str(), &st) != 0) return std::nullopt;
-  return FileStamp{static_cast<uintmax_t>(st.st_size), static_cast<uintmax_t>(st.st_ino),
-                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+  FileStamp s{static_cast<uintmax_t>(st.st_size), static_cast<uintmax_t>(st.st_ino),
+              static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+              static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec, 0};
+  if (S_ISREG(st.st_mode)) {  // never open a FIFO: it would block
+    std::ifstream in(p, std::ios::binary);
+    unsigned char head[28] = {};
+    if (in.read(reinterpret_cast<char*>(head), sizeof head) &&
+        std::memcmp(head, "SQLite format 3", 16) == 0) {
+      s.sqlite_changes = static_cast<uint32_t>(head[24]) << 24 | static_cast<uint32_t>(head[25]) << 16 |
+                         static_cast<uint32_t>(head[26]) << 8 | head[27];
+    }
+  }
+  return s;
 }
 
 }  // namespace hd::serve

@@ -136,6 +136,9 @@ nlohmann::json diff_builds(const BisectConfig& c, const std::string& good_worker
   d.token_ids = c.token_ids;
   d.chunk = c.chunk;
   d.max_chunks = c.max_chunks;
+  // Every chunk's floor, as before the sample: the criterion reads the floor as a bound, and a
+  // stored bisect's probes must all be read against floors measured alike.
+  d.floor_chunks = "all";
   const std::string path = dir + "/probe.hdy";
   // A stop (Ctrl-C) ends the diff after its chunk in flight: an unfinished probe is no probe.
   if (run::diff_run(d, path, false, "heterodyne bisect (probe)", [](const Progress&) {}).missing != 0)

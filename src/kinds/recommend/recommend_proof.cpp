@@ -202,6 +202,7 @@ nlohmann::json held_out_diffs(const RecommendConfig& c, const std::string& recip
     d.token_ids = c.held_out.token_ids;
     d.chunk = c.chunk;
     d.max_chunks = c.held_out_chunks;
+    d.floor_chunks = "all";  // the held-out proof reads every chunk's floor, as before the sample
     const std::string out = (fs::path(dir) / "held-out" / (name + ".hdy")).string();
     progress("held-out: A vs " + name + " -> " + out);
     // A diff stopped between its chunks returns with chunks missing: the report must not be
