@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "engine/system.h"
+#include "engine/threads.h"
 #include "errors.h"
 #include "run/overlap.h"
 #include "run/shard.h"
@@ -243,12 +244,12 @@ TEST(Hostile, TheDefaultThreadCountIsTheCpusThisProcessMayRunOn) {
     }
   }
   ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
-  const int threads = engine::default_threads();
+  const int threads = engine::allowed_cpus();
   ASSERT_EQ(sched_setaffinity(0, sizeof was, &was), 0);
   int first = 0;
   while (!CPU_ISSET(first, &one)) ++first;
   EXPECT_EQ(threads, 1);
-  EXPECT_EQ(engine::default_threads(), std::min(CPU_COUNT(&was), 16));
+  EXPECT_EQ(engine::allowed_cpus(), std::min(CPU_COUNT(&was), 16));
   // What a run records as the threads it used, under taskset.
   HD_REQUIRE_SHARED();
   const std::string out = test::temp_dir("hostile-taskset") + "/run.hdy";

@@ -10,6 +10,7 @@
 #include "engine/model_maker.h"
 #include "engine/quantize.h"
 #include "engine/system.h"
+#include "engine/threads.h"
 #include "errors.h"
 
 namespace hd::cli {

@@ -17,6 +17,7 @@
 #include "common/stop.h"
 #include "common/utf8.h"
 #include "engine/system.h"
+#include "engine/threads.h"
 #include "errors.h"
 
 namespace {
@@ -114,6 +115,7 @@ std::string refusal_before_parse(CLI::App& app, const std::vector<std::string>& 
 
 
 int main(int argc, char** argv) {
+  hd::engine::wait_passively(argv);  // may run this program again, with OMP_WAIT_POLICY set
   hd::cli::Context ctx;
   std::vector<std::string> args = hd::cli::normalize_llama_flags(argc, argv);
   for (size_t i = 0; i < args.size(); ++i)

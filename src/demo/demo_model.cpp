@@ -19,6 +19,7 @@
 #include "engine/model.h"
 #include "engine/model_maker.h"
 #include "engine/system.h"
+#include "engine/threads.h"
 #include "engine/trainer.h"
 #include "errors.h"
 
@@ -39,7 +40,7 @@ std::string fmt2(double v, int digits = 3) {
 }
 
 int resolved_threads(const DemoSettings& s) {
-  return s.n_threads > 0 ? s.n_threads : engine::default_threads();
+  return s.n_threads > 0 ? s.n_threads : engine::allowed_cpus();
 }
 
 std::string cache_key(const DemoSettings& s, const std::string& corpus_sha) {

@@ -19,7 +19,7 @@ struct ArmSettings {
   std::string cache_type_v = "f16";
   std::string flash_attn = "auto";  // on | off | auto
   int n_ubatch = 512;
-  int n_threads = 0;  // 0: default_threads()
+  int n_threads = 0;  // 0: default_threads() (engine/threads.h)
   std::string device = "cpu";  // cpu, cuda0, vulkan0, … (llama.cpp's -dev, lower case)
   int n_gpu_layers = -1;       // -ngl for a device or RPC servers; negative: every layer
   std::vector<std::string> rpc;  // llama.cpp RPC servers (host:port) holding the layers
@@ -94,7 +94,7 @@ inline constexpr auto kArmFields = std::make_tuple(
                    .help = "physical batch size for {} (512)", .required = true},
                   &ArmSettings::n_ubatch},
     ArmField<int>{{.key = "n_threads", .flags = "t,threads",
-                   .help = "threads for {} (default: all cores)", .required = true,
+                   .help = "threads for {} (default: the cores not busy with other work as the run starts)", .required = true,
                    .min_flag_value = 1},
                   &ArmSettings::n_threads},
     ArmField<std::string>{{.key = "device", .flags = "dev,device",

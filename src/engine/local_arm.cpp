@@ -7,6 +7,7 @@
 
 #include "common/fatal.h"
 #include "engine/system.h"
+#include "engine/threads.h"
 #include "errors.h"
 #include "ggml.h"
 #include "llama.h"

@@ -140,19 +140,4 @@ std::string os_description() {
   return std::string(u.sysname) + " " + u.release + " " + u.machine;
 }
 
-int default_threads() {
-  // The CPUs this process may run on: `taskset -c 0`, a cgroup's cpuset or Slurm's
-  // --cpus-per-task give fewer than the machine has, and threads beyond them only take turns
-  // (spin-waiting, they cost far more than they give). llama.cpp's own default is the physical
-  // core count; on small CI machines that is the same number.
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    const int n = CPU_COUNT(&set);
-    if (n > 0) return std::min(n, 16);
-  }
-  const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 4 : static_cast<int>(std::min(n, 16u));
-}
-
 }  // namespace hd::engine

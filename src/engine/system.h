@@ -38,6 +38,5 @@ void install_abort_handler();
 std::string cpu_model();       // /proc/cpuinfo "model name"
 std::string cpu_features();    // llama_print_system_info()
 std::string os_description();  // uname
-int default_threads();         // what -t defaults to: the physical cores we may use
 
 }  // namespace hd::engine

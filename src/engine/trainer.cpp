@@ -10,6 +10,7 @@
 #include "common/splitmix.h"
 #include "engine/gguf_file.h"
 #include "engine/system.h"
+#include "engine/threads.h"
 #include "errors.h"
 #include "ggml-opt.h"
 #include "gguf.h"
@@ -142,7 +143,7 @@ std::unique_ptr<llama_context, ContextFree> training_context(llama_model* model,
   cp.n_batch = cp.n_ctx;
   cp.n_ubatch = cp.n_ctx;
   cp.n_seq_max = 1;
-  cp.n_threads = s.n_threads > 0 ? s.n_threads : default_threads();
+  cp.n_threads = s.n_threads > 0 ? s.n_threads : allowed_cpus();  // the same model on any load
   cp.n_threads_batch = cp.n_threads;
   // OUT_PROD (the backward of a matmul) has no F16 kernel: the cache must be F32, and flash
   // attention has no backward pass at all.

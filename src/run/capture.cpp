@@ -11,6 +11,7 @@
 #include "engine/model.h"
 #include "engine/point_survey.h"
 #include "engine/system.h"
+#include "engine/threads.h"
 #include "errors.h"
 #include "run/config.h"
 #include "run/input.h"
@@ -158,7 +159,7 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
   // Diff's arm JSON but for the model (its own entry below) and the threads actually used.
   nlohmann::json settings = nlohmann::json::object();
   arm_settings_into_json(settings, s, {"model"}, true);
-  settings["n_threads"] = s.n_threads > 0 ? s.n_threads : engine::default_threads();
+  settings["n_threads"] = s.n_threads > 0 ? s.n_threads : engine::allowed_cpus();
   nlohmann::json manifest = {
       {"schema_version", kReferenceSchema},
       {"model",

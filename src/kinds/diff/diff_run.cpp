@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "engine/threads.h"
 #include "errors.h"
 #include "analysis/floor_sample.h"
 #include "run/input.h"
@@ -145,6 +146,9 @@ RunEnd diff_run(const DiffConfig& config, const std::string& out, bool replace,
                          shard->index));
   }
   note_unavailable(s.points(), progress);
+  if (config.a.n_threads == 0 || config.b.n_threads == 0) {
+    if (const std::string note = engine::default_threads_note(); !note.empty()) progress(note);
+  }
   store::Experiment e = store::Experiment::create(out, replace, inputs_of(s.config()));
   store::set_kind(e, kinds::kDiffKind);
   e.set_meta("config", to_json(s.config()).dump());

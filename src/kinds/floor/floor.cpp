@@ -11,6 +11,7 @@
 #include "engine/arm.h"
 #include "engine/model.h"
 #include "engine/system.h"
+#include "engine/threads.h"
 #include "errors.h"
 #include "run/chunk_loop.h"
 #include "kinds/floor/floor_explore.h"
@@ -146,7 +147,7 @@ void require_same_arm(const nlohmann::json& prov, const engine::ArmSettings& ref
       arm_facts(engine::Arm(model, reference, chunk), prov.value("model_sha256", ""));
   if (stored.at("n_threads_used") != now.at("n_threads_used") ||
       stored.at("runs_on") != now.at("runs_on") ||
-      prov.value("default_threads", engine::default_threads()) != engine::default_threads()) {
+      prov.value("default_threads", engine::allowed_cpus()) != engine::allowed_cpus()) {
     throw InputError("this floor ran with " + stored.at("n_threads_used").dump() + " threads on " +
                      stored.at("runs_on").dump() +
                      ": resume it where it ran (here: " + now.at("n_threads_used").dump() +
@@ -168,7 +169,7 @@ RunEnd floor_run(const FloorConfig& c, const std::string& out, bool replace,
   nlohmann::json prov = run_provenance(input, chunks, command_line);
   if (c.skip_unencodable) prov["text"]["unencodable_lines_dropped"] = dropped;
   prov["model_sha256"] = sha256_file(c.arm.model);
-  prov["default_threads"] = engine::default_threads();  // what a thread count of 0 ran with
+  prov["default_threads"] = engine::allowed_cpus();  // what a thread count of 0 ran with
   store::Experiment e = store::Experiment::create(out, replace, {c.arm.model, c.text_file});
   store::set_kind(e, kinds::kFloorKind);
   e.set_meta("config", to_json(c).dump());

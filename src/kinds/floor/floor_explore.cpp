@@ -9,6 +9,7 @@
 #include "engine/arm.h"
 #include "engine/model.h"
 #include "engine/system.h"
+#include "engine/threads.h"
 #include "run/config.h"
 #include "run/scoring.h"
 
@@ -32,7 +33,9 @@ engine::ArmSettings FloorExplorer::settings(int ub, int threads, const std::stri
   engine::ArmSettings s = c_.arm;
   s.flash_attn = fa;
   s.n_ubatch = std::min(ub, c_.chunk);
-  s.n_threads = threads > 0 ? threads : engine::default_threads();
+  // A floor's threads are a setting it measures: 0 is every CPU it may use, never fewer for
+  // a busy machine (engine::default_threads).
+  s.n_threads = threads > 0 ? threads : engine::allowed_cpus();
   return s;
 }
 
