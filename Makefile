@@ -83,7 +83,7 @@ bin: configure
 # Each phase timed (scripts/timed.sh), the times again at the end: what a first run spends where.
 demo:
 	@mkdir -p $(DEMO) && rm -f $(DEMO)/phases.tsv
-	@scripts/timed.sh $(DEMO)/phases.tsv "Debian packages" $(MAKE) --no-print-directory deps
+	@test -f $(BUILD)/build.ninja || scripts/timed.sh $(DEMO)/phases.tsv "Debian packages" $(MAKE) --no-print-directory deps
 	@scripts/timed.sh $(DEMO)/phases.tsv "configure, llama.cpp built or reused" $(MAKE) --no-print-directory configure
 	@scripts/timed.sh $(DEMO)/phases.tsv "the heterodyne binary" $(MAKE) --no-print-directory bin
 	@scripts/timed.sh $(DEMO)/phases.tsv "the demo model, trained or reused" \

@@ -52,11 +52,14 @@ TEST(Threads, ResultsAreBitwiseTheSameAtEveryThreadCountAndWaitPolicy) {
 TEST(Threads, TheProcessWaitsPassivelyUnlessTheUserChoseAPolicy) {
   const std::string dir = test::temp_dir("threads-policy");
   const auto policy_of = [&](const char* given) {
+    ::unsetenv("GOMP_SPINCOUNT");  // it too would keep heterodyne from running itself again
     if (given) ::setenv("OMP_WAIT_POLICY", given, 1);
     else ::unsetenv("OMP_WAIT_POLICY");
     const auto serve = test::start_serve(dir, dir, dir);
     ::unsetenv("OMP_WAIT_POLICY");
     std::string env = test::read_file("/proc/" + std::to_string(serve.pid) + "/environ");
+    // Run again from /proc/self/exe, it still goes by its own name (ps, top, pkill).
+    EXPECT_EQ(test::read_file("/proc/" + std::to_string(serve.pid) + "/comm"), "heterodyne\n");
     test::stop_serve(serve);
     for (size_t at = 0; at < env.size();) {
       const size_t end = env.find('\0', at);

@@ -1,6 +1,7 @@
 #include "engine/threads.h"
 
 #include <sched.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -53,7 +55,8 @@ std::optional<cpu_set_t> affinity() {
   return std::nullopt;
 }
 
-// CPUs of `set` that other processes kept busy over 50 ms, rounded.
+// CPUs of `set` that other processes kept busy over 50 ms, rounded: each CPU's share in [0, 1]
+// (a counter that went backwards, as iowait may, counts as idle).
 int busy_cpus(const cpu_set_t& set) {
   const auto before = cpu_times();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -61,12 +64,16 @@ int busy_cpus(const cpu_set_t& set) {
   double busy = 0;
   for (const auto& [cpu, t] : after) {
     const auto was = before.find(cpu);
-    if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set) || was == before.end()) continue;
+    if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set) || was == before.end()) continue;
+    if (t.total <= was->second.total || t.idle < was->second.idle) continue;
     const double total = static_cast<double>(t.total - was->second.total);
-    if (total > 0) busy += 1.0 - static_cast<double>(t.idle - was->second.idle) / total;
+    const double idle = static_cast<double>(t.idle - was->second.idle);
+    busy += std::clamp(1.0 - idle / total, 0.0, 1.0);
   }
   return static_cast<int>(std::lround(busy));
 }
+
+constexpr const char* kEveryCpu = "HETERODYNE_THREADS_EVERY_CPU";
 
 // Measured once: the first arm's ask, before this process computes anything itself.
 int busy_at_start() {
@@ -85,7 +92,16 @@ int allowed_cpus() {
   return n == 0 ? 4 : static_cast<int>(std::min(n, static_cast<unsigned>(kMaxThreads)));
 }
 
-int default_threads() { return std::max(1, allowed_cpus() - busy_at_start()); }
+int default_threads() {
+  if (std::getenv(kEveryCpu) != nullptr) return allowed_cpus();
+  // Of the CPUs the mask allows, not only the first 16: on a large machine with some busy, the
+  // idle ones are still many.
+  const auto set = affinity();
+  const int allowed = set ? CPU_COUNT(&*set) : allowed_cpus();
+  return std::clamp(allowed - busy_at_start(), 1, kMaxThreads);
+}
+
+void use_every_allowed_cpu() { setenv(kEveryCpu, "1", 1); }
 
 std::string default_threads_note() {
   const int allowed = allowed_cpus(), threads = default_threads();
@@ -96,7 +112,15 @@ std::string default_threads_note() {
 }
 
 void wait_passively(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) {
+    // Run again from /proc/self/exe, the kernel names the process "exe": its own name back, for
+    // ps, top and pkill.
+    if (argv[0] != nullptr) {
+      const std::string name = std::filesystem::path(argv[0]).filename().string().substr(0, 15);
+      if (!name.empty()) prctl(PR_SET_NAME, name.c_str(), 0, 0, 0);
+    }
+    return;
+  }
   if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
   execv("/proc/self/exe", argv);
   // Not run again (no /proc): on as it is, libgomp already loaded with its default policy.

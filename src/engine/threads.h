@@ -19,6 +19,11 @@ int allowed_cpus();
 // process first asked (their share of /proc/stat over 50 ms, rounded; measured once), at least 1.
 int default_threads();
 
+// From now on, in this process and the workers it starts, default_threads() is allowed_cpus():
+// the parts of a sharded run are merged only where their hosts' threads match (docs/cluster.md),
+// so a part's must not follow the load it happened to meet.
+void use_every_allowed_cpu();
+
 // Where default_threads() left CPUs to other work: "threads: 1 of 2 CPUs (1 busy with other work
 // as the run started; -t 2 uses them all)"; "" where it did not.
 std::string default_threads_note();

@@ -142,7 +142,9 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
   const std::vector<int32_t> tokens = input_tokens(
       *model, input, c.skip_unencodable, static_cast<size_t>(c.max_tokens), progress, &dropped);
   if (tokens.size() < 2) throw InputError(input.name() + " gives fewer than 2 tokens");
-  const Captured captured = capture_taps(model, c.arm, tokens, c.decode_steps);
+  engine::ArmSettings arm = c.arm;  // a reference's threads never follow the machine's load
+  if (arm.n_threads == 0) arm.n_threads = engine::allowed_cpus();
+  const Captured captured = capture_taps(model, arm, tokens, c.decode_steps);
   const std::vector<store::NamedTensor>& tensors = captured.tensors;
   const std::vector<Tap>& taps = captured.taps;
   nlohmann::json tap_list = nlohmann::json::array();

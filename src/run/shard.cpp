@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "engine/threads.h"
 #include "errors.h"
 #include "store/experiment.h"
 
@@ -32,6 +33,7 @@ Shard parse_shard(const std::string& spec) {
     throw InputError("--shard '" + spec + "': K counts from 0 to " + std::to_string(*count - 1) +
                      " (as Slurm's SLURM_ARRAY_TASK_ID does)");
   }
+  engine::use_every_allowed_cpu();  // a part's threads must not follow this machine's load
   return {*index, *count};
 }
 
@@ -51,6 +53,7 @@ std::optional<Shard> stored_shard(const store::Experiment& e) {
   if (count < 1 || count > 100000 || index < 0 || index >= count) {
     throw InputError("'" + e.path() + "': its meta 'shard' is not a shard heterodyne writes");
   }
+  engine::use_every_allowed_cpu();  // resumed, verified or merged: as the part was computed
   return Shard{static_cast<int>(index), static_cast<int>(count)};
 }
 
