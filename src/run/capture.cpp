@@ -136,7 +136,6 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
   if (c.max_tokens < 2) throw InputError("--max-tokens must be at least 2");
   if (c.decode_steps < 0) throw InputError("--decode must not be negative");
   const Input input = read_input({c.text_file, c.token_ids}, c.skip_unencodable);
-
   auto model = engine::model_load(c.arm.model);
   size_t dropped = 0;
   const std::vector<int32_t> tokens = input_tokens(
