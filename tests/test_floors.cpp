@@ -243,6 +243,12 @@ TEST(Floors, ALongRunMeasuresItsFloorOnASpreadSample) {
   ASSERT_EQ(m.exit_code, 0) << m.err;
   EXPECT_EQ(floor_chunks_of(dir + "/merged.hdy", dir + "/sampled.hdy"),
             (std::vector<int>{4, 5, 14, 15}));
+  // Shard 3 of 5 holds chunks 3, 8, 13, 18: none of the sample. It says so, not "no floor".
+  run("part3of5.hdy", {"--shard", "3/5"});
+  const json part = shown(dir + "/part3of5.hdy");
+  EXPECT_NE(part["floor_coverage_note"].dump().find("none of this file's 4 chunks is in the "
+                                                    "floor's sample (4 chunks of the run"),
+            std::string::npos) << part["floor_coverage_note"];
 }
 
 TEST(Floors, AFloorChunksThatIsNotACountIsRefused) {

@@ -51,8 +51,16 @@ std::string split_ubatches(const Loaded& l, int split) {
 // How many of the run's chunks the floor covers, where it is not every one.
 std::string floor_coverage_note(const Loaded& l) {
   const auto& s = l.summary;
-  if (!s.has_floor || s.floor_chunks >= s.n_chunks) return "";
   const std::string choice = l.config.value("floor_chunks", std::string("all"));
+  // A part of a sharded run may hold none of the sample's chunks: its merge has the floor.
+  const auto sample = l.provenance.find("floor_chunks");
+  if (!s.has_floor && l.config.value("floor", false) && sample != l.provenance.end() &&
+      sample->is_array() && !sample->empty()) {
+    return fmt::format("floor: none of this file's {} chunks is in the floor's sample ({} "
+                       "chunks of the run, --floor-chunks {}); merge the parts to read it",
+                       s.n_chunks, sample->size(), choice);
+  }
+  if (!s.has_floor || s.floor_chunks >= s.n_chunks) return "";
   return fmt::format("floor: measured on {} of {} chunks (--floor-chunks {}: {}), its interval "
                      "and PPLs over those{}; --floor-chunks all measures every chunk",
                      s.floor_chunks, s.n_chunks, choice, analysis::floor_rule_text(choice),
