@@ -104,11 +104,15 @@ int default_threads() {
 void use_every_allowed_cpu() { setenv(kEveryCpu, "1", 1); }
 
 std::string default_threads_note() {
-  const int allowed = allowed_cpus(), threads = default_threads();
-  if (threads >= allowed) return "";
-  return "threads: " + std::to_string(threads) + " of " + std::to_string(allowed) + " CPUs (" +
-         std::to_string(allowed - threads) + " busy with other work as the run started; -t " +
-         std::to_string(allowed) + " uses them all)";
+  const int threads = default_threads();
+  const auto set = affinity();  // the whole mask, as default_threads() counts it
+  const int mask = set ? CPU_COUNT(&*set) : allowed_cpus();
+  const int all = std::min(mask, kMaxThreads);
+  if (threads >= all) return "";
+  return "threads: " + std::to_string(threads) + " (of the " + std::to_string(mask) +
+         " CPUs this process may use, " + std::to_string(busy_at_start()) +
+         " busy with other work as the run started; -t " + std::to_string(all) + " uses " +
+         (mask > kMaxThreads ? "16" : "them all") + ")";
 }
 
 void wait_passively(char** argv) {

@@ -24,8 +24,8 @@ int default_threads();
 // so a part's must not follow the load it happened to meet.
 void use_every_allowed_cpu();
 
-// Where default_threads() left CPUs to other work: "threads: 1 of 2 CPUs (1 busy with other work
-// as the run started; -t 2 uses them all)"; "" where it did not.
+// Where default_threads() left CPUs to other work: "threads: 1 (of the 2 CPUs this process may
+// use, 1 busy with other work as the run started; -t 2 uses them all)"; "" where it did not.
 std::string default_threads_note();
 
 // llama.cpp's CPU backend runs its threads with OpenMP (GGML_OPENMP, on in the pinned build),

@@ -1,6 +1,7 @@
 #include "kinds/registry.h"
 
 #include "errors.h"
+#include "run/shard.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
 
@@ -64,6 +65,9 @@ std::optional<store::Experiment> open_to_resume(const std::string& path, std::st
     progress("'" + path + "' is already complete");
     return std::nullopt;
   }
+  // A part of a sharded run: from here on (its arms and workers are made after this) every
+  // allowed CPU, as when the part was started (run/shard.h, engine/threads.h).
+  run::stored_shard(e);
   return e;
 }
 

@@ -54,7 +54,8 @@ std::string floor_coverage_note(const Loaded& l) {
   const std::string choice = l.config.value("floor_chunks", std::string("all"));
   // A part of a sharded run may hold none of the sample's chunks: its merge has the floor.
   const auto sample = l.provenance.find("floor_chunks");
-  if (!s.has_floor && l.config.value("floor", false) && sample != l.provenance.end() &&
+  if (!s.has_floor && l.provenance.contains("shard") &&
+      l.provenance.value("floor_ubatch", 0) > 0 && sample != l.provenance.end() &&
       sample->is_array() && !sample->empty()) {
     return fmt::format("floor: none of this file's {} chunks is in the floor's sample ({} "
                        "chunks of the run, --floor-chunks {}); merge the parts to read it",
