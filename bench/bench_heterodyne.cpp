@@ -269,26 +269,36 @@ int main(int argc, char** argv) {
     return reporter.median[a] / reporter.median[b];
   };
   std::printf("\nratios (medians, same invocation):\n");
-  std::printf("  diff / (peer base + KL pass)            %.3f   target <= 1.10\n",
-              ratio("BM_HeterodyneDiff", "BM_PeerBasePlusKl"));
-  std::printf("  diff with both floors / (peer base + KL) %.3f   (A′ and B′: two passes more)\n",
-              ratio("BM_HeterodyneDiffBothFloors", "BM_PeerBasePlusKl"));
+  // A ratio only where both of its runs ran (--benchmark_filter): never a NaN on screen.
+  const auto both = [&](const char* a, const char* b) {
+    return reporter.median.count(a) > 0 && reporter.median.count(b) > 0;
+  };
+  if (both("BM_HeterodyneDiff", "BM_PeerBasePlusKl"))
+    std::printf("  diff / (peer base + KL pass)            %.3f   target <= 1.10\n",
+                ratio("BM_HeterodyneDiff", "BM_PeerBasePlusKl"));
+  if (both("BM_HeterodyneDiffBothFloors", "BM_PeerBasePlusKl"))
+    std::printf("  diff with both floors / (peer base + KL) %.3f   (4 chunks: the floor on every one)\n",
+                ratio("BM_HeterodyneDiffBothFloors", "BM_PeerBasePlusKl"));
   if (reporter.median.count("BM_PeerBasePlusKl32") &&
       reporter.median.count("BM_HeterodyneDiffDefault32")) {
     std::printf("  32 chunks: default diff / (peer base + KL) %.3f   target <= 1.3 (floor on 4 of 32)\n",
                 ratio("BM_HeterodyneDiffDefault32", "BM_PeerBasePlusKl32"));
-    std::printf("  32 chunks: --no-floor / (peer base + KL)   %.3f\n",
-                ratio("BM_HeterodyneDiffNoFloor32", "BM_PeerBasePlusKl32"));
+    if (both("BM_HeterodyneDiffNoFloor32", "BM_PeerBasePlusKl32"))
+      std::printf("  32 chunks: --no-floor / (peer base + KL)   %.3f\n",
+                  ratio("BM_HeterodyneDiffNoFloor32", "BM_PeerBasePlusKl32"));
     if (reporter.median.count("BM_HeterodyneDiffEveryFloor32"))
       std::printf("  32 chunks: --floor-chunks all / (peer)     %.3f   (the floor on every chunk)\n",
                   ratio("BM_HeterodyneDiffEveryFloor32", "BM_PeerBasePlusKl32"));
   }
-  std::printf("  diff --lens / diff                      %.3f   (2 x n_layer passes more)\n",
-              ratio("BM_HeterodyneDiffLens", "BM_HeterodyneDiff"));
-  std::printf("  capture every l_out-N / no hook         %.3f   target <= 1.05\n",
-              ratio("BM_ChunkCaptureEveryLayer", "BM_ChunkNoHook"));
-  std::printf("  peak RSS 16 chunks / 4 chunks           %.3f   target ~1.0 (%ld vs %ld KiB)\n",
-              static_cast<double>(g_rss[16]) / static_cast<double>(g_rss[4]), g_rss[16], g_rss[4]);
+  if (both("BM_HeterodyneDiffLens", "BM_HeterodyneDiff"))
+    std::printf("  diff --lens / diff                      %.3f   (2 x n_layer passes more)\n",
+                ratio("BM_HeterodyneDiffLens", "BM_HeterodyneDiff"));
+  if (both("BM_ChunkCaptureEveryLayer", "BM_ChunkNoHook"))
+    std::printf("  capture every l_out-N / no hook         %.3f   target <= 1.05\n",
+                ratio("BM_ChunkCaptureEveryLayer", "BM_ChunkNoHook"));
+  if (g_rss[4] > 0 && g_rss[16] > 0)
+    std::printf("  peak RSS 16 chunks / 4 chunks           %.3f   target ~1.0 (%ld vs %ld KiB)\n",
+                static_cast<double>(g_rss[16]) / static_cast<double>(g_rss[4]), g_rss[16], g_rss[4]);
   if (reporter.median.count("BM_MoeDiff") && reporter.median.count("BM_MoeDiffRouting")) {
     std::printf("  MoE diff --routing / the same diff      %.3f   target <= 1.05\n",
                 ratio("BM_MoeDiffRouting", "BM_MoeDiff"));
