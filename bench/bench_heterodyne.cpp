@@ -279,14 +279,13 @@ int main(int argc, char** argv) {
   if (both("BM_HeterodyneDiffBothFloors", "BM_PeerBasePlusKl"))
     std::printf("  diff with both floors / (peer base + KL) %.3f   (4 chunks: the floor on every one)\n",
                 ratio("BM_HeterodyneDiffBothFloors", "BM_PeerBasePlusKl"));
-  if (reporter.median.count("BM_PeerBasePlusKl32") &&
-      reporter.median.count("BM_HeterodyneDiffDefault32")) {
+  if (both("BM_HeterodyneDiffDefault32", "BM_PeerBasePlusKl32")) {
     std::printf("  32 chunks: default diff / (peer base + KL) %.3f   target <= 1.3 (floor on 4 of 32)\n",
                 ratio("BM_HeterodyneDiffDefault32", "BM_PeerBasePlusKl32"));
     if (both("BM_HeterodyneDiffNoFloor32", "BM_PeerBasePlusKl32"))
       std::printf("  32 chunks: --no-floor / (peer base + KL)   %.3f\n",
                   ratio("BM_HeterodyneDiffNoFloor32", "BM_PeerBasePlusKl32"));
-    if (reporter.median.count("BM_HeterodyneDiffEveryFloor32"))
+    if (both("BM_HeterodyneDiffEveryFloor32", "BM_PeerBasePlusKl32"))
       std::printf("  32 chunks: --floor-chunks all / (peer)     %.3f   (the floor on every chunk)\n",
                   ratio("BM_HeterodyneDiffEveryFloor32", "BM_PeerBasePlusKl32"));
   }
@@ -299,16 +298,15 @@ int main(int argc, char** argv) {
   if (g_rss[4] > 0 && g_rss[16] > 0)
     std::printf("  peak RSS 16 chunks / 4 chunks           %.3f   target ~1.0 (%ld vs %ld KiB)\n",
                 static_cast<double>(g_rss[16]) / static_cast<double>(g_rss[4]), g_rss[16], g_rss[4]);
-  if (reporter.median.count("BM_MoeDiff") && reporter.median.count("BM_MoeDiffRouting")) {
+  if (both("BM_MoeDiffRouting", "BM_MoeDiff")) {
     std::printf("  MoE diff --routing / the same diff      %.3f   target <= 1.05\n",
                 ratio("BM_MoeDiffRouting", "BM_MoeDiff"));
   }
-  if (reporter.median.count("BM_MoeDiff") && reporter.median.count("BM_MoeDiffRoutingTransplant")) {
+  if (both("BM_MoeDiffRoutingTransplant", "BM_MoeDiff")) {
     std::printf("  MoE --routing-transplant / the same diff %.3f  (2 x (1 + MoE layers) passes more)\n",
                 ratio("BM_MoeDiffRoutingTransplant", "BM_MoeDiff"));
   }
-  if (reporter.median.count("BM_ComponentsPrefixReuse") &&
-      reporter.median.count("BM_ComponentsFullPasses")) {
+  if (both("BM_ComponentsFullPasses", "BM_ComponentsPrefixReuse")) {
     std::printf(
         "  components: full passes / prefix reuse  %.3f   target >= 1.5; bitwise identical: %s\n",
         ratio("BM_ComponentsFullPasses", "BM_ComponentsPrefixReuse"),
@@ -316,8 +314,7 @@ int main(int argc, char** argv) {
     std::printf("  components prefix reuse wrote %ld bytes to storage; its experiment file is %ld\n",
                 g_reuse_written, g_reuse_file);
   }
-  if (reporter.median.count("BM_ComponentsPrefixReuseHalf") &&
-      reporter.median.count("BM_ComponentsFullPassesHalf")) {
+  if (both("BM_ComponentsFullPassesHalf", "BM_ComponentsPrefixReuseHalf")) {
     std::printf(
         "  the same, --score-from half             %.3f   target >= 1.7; bitwise identical: %s\n",
         ratio("BM_ComponentsFullPassesHalf", "BM_ComponentsPrefixReuseHalf"),

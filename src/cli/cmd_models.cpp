@@ -9,7 +9,6 @@
 #include "engine/fixtures.h"
 #include "engine/model_maker.h"
 #include "engine/quantize.h"
-#include "engine/system.h"
 #include "engine/threads.h"
 #include "errors.h"
 

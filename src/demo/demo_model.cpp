@@ -18,7 +18,6 @@
 #include "engine/arm.h"
 #include "engine/model.h"
 #include "engine/model_maker.h"
-#include "engine/system.h"
 #include "engine/threads.h"
 #include "engine/trainer.h"
 #include "errors.h"

@@ -75,6 +75,14 @@ int busy_cpus(const cpu_set_t& set) {
 
 constexpr const char* kEveryCpu = "HETERODYNE_THREADS_EVERY_CPU";
 
+// The CPUs this process may run on: its affinity mask's, or the machine's where that cannot be
+// read.
+int mask_cpus() {
+  if (const auto set = affinity()) return CPU_COUNT(&*set);
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 4 : static_cast<int>(n);
+}
+
 // Measured once: the first arm's ask, before this process computes anything itself.
 int busy_at_start() {
   static const int busy = [] {
@@ -86,28 +94,19 @@ int busy_at_start() {
 
 }  // namespace
 
-int allowed_cpus() {
-  if (const auto set = affinity()) return std::min(CPU_COUNT(&*set), kMaxThreads);
-  const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 4 : static_cast<int>(std::min(n, static_cast<unsigned>(kMaxThreads)));
-}
+int allowed_cpus() { return std::min(mask_cpus(), kMaxThreads); }
 
 int default_threads() {
   if (std::getenv(kEveryCpu) != nullptr) return allowed_cpus();
-  // Of the CPUs the mask allows, not only the first 16: on a large machine with some busy, the
+  // Of every CPU the mask allows, not only the first 16: on a large machine with some busy, the
   // idle ones are still many.
-  const auto set = affinity();
-  const int allowed = set ? CPU_COUNT(&*set) : allowed_cpus();
-  return std::clamp(allowed - busy_at_start(), 1, kMaxThreads);
+  return std::clamp(mask_cpus() - busy_at_start(), 1, kMaxThreads);
 }
 
 void use_every_allowed_cpu() { setenv(kEveryCpu, "1", 1); }
 
 std::string default_threads_note() {
-  const int threads = default_threads();
-  const auto set = affinity();  // the whole mask, as default_threads() counts it
-  const int mask = set ? CPU_COUNT(&*set) : allowed_cpus();
-  const int all = std::min(mask, kMaxThreads);
+  const int threads = default_threads(), mask = mask_cpus(), all = allowed_cpus();
   if (threads >= all) return "";
   return "threads: " + std::to_string(threads) + " (of the " + std::to_string(mask) +
          " CPUs this process may use, " + std::to_string(busy_at_start()) +

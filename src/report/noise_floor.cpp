@@ -285,7 +285,6 @@ void add_floor_json(nlohmann::json& j, const Loaded& l) {
                   {"bitwise_identical", s.noise.bitwise_identical},
                   {"ppl_a_resplit", s.floor.ppl_b},
                   {"ppl_b_resplit", s.has_floor_b ? s.floor_b.ppl_b : nan},
-
                   {"ubatch_a", l.provenance.value("floor_ubatch", 0)},
                   {"ubatch_b", l.provenance.value("floor_ubatch_b", 0)},
                   {"chunks_measured", s.floor_chunks},

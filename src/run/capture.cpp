@@ -10,7 +10,6 @@
 #include "engine/hook.h"
 #include "engine/model.h"
 #include "engine/point_survey.h"
-#include "engine/system.h"
 #include "engine/threads.h"
 #include "errors.h"
 #include "run/config.h"
@@ -156,11 +155,9 @@ nlohmann::json capture_reference(const CaptureConfig& c, const std::string& dir,
                         {"shape", tensors[i].shape},
                         {"dtype", "F32"}});
   }
-  const engine::ArmSettings& s = c.arm;
-  // Diff's arm JSON but for the model (its own entry below) and the threads actually used.
+  // Diff's arm JSON but for the model (its own entry below), with the threads it ran with.
   nlohmann::json settings = nlohmann::json::object();
-  arm_settings_into_json(settings, s, {"model"}, true);
-  settings["n_threads"] = s.n_threads > 0 ? s.n_threads : engine::allowed_cpus();
+  arm_settings_into_json(settings, arm, {"model"}, true);
   nlohmann::json manifest = {
       {"schema_version", kReferenceSchema},
       {"model",

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "analysis/floor_sample.h"
 #include "analysis/plugin.h"
 #include "engine/worker_build.h"
 #include "errors.h"
-#include "analysis/floor_sample.h"
 
 namespace hd::run {
 

@@ -4,9 +4,9 @@
 // and floor store them in meta "provenance"; capture's manifest takes the build and machine
 // parts. docs/experiment-format.md lists every key.
 #pragma once
-#include <optional>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 

@@ -5,9 +5,9 @@
 #include <chrono>
 #include <cmath>
 
+#include "analysis/floor_sample.h"
 #include "engine/threads.h"
 #include "errors.h"
-#include "analysis/floor_sample.h"
 #include "run/input.h"
 #include "run/provenance.h"
 #include "run/session.h"

@@ -10,7 +10,6 @@
 #include "common/sha256.h"
 #include "engine/arm.h"
 #include "engine/model.h"
-#include "engine/system.h"
 #include "engine/threads.h"
 #include "errors.h"
 #include "run/chunk_loop.h"

@@ -8,7 +8,6 @@
 #include "analysis/invariance.h"
 #include "engine/arm.h"
 #include "engine/model.h"
-#include "engine/system.h"
 #include "engine/threads.h"
 #include "run/config.h"
 #include "run/scoring.h"
