@@ -55,7 +55,8 @@ TEST(FloorSample, SamplesAreSpreadOverTheTextAndBalancedBetweenSplits) {
 }
 
 TEST(FloorSample, AnythingElseIsRefused) {
-  for (const std::string bad : {"", "0", "-3", "+4", "4x", "some", "ALL", "1e3"}) {
+  for (const std::string bad : {"", "0", "-3", "+4", " 4", "4 ", "4x", "some", "ALL", "1e3",
+                                "99999999999"}) {
     EXPECT_THROW(floor_sample(bad, 10), hd::InputError) << bad;
   }
 }

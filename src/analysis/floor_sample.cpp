@@ -11,15 +11,12 @@ constexpr int kAutoEvery = 8;  // auto: one chunk in 8 ...
 constexpr int kAutoAtLeast = 4;  // ... at least 4 (two per split)
 constexpr int kAutoAllUpTo = 8;  // ... and every chunk of a run this short
 
+// Decimal digits only (no sign, no space on either side), or 0.
 int count_of(const std::string& choice) {
-  size_t used = 0;
-  int n = 0;
-  try {
-    n = std::stoi(choice, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  return used == choice.size() && !choice.empty() && choice[0] != '+' ? n : 0;
+  const bool digits = !choice.empty() && choice.size() <= 9 &&
+                      choice.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits) return 0;
+  return std::stoi(choice);
 }
 
 }  // namespace
