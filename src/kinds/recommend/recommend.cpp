@@ -19,6 +19,7 @@
 #include "run/provenance.h"
 #include "kinds/recommend/recommend_measure.h"
 #include "kinds/recommend/recommend_proof.h"
+#include "kinds/recommend/recommend_variants.h"
 #include "kinds/registry.h"
 #include "store/experiment.h"
 #include "store/experiment_kind.h"
@@ -117,7 +118,7 @@ Loaded load_inputs(const RecommendConfig& c, const nlohmann::json* prov,
 // The groups not yet in the file, one transaction each, with the time left; then the proof,
 // before the file is sealed.
 RunEnd run_groups(store::Experiment& e, const RecommendConfig& c, const RecipePlan& plan,
-                  const Measurer& m, const std::set<int>& done, const std::string& dir,
+                  Measurer& m, const std::set<int>& done, const std::string& dir,
                   bool replace, const std::string& command_line, const ProgressFn& progress) {
   const std::string scratch = (fs::path(dir) / "variant.gguf").string();
 
@@ -194,9 +195,11 @@ nlohmann::json held_out_overlap_record(const Loaded& l, int chunk, const Progres
 // A run killed with SIGKILL left its variant (model-sized) and perhaps the recipe's model under
 // their temporary names: removed when a run starts or resumes in that folder, once it holds the
 // report's lock (no other recommend writes there then), and only recommend's own files.
-void remove_killed_runs_files(const std::string& dir, const ProgressFn& progress) {
-  static const std::vector<std::string> kOwn = {"variant.gguf", "model.gguf", "tensor-types.txt"};
-  if (const Removed stale = remove_stale_temporaries(dir, kOwn); stale.files > 0) {
+void remove_killed_runs_files(const std::string& dir, const std::vector<std::string>& types,
+                              const ProgressFn& progress) {
+  std::vector<std::string> own = variant_file_names(types);
+  own.insert(own.end(), {"model.gguf", "tensor-types.txt"});
+  if (const Removed stale = remove_stale_temporaries(dir, own); stale.files > 0) {
     progress(fmt::format("removed {} temporary file{} ({:.1f} MB) a killed run left in {}",
                          stale.files, stale.files == 1 ? "" : "s",
                          static_cast<double>(stale.bytes) / 1e6, dir));
@@ -258,7 +261,7 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
   prov["held_out"] = held;
   prov["model_sha256"] = sha256_file(c.model);
   store::Experiment e = store::Experiment::create(report_in(out), replace, inputs);
-  remove_killed_runs_files(out, progress);
+  remove_killed_runs_files(out, c.types, progress);
   store::set_kind(e, kinds::kRecommendKind);
   e.set_meta("config", to_json(c).dump());
   e.set_meta("provenance", prov.dump());
@@ -267,7 +270,7 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
                        "calibration chunks",
                        plan.groups.size(), c.types.size(), c.base, c.rounds,
                        l.calibration_chunks.size()));
-  const Measurer m(l.model, c.chunk, Measurer::score_a(l.model, c.chunk, l.calibration_chunks),
+  Measurer m(l.model, c.chunk, Measurer::score_a(l.model, c.chunk, l.calibration_chunks),
                    Measurer::score_a(l.model, c.chunk, l.rank_chunks));
   return run_groups(e, c, plan, m, {}, out, replace, command_line, progress);
 }
@@ -292,7 +295,9 @@ RunEnd recommend_resume(const std::string& report, const std::string& command_li
                         const ProgressFn& progress) {
   store::Experiment e = store::Experiment::open(report, true);
   kinds::require_kind(e, kinds::kRecommendKind);
-  remove_killed_runs_files(dir_of(report), progress);
+  remove_killed_runs_files(
+      dir_of(report),
+      recommend_config_from_json(nlohmann::json::parse(e.stored_config())).types, progress);
   if (e.sealed()) {
     progress("'" + report + "' is already complete");
     return {0, true, "group"};
@@ -308,7 +313,7 @@ RunEnd recommend_resume(const std::string& report, const std::string& command_li
   e.set_meta("provenance", r.provenance.dump());
   progress(fmt::format("resuming: {} of {} groups already stored", done.size(),
                        (plan.groups.size() + 1) * static_cast<size_t>(r.config.rounds)));
-  const Measurer m(l.model, r.config.chunk,
+  Measurer m(l.model, r.config.chunk,
                    Measurer::score_a(l.model, r.config.chunk, l.calibration_chunks),
                    Measurer::score_a(l.model, r.config.chunk, l.rank_chunks));
   // Files this run made before it stopped are its own: replaced.
@@ -348,7 +353,7 @@ void recommend_verify(const std::string& report, bool force, const ProgressFn& p
   const Loaded l = load_inputs(r.config, &r.provenance, progress);
   const RecipePlan plan = plan_recipe(r.config.model, r.config.base, r.config.types,
                                       r.config.layers_per_group, 0);
-  const Measurer m(l.model, r.config.chunk,
+  Measurer m(l.model, r.config.chunk,
                    Measurer::score_a(l.model, r.config.chunk, l.calibration_chunks),
                    Measurer::score_a(l.model, r.config.chunk, l.rank_chunks));
   const auto stored = store::read_sensitivity(e);

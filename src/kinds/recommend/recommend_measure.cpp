@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 
 #include "analysis/kl.h"
 #include "common/output_file.h"
 #include "engine/arm.h"
 #include "errors.h"
+#include "kinds/recommend/recommend_variants.h"
 #include "run/scoring.h"
 
 namespace hd::run {
@@ -82,9 +84,11 @@ Start start_at(const RecipePlan& plan, const std::map<std::string, std::string>&
 }
 
 Measurer::Measurer(std::shared_ptr<engine::Model> a, int chunk, ScoredText calibration,
-                   ScoredText held_out)
-    : a_(std::move(a)), chunk_(chunk), calibration_(std::move(calibration)),
-      held_out_(std::move(held_out)) {}
+                   ScoredText held_out, bool reuse)
+    : a_(std::move(a)), chunk_(chunk), reuse_(reuse), calibration_(std::move(calibration)),
+      held_out_(std::move(held_out)), runner_(a_, chunk, reuse) {}
+
+Measurer::~Measurer() = default;
 
 ScoredText Measurer::score_a(const std::shared_ptr<engine::Model>& a, int chunk,
                              std::vector<std::vector<int32_t>> chunks) {
@@ -102,19 +106,7 @@ ScoredText Measurer::score_a(const std::shared_ptr<engine::Model>& a, int chunk,
 }
 
 TextScore Measurer::score(const std::string& model_path, const ScoredText& text) const {
-  engine::Arm arm(engine::model_load(model_path), arm_of(model_path), chunk_);
-  const size_t n_vocab = static_cast<size_t>(a_->info().n_vocab);
-  analysis::ScoreScratch scratch;
-  ScoreTotals totals;
-  std::vector<float> logits;
-  for (size_t c = 0; c < text.chunks.size(); ++c) {
-    const auto& tokens = text.chunks[c];
-    arm.run_chunk(tokens, nullptr, logits);
-    const PassRows rows{text.logits_a[c], logits, n_vocab, tokens, 0};
-    score_positions(rows, 0, static_cast<int>(tokens.size()) - 1, scratch,
-                    [&](int, const analysis::PositionScore& s) { totals.add(s); });
-  }
-  return {totals.kl_mean(), totals.flip_rate()};
+  return runner_.score(model_path, text, nullptr, nullptr, 0);
 }
 
 std::vector<engine::TensorTypeOverride> pinned_overrides(
@@ -141,77 +133,108 @@ std::vector<std::string> types_not_taken(const std::string& path,
   return out;
 }
 
+// The round's start, made (spliced) and passed over both texts once, its rows kept for the
+// variants; a resumed round makes it again from the same types, to the same bytes.
+const Measurer::RoundStart& Measurer::round_start(int round, const RecipePlan& plan,
+                                                  const Start& start, const std::string& scratch) {
+  if (round_.round == round) return round_;
+  round_ = RoundStart{};
+  round_.path = plan.base_path;  // round 0: the stock file
+  if (round > 0) {
+    round_.file = std::make_unique<OutputFile>(
+        (std::filesystem::path(scratch).parent_path() / "start.gguf").string(),
+        OutputPolicy(true));  // never committed: removed when done
+    maker_->make(plan.base_path, plan.base_types, start.types, round_.file->temporary());
+    if (const auto wrong = types_not_taken(round_.file->temporary(), start.types); !wrong.empty())
+      throw RuntimeError("round " + std::to_string(round) + "'s start did not take: " +
+                         wrong.front());
+    round_.path = round_.file->temporary();
+  }
+  round_.calibration = runner_.score(round_.path, calibration_, &round_.calibration_rows,
+                                     nullptr, 0);
+  // The held-out text only in round 0: it is for the rank check, which reads round 0.
+  round_.held_out = round == 0 ? runner_.score(round_.path, held_out_, &round_.held_out_rows,
+                                               nullptr, 0)
+                               : TextScore{NAN, NAN};
+  runner_.prove_starts(round_.path, calibration_, round_.calibration_rows);
+  round_.round = round;
+  return round_;
+}
+
+store::SensitivityRow Measurer::variant_row(int round, int g, const RecipePlan& plan,
+                                            const Start& start, size_t t,
+                                            const std::vector<std::string>& types,
+                                            const std::string& scratch,
+                                            const ProgressFn& progress) {
+  const analysis::TensorGroup& group = plan.groups[static_cast<size_t>(g - 1)];
+  store::SensitivityRow r{round, g, group.name, types[t], plan.bytes[g - 1][t], "",
+                          NAN, NAN, NAN};
+  if (r.bytes == 0) {
+    r.status = "does not fit its rows";
+    return r;
+  }
+  if (start.label[g - 1] == types[t]) {
+    r.status = "start";  // the round's start already gives the group this type
+    return r;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const RoundStart& from = round_start(round, plan, start, scratch);
+  std::map<std::string, std::string> expected = start.types;
+  for (const auto& name : group.tensors) expected[name] = types[t];
+  OutputFile variant(scratch, OutputPolicy(true));  // never committed: removed when done
+  maker_->make(from.path, start.types, expected, variant.temporary());
+  const auto wrong = types_not_taken(variant.temporary(), expected);
+  for (const auto& w : wrong) {
+    const std::string name = w.substr(0, w.find(' '));
+    if (std::find(group.tensors.begin(), group.tensors.end(), name) == group.tensors.end())
+      throw RuntimeError("moving " + group.name + " to " + types[t] +
+                         " changed a tensor outside the group: " + w);
+  }
+  if (!wrong.empty()) {
+    r.status = "falls back: " + wrong.front();
+  } else {
+    // Every tensor before the group's first layer is the start's: its passes start there.
+    const int k = runner_.start_for_layer(first_changed_layer(group.tensors, a_->info().n_layer));
+    const TextScore c = runner_.score(variant.temporary(), calibration_, nullptr,
+                                      &from.calibration_rows, k);
+    const TextScore h = round == 0 ? runner_.score(variant.temporary(), held_out_, nullptr,
+                                                   &from.held_out_rows, k)
+                                   : TextScore{NAN, NAN};
+    r.status = "measured";
+    r.kl_calibration = c.kl_mean;
+    r.kl_held_out = h.kl_mean;
+    r.top1_calibration = c.top1_change_rate;
+  }
+  Progress p(fmt::format("  {}{} at {}: {}", round > 0 ? fmt::format("round {}: ", round) : "",
+                         group.name, types[t], r.status));
+  p.event = Progress::Event::kPass;
+  p.pass = static_cast<int>(t + 1);
+  p.passes = static_cast<int>(types.size());
+  p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  progress(p);
+  return r;
+}
+
 std::vector<store::SensitivityRow> Measurer::group_rows(
     int round, int g, const RecipePlan& plan, const Start& start, const std::string& model_a,
     const std::string& base_type, const std::vector<std::string>& types,
-    const std::string& scratch, const ProgressFn& progress) const {
+    const std::string& scratch, const ProgressFn& progress) {
+  if (!maker_) {
+    maker_ = std::make_unique<VariantMaker>(
+        plan, model_a, base_type, types,
+        std::filesystem::path(scratch).parent_path().string(), reuse_, progress);
+  }
   if (g == 0) {  // the start itself, what every delta of the round is measured from
     uint64_t bytes = 0;
     for (uint64_t b : start.bytes) bytes += b;
-    std::string path = plan.base_path;  // round 0: the stock file
-    OutputFile made(scratch, OutputPolicy(true));  // never committed: removed when done
-    if (round > 0) {
-      engine::quantize_with_overrides(model_a, made.temporary(), base_type,
-                                      pinned_overrides(plan, start.types), 0, OutputPolicy(true));
-      if (const auto wrong = types_not_taken(made.temporary(), start.types); !wrong.empty())
-        throw RuntimeError("round " + std::to_string(round) + "'s start did not take: " +
-                           wrong.front());
-      path = made.temporary();
-    }
-    // The held-out text only in round 0: it is for the rank check, which reads round 0.
-    const TextScore c = score(path, calibration_);
-    const TextScore h = round == 0 ? score(path, held_out_) : TextScore{NAN, NAN};
+    const RoundStart& s = round_start(round, plan, start, scratch);
     return {{round, 0, round == 0 ? "(base)" : fmt::format("(recipe {})", round),
-             round == 0 ? base_type : "start", bytes, "measured", c.kl_mean, h.kl_mean,
-             c.top1_change_rate}};
+             round == 0 ? base_type : "start", bytes, "measured", s.calibration.kl_mean,
+             s.held_out.kl_mean, s.calibration.top1_change_rate}};
   }
-  const analysis::TensorGroup& group = plan.groups[static_cast<size_t>(g - 1)];
   std::vector<store::SensitivityRow> rows;
-  for (size_t t = 0; t < types.size(); ++t) {
-    store::SensitivityRow r{round, g, group.name, types[t], plan.bytes[g - 1][t], "",
-                            NAN, NAN, NAN};
-    if (r.bytes == 0) {
-      r.status = "does not fit its rows";
-    } else if (start.label[g - 1] == types[t]) {
-      r.status = "start";  // the round's start already gives the group this type
-    } else {
-      const auto t0 = std::chrono::steady_clock::now();
-      std::map<std::string, std::string> expected = start.types;
-      for (const auto& name : group.tensors) expected[name] = types[t];
-      OutputFile variant(scratch, OutputPolicy(true));  // never committed: removed when done
-      engine::quantize_with_overrides(model_a, variant.temporary(), base_type,
-                                      pinned_overrides(plan, expected), 0, OutputPolicy(true));
-      const auto wrong = types_not_taken(variant.temporary(), expected);
-      bool outside = false;
-      for (const auto& w : wrong) {
-        const std::string name = w.substr(0, w.find(' '));
-        if (std::find(group.tensors.begin(), group.tensors.end(), name) == group.tensors.end())
-          outside = true;
-      }
-      if (outside) {
-        throw RuntimeError("moving " + group.name + " to " + types[t] +
-                           " changed a tensor outside the group: " + wrong.front());
-      }
-      if (!wrong.empty()) {
-        r.status = "falls back: " + wrong.front();
-      } else {
-        const TextScore c = score(variant.temporary(), calibration_);
-        const TextScore h = round == 0 ? score(variant.temporary(), held_out_) : TextScore{NAN, NAN};
-        r.status = "measured";
-        r.kl_calibration = c.kl_mean;
-        r.kl_held_out = h.kl_mean;
-        r.top1_calibration = c.top1_change_rate;
-      }
-      Progress p(fmt::format("  {}{} at {}: {}", round > 0 ? fmt::format("round {}: ", round) : "",
-                             group.name, types[t], r.status));
-      p.event = Progress::Event::kPass;
-      p.pass = static_cast<int>(t + 1);
-      p.passes = static_cast<int>(types.size());
-      p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      progress(p);
-    }
-    rows.push_back(std::move(r));
-  }
+  for (size_t t = 0; t < types.size(); ++t)
+    rows.push_back(variant_row(round, g, plan, start, t, types, scratch, progress));
   return rows;
 }
 

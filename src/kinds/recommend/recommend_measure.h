@@ -14,21 +14,10 @@
 #include "engine/gguf_tensors.h"
 #include "engine/model.h"
 #include "engine/quantize.h"
+#include "kinds/recommend/recommend_passes.h"
 #include "kinds/recommend/recommend_rows.h"
 
 namespace hd::run {
-
-// One text's chunks and A's logits at their scored positions (every position but the last).
-struct ScoredText {
-  std::vector<std::vector<int32_t>> chunks;
-  std::vector<std::vector<float>> logits_a;  // per chunk: [n - 1][n_vocab]
-};
-
-// A model's mean KL(A || model) and top-1 change rate over a text's scored positions.
-struct TextScore {
-  double kl_mean = 0;
-  double top1_change_rate = 0;
-};
 
 // The tensors the base quantizes, grouped, with what each group weighs in each type.
 struct RecipePlan {
@@ -58,10 +47,16 @@ RecipePlan plan_recipe(const std::string& model, const std::string& base_type,
                        const std::vector<std::string>& types, int layers_per_group,
                        int n_threads);
 
+class VariantMaker;
+
 class Measurer {
  public:
+  // reuse: variants spliced from their start and passes started at their first changed layer
+  // (recommend_variants.h, recommend_passes.h); false: every variant quantized whole and every
+  // pass from the tokens. The figures are the same bits either way (tested).
   Measurer(std::shared_ptr<engine::Model> a, int chunk, ScoredText calibration,
-           ScoredText held_out);
+           ScoredText held_out, bool reuse = true);
+  ~Measurer();
 
   // A's logits on `chunks`, for a ScoredText.
   static ScoredText score_a(const std::shared_ptr<engine::Model>& a, int chunk,
@@ -70,6 +65,7 @@ class Measurer {
   TextScore score(const std::string& model_path, const ScoredText& text) const;
   const ScoredText& calibration() const { return calibration_; }
   const ScoredText& held_out() const { return held_out_; }
+  const PassRunner& passes() const { return runner_; }
 
   // The rows of round `round`'s group g (plan.groups[g - 1] moved from `start` to each type;
   // g = 0: `start` itself, the stock base in round 0), each made, read back and scored.
@@ -81,12 +77,30 @@ class Measurer {
                                                 const std::string& base_type,
                                                 const std::vector<std::string>& types,
                                                 const std::string& scratch,
-                                                const ProgressFn& progress) const;
+                                                const ProgressFn& progress);
 
  private:
+  // A round's start: its file, its scores, and its rows where the round's variants start.
+  struct RoundStart {
+    int round = -1;
+    std::unique_ptr<OutputFile> file;  // rounds after the first: the spliced start
+    std::string path;
+    TextScore calibration, held_out;
+    StartRows calibration_rows, held_out_rows;
+  };
+  const RoundStart& round_start(int round, const RecipePlan& plan, const Start& start,
+                                const std::string& scratch);
+  store::SensitivityRow variant_row(int round, int g, const RecipePlan& plan, const Start& start,
+                                    size_t t, const std::vector<std::string>& types,
+                                    const std::string& scratch, const ProgressFn& progress);
+
   std::shared_ptr<engine::Model> a_;
   int chunk_;
+  bool reuse_;
   ScoredText calibration_, held_out_;
+  PassRunner runner_;
+  std::unique_ptr<VariantMaker> maker_;
+  RoundStart round_;
 };
 
 // One override per tensor the base quantizes, in file order, each pinning its exact name
