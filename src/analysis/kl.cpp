@@ -54,6 +54,14 @@ TopK top_k(std::span<const float> logits, double lse) {
   return t;
 }
 
+int32_t top1(std::span<const float> logits) {
+  int32_t best = -1;  // top_k's rule: a later logit takes the place only when it is larger
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (best < 0 || logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+  }
+  return best;
+}
+
 // KL(row || b) with the row's probabilities p and log-sum-exp lse_a; b's exp terms go to e_b.
 // lse_b is b's log-sum-exp, the same number as log_sum_exp(b).
 static double kl_from(const double* p, std::span<const float> a, double lse_a,

@@ -59,6 +59,9 @@ double nll(std::span<const float> logits, int32_t next);
 
 TopK top_k(std::span<const float> logits, double lse);
 
+// top_k(logits, lse).id[0] alone: the lowest id among the largest logits.
+int32_t top1(std::span<const float> logits);
+
 // KL(A || B) alone, for the many patched passes where nothing else is needed.
 double kl_divergence(std::span<const float> logits_a, std::span<const float> logits_b,
                      ScoreScratch& scratch);

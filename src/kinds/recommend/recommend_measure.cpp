@@ -86,7 +86,10 @@ Start start_at(const RecipePlan& plan, const std::map<std::string, std::string>&
 Measurer::Measurer(std::shared_ptr<engine::Model> a, int chunk, ScoredText calibration,
                    ScoredText held_out, bool reuse)
     : a_(std::move(a)), chunk_(chunk), reuse_(reuse), calibration_(std::move(calibration)),
-      held_out_(std::move(held_out)), runner_(a_, chunk, reuse) {}
+      held_out_(std::move(held_out)), runner_(a_, chunk, reuse) {
+  keep_a_reference(calibration_, static_cast<size_t>(a_->info().n_vocab));
+  keep_a_reference(held_out_, static_cast<size_t>(a_->info().n_vocab));
+}
 
 Measurer::~Measurer() = default;
 
@@ -106,7 +109,7 @@ ScoredText Measurer::score_a(const std::shared_ptr<engine::Model>& a, int chunk,
 }
 
 TextScore Measurer::score(const std::string& model_path, const ScoredText& text) const {
-  return runner_.score(model_path, text, nullptr, nullptr, 0);
+  return runner_.score(model_path, text);
 }
 
 std::vector<engine::TensorTypeOverride> pinned_overrides(
@@ -150,12 +153,12 @@ const Measurer::RoundStart& Measurer::round_start(int round, const RecipePlan& p
                          wrong.front());
     round_.path = round_.file->temporary();
   }
-  round_.calibration = runner_.score(round_.path, calibration_, &round_.calibration_rows,
-                                     nullptr, 0);
+  PassRunner::Contexts model = runner_.open(round_.path, calibration_.chunks.size());
+  round_.calibration = runner_.score(model, calibration_, &round_.calibration_rows, nullptr, 0);
   // The held-out text only in round 0: it is for the rank check, which reads round 0.
-  round_.held_out = round == 0 ? runner_.score(round_.path, held_out_, &round_.held_out_rows,
-                                               nullptr, 0)
-                               : TextScore{NAN, NAN};
+  round_.held_out = round == 0
+                        ? runner_.score(model, held_out_, &round_.held_out_rows, nullptr, 0)
+                        : TextScore{NAN, NAN};
   runner_.prove_starts(round_.path, calibration_, round_.calibration_rows);
   round_.round = round;
   return round_;
@@ -193,13 +196,23 @@ store::SensitivityRow Measurer::variant_row(int round, int g, const RecipePlan& 
   if (!wrong.empty()) {
     r.status = "falls back: " + wrong.front();
   } else {
-    // Every tensor before the group's first layer is the start's: its passes start there.
-    const int k = runner_.start_for_layer(first_changed_layer(group.tensors, a_->info().n_layer));
-    const TextScore c = runner_.score(variant.temporary(), calibration_, nullptr,
-                                      &from.calibration_rows, k);
-    const TextScore h = round == 0 ? runner_.score(variant.temporary(), held_out_, nullptr,
-                                                   &from.held_out_rows, k)
-                                   : TextScore{NAN, NAN};
+    // Every tensor before the group's first point is the start's: its passes start there, once
+    // the group's first variant proved it.
+    int k = runner_.start_for(group.tensors);
+    PassRunner::Contexts model = runner_.open(variant.temporary(), calibration_.chunks.size());
+    if (k > 0) {
+      auto [proof, first] = round_.group_proofs.try_emplace(g);
+      if (first) {
+        proof->second = runner_.prove_group(model, calibration_, from.calibration_rows, k);
+        if (!proof->second.empty())
+          progress("note: " + group.name + "'s variants run from the tokens: " + proof->second);
+      }
+      if (!proof->second.empty()) k = -1;
+    }
+    const TextScore c = runner_.score(model, calibration_, nullptr, &from.calibration_rows, k);
+    const TextScore h = round == 0
+                            ? runner_.score(model, held_out_, nullptr, &from.held_out_rows, k)
+                            : TextScore{NAN, NAN};
     r.status = "measured";
     r.kl_calibration = c.kl_mean;
     r.kl_held_out = h.kl_mean;

@@ -87,6 +87,7 @@ class Measurer {
     std::string path;
     TextScore calibration, held_out;
     StartRows calibration_rows, held_out_rows;
+    std::map<int, std::string> group_proofs;  // group -> "" where its start held, else why not
   };
   const RoundStart& round_start(int round, const RecipePlan& plan, const Start& start,
                                 const std::string& scratch);

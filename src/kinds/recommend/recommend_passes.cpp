@@ -1,6 +1,7 @@
 #include "kinds/recommend/recommend_passes.h"
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <thread>
 
@@ -56,23 +57,41 @@ engine::ArmSettings settings_of(const std::string& path, int threads) {
 
 }  // namespace
 
-int first_changed_layer(const std::vector<std::string>& tensors, int n_layer) {
-  int first = n_layer;
+int first_changed_point(const std::vector<std::string>& tensors, int n_layer) {
+  int first = 2 * n_layer;
   for (const std::string& t : tensors) {
-    int layer = -1;
+    int point = -1;
     if (t == "output.weight") {
-      layer = n_layer;
+      point = 2 * n_layer;
     } else if (t.rfind("blk.", 0) == 0) {
       const size_t dot = t.find('.', 4);
-      const std::string digits = t.substr(4, dot == std::string::npos ? 0 : dot - 4);
-      if (!digits.empty() && std::all_of(digits.begin(), digits.end(), ::isdigit) &&
-          digits.size() < 6)
-        layer = std::stoi(digits);
+      const std::string digits = dot == std::string::npos ? "" : t.substr(4, dot - 4);
+      if (!digits.empty() && digits.size() < 6 &&
+          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        const int layer = std::stoi(digits);
+        point = 2 * layer + (t.compare(dot + 1, 4, "ffn_") == 0 ? 1 : 0);
+        if (layer >= n_layer) point = -1;
+      }
     }
-    if (layer < 0 || layer > n_layer) return 0;  // not a layer's: the whole pass
-    first = std::min(first, layer);
+    if (point < 0) return 0;  // not a layer's: the whole pass
+    first = std::min(first, point);
   }
   return first;
+}
+
+void keep_a_reference(ScoredText& text, size_t n_vocab) {
+  size_t floats = 0;
+  for (const auto& l : text.logits_a) floats += l.size();
+  text.reference.clear();
+  text.top1_a.clear();
+  if (floats * sizeof(double) > (size_t{1} << 30)) return;
+  text.reference.resize(text.logits_a.size());
+  for (size_t c = 0; c < text.logits_a.size(); ++c) {
+    text.reference[c].set(text.logits_a[c], n_vocab);
+    auto& top = text.top1_a.emplace_back();
+    for (size_t r = 0; r < text.logits_a[c].size() / n_vocab; ++r)
+      top.push_back(analysis::top1({text.logits_a[c].data() + r * n_vocab, n_vocab}));
+  }
 }
 
 PassRunner::PassRunner(const std::shared_ptr<engine::Model>& a, int chunk, bool reuse)
@@ -91,12 +110,15 @@ PassRunner::PassRunner(const std::shared_ptr<engine::Model>& a, int chunk, bool 
     return;
   }
   map_ = engine::survey_points(a);
-  if (!map_.transplants()) {
-    bounds_.why_not = map_.no_transplants;
+  if (!map_.components()) {
+    bounds_.why_not = map_.no_components;
     return;
   }
   bounds_.points.push_back(map_.name(engine::Role::kEmbedding));
-  for (int l = 0; l < n_layer; ++l) bounds_.points.push_back(map_.name(engine::Role::kResidual, l));
+  for (int l = 0; l < n_layer; ++l) {
+    bounds_.points.push_back(map_.name(engine::Role::kMid, l));
+    bounds_.points.push_back(map_.name(engine::Role::kResidual, l));
+  }
   bounds_.start.assign(bounds_.points.size(), -1);
 }
 
@@ -107,21 +129,59 @@ uint64_t PassRunner::rows_bytes(size_t chunks, int n) const {
          static_cast<uint64_t>(bounds_.points.size() - 1);  // the embedding is never a start
 }
 
-int PassRunner::start_for_layer(int layer) const {
-  if (bounds_.points.empty() || layer <= 0) return -1;
-  return bounds_.start[std::min(static_cast<size_t>(layer), bounds_.points.size() - 1)];
+int PassRunner::start_for(const std::vector<std::string>& tensors) const {
+  if (bounds_.points.empty()) return -1;
+  const int k = first_changed_point(tensors, a_->info().n_layer);
+  return k <= 0 ? -1 : bounds_.start[static_cast<size_t>(k)];
 }
 
-TextScore PassRunner::score(const std::string& path, const ScoredText& text, StartRows* keep,
-                            const StartRows* from, int k) const {
-  const auto model = engine::model_load(path);
-  const size_t n_chunks = text.chunks.size();
-  const int workers = std::max(1, std::min<int>(threads_, static_cast<int>(n_chunks)));
-  std::vector<std::unique_ptr<engine::Arm>> arms;
+static bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+std::string PassRunner::prove_group(Contexts& variant, const ScoredText& text,
+                                    const StartRows& start, int k) const {
+  const std::string& point = bounds_.points[static_cast<size_t>(k)];
+  engine::Arm& arm = *variant.arms.front();
+  const auto& tokens = text.chunks.front();
+  engine::Hook own;
+  engine::tell_rows(map_, own);
+  own.capture(point);
+  std::vector<float> full, started;
+  arm.run_chunk(tokens, &own, full);
+  const auto& rows = start.chunks.front().captured(point);
+  if (!same_bits(own.captured(point), rows)) return "its full pass reaches " + point + " otherwise";
+  arm.run_from(point, rows, static_cast<int>(tokens.size()), nullptr, started);
+  if (!same_bits(full, started)) return "its pass started at " + point + " gives other logits";
+  return "";
+}
+
+PassRunner::Contexts::Contexts() = default;
+PassRunner::Contexts::~Contexts() = default;
+PassRunner::Contexts::Contexts(Contexts&&) noexcept = default;
+
+PassRunner::Contexts PassRunner::open(const std::string& path, size_t chunks) const {
+  Contexts c;
+  c.model = engine::model_load(path);
+  const int workers = std::max(1, std::min<int>(threads_, static_cast<int>(chunks)));
   for (int w = 0; w < workers; ++w) {
-    arms.push_back(
-        std::make_unique<engine::Arm>(model, settings_of(path, threads_ / workers), chunk_));
+    c.arms.push_back(
+        std::make_unique<engine::Arm>(c.model, settings_of(path, threads_ / workers), chunk_));
   }
+  return c;
+}
+
+TextScore PassRunner::score(const std::string& path, const ScoredText& text) const {
+  Contexts c = open(path, text.chunks.size());
+  return score(c, text, nullptr, nullptr, 0);
+}
+
+TextScore PassRunner::score(Contexts& contexts, const ScoredText& text, StartRows* keep,
+                            const StartRows* from, int k) const {
+  const size_t n_chunks = text.chunks.size();
+  auto& arms = contexts.arms;
+  const int workers =
+      std::max(1, std::min<int>(static_cast<int>(arms.size()), static_cast<int>(n_chunks)));
   const bool keeping = keep && !bounds_.points.empty() &&
                        rows_bytes(n_chunks, chunk_) <= kMaxStartRowBytes;
   if (keep) keep->chunks.assign(keeping ? n_chunks : 0, engine::Hook{});
@@ -141,13 +201,21 @@ TextScore PassRunner::score(const std::string& path, const ScoredText& text, Sta
     } else if (keeping) {
       engine::Hook& h = keep->chunks[c];
       engine::tell_rows(map_, h);
-      for (size_t p = 1; p < bounds_.points.size(); ++p) h.capture(bounds_.points[p]);
+      for (size_t p = 1; p < bounds_.points.size(); ++p) h.capture(bounds_.points[p]);  // not the embedding
       arm.run_chunk(tokens, &h, out);
     } else {
       arm.run_chunk(tokens, nullptr, out);
     }
-    const PassRows rows{text.logits_a[c], out, n_vocab, tokens, 0};
     ChunkScore& s = scores[c];
+    if (!text.reference.empty()) {  // A's softmax and top-1 computed once: the same bits
+      for (size_t p = 0; p + 1 < tokens.size(); ++p) {
+        const std::span<const float> b(out.data() + p * n_vocab, n_vocab);
+        s.kl.push_back(text.reference[c].kl_to(p, b));
+        s.flips += text.top1_a[c][p] != analysis::top1(b);
+      }
+      return;
+    }
+    const PassRows rows{text.logits_a[c], out, n_vocab, tokens, 0};
     score_positions(rows, 0, static_cast<int>(tokens.size()) - 1,
                     scratch[static_cast<size_t>(w)], [&](int, const analysis::PositionScore& p) {
                       s.kl.push_back(p.kl);

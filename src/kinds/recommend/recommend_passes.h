@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/kl.h"
+#include "engine/arm.h"
 #include "engine/hook.h"
 #include "engine/model.h"
 #include "engine/points.h"
@@ -25,7 +27,15 @@ namespace hd::run {
 struct ScoredText {
   std::vector<std::vector<int32_t>> chunks;
   std::vector<std::vector<float>> logits_a;  // per chunk: [n - 1][n_vocab]
+  // A's probabilities and top-1 per scored position, computed once for every variant (the same
+  // bits score_position computes each time); empty where they would take too much memory.
+  std::vector<analysis::KlReference> reference;
+  std::vector<std::vector<int32_t>> top1_a;
 };
+
+// Fills text.reference and text.top1_a, where they take at most a GiB. Call it where `text`
+// stays: the references read its logits in place.
+void keep_a_reference(ScoredText& text, size_t n_vocab);
 
 // A model's mean KL(A || model) and top-1 change rate over a text's scored positions.
 struct TextScore {
@@ -38,10 +48,11 @@ struct StartRows {
   std::vector<engine::Hook> chunks;  // per chunk: every boundary's rows
 };
 
-// The layer boundaries a pass may start at, and which were proven.
+// The points a pass may start at, and which were proven.
 struct Boundaries {
-  // points[k]: the graph node entering layer k (k = 0: the embedding; k = n_layer: the last
-  // layer's output, entering the output norm and head). Empty: no reuse on this model.
+  // In forward order: the embedding, then per layer L its residual after attention (the MLP's
+  // input, points[2L + 1]) and its output (points[2L + 2]; the last enters the output norm and
+  // head). Empty: no reuse on this model.
   std::vector<std::string> points;
   std::vector<int> start;  // per k: the latest proven start at or before k, -1 for none
   std::string why_not;     // why there is no reuse ("" when there is)
@@ -54,21 +65,38 @@ class PassRunner {
   PassRunner(const std::shared_ptr<engine::Model>& a, int chunk, bool reuse);
 
   int threads() const { return threads_; }
+
+  // A model loaded with its contexts, for all the texts it is scored on.
+  struct Contexts {
+    std::shared_ptr<engine::Model> model;
+    std::vector<std::unique_ptr<engine::Arm>> arms;
+    Contexts();
+    ~Contexts();
+    Contexts(Contexts&&) noexcept;
+  };
+  Contexts open(const std::string& path, size_t chunks) const;
   const Boundaries& boundaries() const { return bounds_; }
 
   // The model at `path` against A on `text`. `keep`: the pass is a start's; its rows at every
   // boundary are kept there. `from`, `k`: the pass starts at boundary k from those rows (k at
   // or below 0, or no `from`: from the tokens).
-  TextScore score(const std::string& path, const ScoredText& text, StartRows* keep,
+  TextScore score(Contexts& model, const ScoredText& text, StartRows* keep,
                   const StartRows* from, int k) const;
+  TextScore score(const std::string& path, const ScoredText& text) const;
 
   // Proves the boundaries on the start at `path` from its kept rows of text's first chunk and
   // its logits there; afterwards boundaries().start says where a variant may start.
   void prove_starts(const std::string& path, const ScoredText& text, const StartRows& kept);
 
-  // The boundary a variant whose first changed layer is `layer` may start at (-1: none).
-  // layer = n_layer: only the output head changed.
-  int start_for_layer(int layer) const;
+  // The boundary a variant changing `tensors` may start at (-1: none): the latest proven at or
+  // before the first point that reads them (first_changed_point).
+  int start_for(const std::vector<std::string>& tensors) const;
+
+  // Proves a group's start on its first variant, on the first chunk: the variant's full pass
+  // reaches the start point with the start's rows bit for bit and, started there, gives the
+  // logits of its full pass. "" when it holds, else why not (the group then runs from tokens).
+  std::string prove_group(Contexts& variant, const ScoredText& text, const StartRows& start,
+                          int k) const;
 
   // The bytes a start's rows take over `chunks` chunks of `n` tokens, and whether that is
   // within what recommend keeps in memory.
@@ -82,8 +110,11 @@ class PassRunner {
   Boundaries bounds_;
 };
 
-// The first layer a group's tensors touch: blk.N's N (the least over the group), n_layer for
-// output.weight alone (the head), 0 for anything else (token_embd: the whole pass).
-int first_changed_layer(const std::vector<std::string>& tensors, int n_layer);
+// The last point of Boundaries a group's tensors cannot change, on the architectures prefix
+// reuse applies to (llama, qwen2, qwen3: each layer reads only its own tensors, its attention
+// before its MLP): blk.L.ffn_* -> 2L + 1 (after layer L's attention), any other blk.L.* -> 2L
+// (layer L's input), output.weight -> 2 n_layer (the head alone), anything else -> 0 (token_embd:
+// the whole pass). The least over the group. Proven per group before use (prove_group).
+int first_changed_point(const std::vector<std::string>& tensors, int n_layer);
 
 }  // namespace hd::run
