@@ -14,10 +14,13 @@
 #include "common/sha256.h"
 #include "engine/gguf_file.h"
 #include "engine/quantize.h"
+#include "engine/threads.h"
 #include "errors.h"
 #include "run/overlap.h"
+#include "run/prefix.h"
 #include "run/provenance.h"
 #include "kinds/recommend/recommend_measure.h"
+#include "kinds/recommend/recommend_plan.h"
 #include "kinds/recommend/recommend_proof.h"
 #include "kinds/recommend/recommend_variants.h"
 #include "kinds/registry.h"
@@ -113,6 +116,32 @@ Loaded load_inputs(const RecommendConfig& c, const nlohmann::json* prov,
                tokens_record(l.held_out_chunks) != prov->at("held_out").at("tokens")))
     throw InputError("the texts tokenize differently than when the recommendation began");
   return l;
+}
+
+PlanFacts plan_facts(const RecommendConfig& c, const Loaded& l, double seconds_per_chunk) {
+  PlanFacts f;
+  f.n_layer = l.model->info().n_layer;
+  f.reuse = c.reuse;
+  f.starts_apply = prefix_reuse_applies(l.model->info().architecture);
+  const int threads = engine::default_threads();
+  f.contexts = std::max<int>(1, std::min<int>(threads, static_cast<int>(l.calibration_chunks.size())));
+  f.threads_each = std::max(1, threads / f.contexts);
+  f.seconds_per_chunk = seconds_per_chunk;
+  f.calibration_chunks = l.calibration_chunks.size();
+  f.rank_chunks = l.rank_chunks.size();
+  f.held_out_chunks = l.held_out_chunks.size();
+  return f;
+}
+
+// A's passes over the calibration and rank chunks, timed for the plan, which is said first.
+std::unique_ptr<Measurer> measure_a(const RecommendConfig& c, const Loaded& l,
+                                    const RecipePlan& plan, const ProgressFn& progress) {
+  auto m = std::make_unique<Measurer>(
+      l.model, c.chunk, Measurer::score_a(l.model, c.chunk, l.calibration_chunks),
+      Measurer::score_a(l.model, c.chunk, l.rank_chunks), c.reuse);
+  const double s = m->passes().seconds_per_chunk(c.model, m->calibration());
+  progress(plan_text(c, plan, plan_facts(c, l, s)));
+  return m;
 }
 
 // The groups not yet in the file, one transaction each, with the time left; then the proof,
@@ -266,13 +295,21 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
   e.set_meta("config", to_json(c).dump());
   e.set_meta("provenance", prov.dump());
   store::create_recommend_tables(e);
-  progress(fmt::format("{} tensor groups × {} types from {}, {} round(s), measured on {} "
-                       "calibration chunks",
-                       plan.groups.size(), c.types.size(), c.base, c.rounds,
-                       l.calibration_chunks.size()));
-  Measurer m(l.model, c.chunk, Measurer::score_a(l.model, c.chunk, l.calibration_chunks),
-                   Measurer::score_a(l.model, c.chunk, l.rank_chunks));
-  return run_groups(e, c, plan, m, {}, out, replace, command_line, progress);
+  const auto m = measure_a(c, l, plan, progress);
+  return run_groups(e, c, plan, *m, {}, out, replace, command_line, progress);
+}
+
+void recommend_dry_run(RecommendConfig c, std::ostream& out, const ProgressFn& progress) {
+  check_config(c);
+  resolve_target(c);
+  const Loaded l = load_inputs(c, nullptr, progress);
+  const RecipePlan plan = plan_recipe(c.model, c.base, c.types, c.layers_per_group, 0);
+  const PassRunner runner(l.model, c.chunk, false);
+  const size_t n = std::min<size_t>(l.calibration_chunks.size(),
+                                    2 * static_cast<size_t>(runner.threads()));
+  const ScoredText some = Measurer::score_a(
+      l.model, c.chunk, {l.calibration_chunks.begin(), l.calibration_chunks.begin() + static_cast<ptrdiff_t>(n)});
+  out << plan_text(c, plan, plan_facts(c, l, runner.seconds_per_chunk(c.model, some))) << "\n";
 }
 
 namespace {
@@ -313,11 +350,9 @@ RunEnd recommend_resume(const std::string& report, const std::string& command_li
   e.set_meta("provenance", r.provenance.dump());
   progress(fmt::format("resuming: {} of {} groups already stored", done.size(),
                        (plan.groups.size() + 1) * static_cast<size_t>(r.config.rounds)));
-  Measurer m(l.model, r.config.chunk,
-                   Measurer::score_a(l.model, r.config.chunk, l.calibration_chunks),
-                   Measurer::score_a(l.model, r.config.chunk, l.rank_chunks));
+  const auto m = measure_a(r.config, l, plan, progress);
   // Files this run made before it stopped are its own: replaced.
-  return run_groups(e, r.config, plan, m, done, dir_of(report), true, command_line, progress);
+  return run_groups(e, r.config, plan, *m, done, dir_of(report), true, command_line, progress);
 }
 
 namespace {
@@ -354,8 +389,8 @@ void recommend_verify(const std::string& report, bool force, const ProgressFn& p
   const RecipePlan plan = plan_recipe(r.config.model, r.config.base, r.config.types,
                                       r.config.layers_per_group, 0);
   Measurer m(l.model, r.config.chunk,
-                   Measurer::score_a(l.model, r.config.chunk, l.calibration_chunks),
-                   Measurer::score_a(l.model, r.config.chunk, l.rank_chunks));
+             Measurer::score_a(l.model, r.config.chunk, l.calibration_chunks),
+             Measurer::score_a(l.model, r.config.chunk, l.rank_chunks), r.config.reuse);
   const auto stored = store::read_sensitivity(e);
   const std::string dir = dir_of(report);
   std::vector<store::SensitivityRow> again;

@@ -17,6 +17,7 @@
 #pragma once
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,10 @@ struct RecommendConfig {
   // before chose (its deltas measured there, the choice made again): 2 measures the first
   // recipe's neighbourhood once.
   int rounds = 2;
+  // Variants spliced from their start and passes started at their group's first point (the
+  // same figures, bit for bit); false (--no-reuse): each quantized whole, every pass from the
+  // tokens. Stored only when false.
+  bool reuse = true;
 };
 
 nlohmann::json to_json(const RecommendConfig& c);
@@ -64,6 +69,10 @@ RunEnd recommend_run(RecommendConfig config, const std::string& out, bool replac
 // Finishes a stopped recommendation from its report.hdy.
 RunEnd recommend_resume(const std::string& report, const std::string& command_line,
                         const ProgressFn& progress);
+
+// Prints what recommend_run would do and about how long it would take (one of A's chunk
+// passes timed); writes nothing but the quantized base and target type to the cache.
+void recommend_dry_run(RecommendConfig config, std::ostream& out, const ProgressFn& progress);
 
 void recommend_verify(const std::string& report, bool force, const ProgressFn& progress);
 

@@ -17,6 +17,7 @@ nlohmann::json to_json(const RecommendConfig& c) {
                       {"held_out_chunks", c.held_out_chunks},
                       {"layers_per_group", c.layers_per_group},
                       {"rounds", c.rounds}};
+  if (!c.reuse) j["reuse"] = false;
   if (c.calibration.token_ids) j["calibration_token_ids"] = true;
   if (c.held_out.token_ids) j["held_out_token_ids"] = true;
   if (c.target_bytes > 0) {
@@ -40,6 +41,7 @@ RecommendConfig recommend_config_from_json(const nlohmann::json& j) {
   c.held_out_chunks = j.at("held_out_chunks");
   c.layers_per_group = j.at("layers_per_group");
   c.rounds = j.at("rounds");
+  c.reuse = j.value("reuse", true);
   if (j.contains("target_bytes")) {
     c.target_size = j.at("target_size");
     c.target_bytes = j.at("target_bytes");

@@ -2,7 +2,7 @@
 //                      [--base Q4_K_M] [--types Q3_K,Q4_K,Q5_K,Q6_K,Q8_0]
 //                      --target-size 2.1GiB|800MB|Q4_K_M | --target-kl 0.01
 //                      [--chunk 256] [--calibration-chunks 8] [--held-out-chunks 16]
-//                      [--layers-per-group 1] [--rounds 2] -o DIR [--force]
+//                      [--layers-per-group 1] [--rounds 2] [--no-reuse] [--dry-run] -o DIR [--force]
 // heterodyne recommend --resume DIR/report.hdy
 // The recommend kind: its registration (kinds/kind.h), command, summary and verify.
 #include <iostream>
@@ -63,7 +63,7 @@ void add_recommend_command(const RunKind& kind, CLI::App& app, cli::Context& ctx
     run::RecommendConfig cfg;
     std::string model, types, held_out_text, held_out_tokens, out, resume;
     InputFlags input;
-    bool force = false;
+    bool force = false, no_reuse = false, dry_run = false;
   };
   auto o = std::make_shared<Opts>();
   o->types = "Q3_K,Q4_K,Q5_K,Q6_K,Q8_0";
@@ -83,6 +83,13 @@ void add_recommend_command(const RunKind& kind, CLI::App& app, cli::Context& ctx
         ->capture_default_str();
   });
   add_recipe_flags(*cmd, o->cfg, o->types);
+  in_group(*cmd, "Speed", [&] {
+    cmd->add_flag("--no-reuse", o->no_reuse,
+                  "quantize every variant whole and run every pass from the tokens (the same "
+                  "figures, slower: a check of the reuse)");
+    cmd->add_flag("--dry-run", o->dry_run,
+                  "print the planned passes and an estimate of the time; measure nothing");
+  });
   in_group(*cmd, "Output", [&] {
     cmd->add_option("-o,--output", o->out,
                     "the directory: tensor-types.txt, model.gguf, report.hdy, held-out/*.hdy");
@@ -107,15 +114,27 @@ void add_recommend_command(const RunKind& kind, CLI::App& app, cli::Context& ctx
                    {},
                    {}};
     std::string report = o->resume;
-    r.resume_run = [&] { return run::recommend_resume(o->resume, ctx.command_line, progress_line); };
-    r.new_run = [&] {
+    const auto new_config = [&] {
       run::RecommendConfig cfg = o->cfg;
       cfg.model = stored_path(o->model);
       cfg.calibration = {stored_path(input.path), input.token_ids};
       cfg.held_out = {stored_path(held_text ? o->held_out_text : o->held_out_tokens), held_ids};
       cfg.types = split_list(o->types);
+      cfg.reuse = !o->no_reuse;
+      return cfg;
+    };
+    if (o->dry_run) {
+      if (!o->resume.empty()) throw InputError("--dry-run plans a new recommendation: not with --resume");
+      if (o->model.empty() || input.empty() || !(held_text || held_ids))
+        throw InputError("--dry-run needs --a MODEL.gguf, the calibration text and --held-out-text");
+      run::recommend_dry_run(new_config(), std::cout, progress_line);
+      ctx.exit_code = 0;
+      return;
+    }
+    r.resume_run = [&] { return run::recommend_resume(o->resume, ctx.command_line, progress_line); };
+    r.new_run = [&] {
       report = o->out + "/report.hdy";
-      return run::recommend_run(cfg, o->out, o->force, ctx.command_line, progress_line);
+      return run::recommend_run(new_config(), o->out, o->force, ctx.command_line, progress_line);
     };
     ctx.exit_code = run_or_resume(*cmd, r);
     if (ctx.exit_code == 0) std::cout << kinds::show_experiment(report, {}).text;

@@ -1,6 +1,7 @@
 #include "kinds/recommend/recommend_passes.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <thread>
@@ -174,6 +175,18 @@ PassRunner::Contexts PassRunner::open(const std::string& path, size_t chunks) co
 TextScore PassRunner::score(const std::string& path, const ScoredText& text) const {
   Contexts c = open(path, text.chunks.size());
   return score(c, text, nullptr, nullptr, 0);
+}
+
+double PassRunner::seconds_per_chunk(const std::string& path, const ScoredText& text) const {
+  Contexts c = open(path, text.chunks.size());
+  const size_t n = std::min(text.chunks.size(), 2 * c.arms.size());
+  ScoredText some;
+  some.chunks.assign(text.chunks.begin(), text.chunks.begin() + static_cast<ptrdiff_t>(n));
+  some.logits_a.assign(text.logits_a.begin(), text.logits_a.begin() + static_cast<ptrdiff_t>(n));
+  const auto t0 = std::chrono::steady_clock::now();
+  (void)score(c, some, nullptr, nullptr, 0);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+         static_cast<double>(std::max<size_t>(n, 1));
 }
 
 TextScore PassRunner::score(Contexts& contexts, const ScoredText& text, StartRows* keep,

@@ -84,6 +84,10 @@ class PassRunner {
                   const StartRows* from, int k) const;
   TextScore score(const std::string& path, const ScoredText& text) const;
 
+  // The seconds a chunk of `text` takes as variants' passes run (the contexts made first, not
+  // timed), over at most two chunks per context: what the plan's estimate scales.
+  double seconds_per_chunk(const std::string& path, const ScoredText& text) const;
+
   // Proves the boundaries on the start at `path` from its kept rows of text's first chunk and
   // its logits there; afterwards boundaries().start says where a variant may start.
   void prove_starts(const std::string& path, const ScoredText& text, const StartRows& kept);
