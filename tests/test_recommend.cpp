@@ -15,6 +15,7 @@
 #include "common/sha256.h"
 #include "engine/gguf_tensors.h"
 #include "engine/quantize.h"
+#include "kinds/recommend/recommend_passes.h"
 #include "test_support.h"
 
 using nlohmann::json;
@@ -57,6 +58,22 @@ struct Recommend : testing::Test {
   static std::string* dir_;
 };
 std::string* Recommend::dir_ = nullptr;
+
+// Where a group's variant may start: a layer's attention tensors before the layer, its MLP's
+// after the layer's attention, the head after the last layer; anything else from the tokens.
+TEST(RecommendStarts, AGroupStartsAtTheLastPointItsTensorsCannotChange) {
+  using hd::run::first_changed_point;
+  EXPECT_EQ(first_changed_point({"blk.2.attn_q.weight"}, 4), 4);
+  EXPECT_EQ(first_changed_point({"blk.2.ffn_down.weight"}, 4), 5);
+  EXPECT_EQ(first_changed_point({"blk.3.ffn_up.weight", "blk.1.ffn_up.weight"}, 4), 3);
+  EXPECT_EQ(first_changed_point({"blk.0.attn_k.weight"}, 4), 0);
+  EXPECT_EQ(first_changed_point({"output.weight"}, 4), 8);
+  EXPECT_EQ(first_changed_point({"token_embd.weight"}, 4), 0);
+  EXPECT_EQ(first_changed_point({"blk.9.ffn_up.weight"}, 4), 0);  // no such layer
+  EXPECT_EQ(first_changed_point({"blk.x.ffn_up.weight"}, 4), 0);
+  EXPECT_EQ(first_changed_point({"blk.2"}, 4), 0);
+  EXPECT_EQ(first_changed_point({"output.weight", "token_embd.weight"}, 4), 0);
+}
 
 TEST_F(Recommend, UnpinnedOverrideMovesAnotherTensorPinnedOnesQuantizeToTheStockFile) {
   const std::string stock = hd::engine::ensure_quantized(model(), "Q4_K_M", 0);
@@ -217,6 +234,61 @@ TEST_F(Recommend, BadInputIsRefusedInOneLine) {
   const std::string quantized = hd::engine::ensure_quantized(model(), "Q8_0", 0);
   hd::test::expect_refused(with({"--a", quantized}), "already quantized");
   EXPECT_FALSE(fs::exists(path("bad/report.hdy")));
+}
+
+// The reuse (variants spliced from one file per type, passes started at a group's first point
+// from the start's rows, A's softmax kept) changes no figure: every sensitivity row, the recipe
+// and its model are those of every variant quantized whole and every pass from the tokens.
+TEST_F(Recommend, ReuseGivesTheFiguresOfWholeQuantizationsAndFullPasses) {
+  auto a = args("reuse");
+  *(std::find(a.begin(), a.end(), "--layers-per-group") + 1) = "2";  // starts mid-model
+  const auto reused = hd::test::run_cli(a);
+  ASSERT_EQ(reused.exit_code, 0) << reused.err;
+  EXPECT_NE(reused.err.find("plan: 16 groups × 2 types from Q4_K_M, 2 rounds"), std::string::npos)
+      << reused.err;
+  EXPECT_NE(reused.err.find("spliced is llama.cpp's file byte for byte"), std::string::npos)
+      << reused.err;
+  EXPECT_EQ(reused.err.find("run from the tokens"), std::string::npos) << reused.err;
+  auto b = a;
+  *(std::find(b.begin(), b.end(), "-o") + 1) = path("whole");
+  b.push_back("--no-reuse");
+  const auto whole = hd::test::run_cli(b);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_NE(whole.err.find("every variant quantized whole"), std::string::npos) << whole.err;
+  const auto rows = [&](const std::string& dir) {
+    json rec = json::parse(hd::test::run_cli({"show", path(dir) + "/report.hdy", "--json"}).out)
+                   .at("recommend");
+    return rec.at("sensitivity").dump() + rec.at("rounds").dump() + rec.at("groups").dump();
+  };
+  EXPECT_EQ(rows("reuse"), rows("whole"));
+  EXPECT_EQ(hd::test::read_file(path("reuse/tensor-types.txt")),
+            hd::test::read_file(path("whole/tensor-types.txt")));
+  EXPECT_EQ(hd::sha256_file(path("reuse/model.gguf")), hd::sha256_file(path("whole/model.gguf")));
+  // Each measured row is a number, not a NaN that would compare equal as null both ways.
+  const json rec = json::parse(hd::test::run_cli({"show", path("reuse/report.hdy"), "--json"}).out)
+                       .at("recommend");
+  int measured = 0;
+  for (const auto& r : rec.at("sensitivity")) measured += r.at("kl_calibration").is_number();
+  EXPECT_GE(measured, 20);
+  // Only the temporary files' owner keeps them: none is left behind.
+  for (const auto& f : fs::directory_iterator(path("reuse")))
+    EXPECT_EQ(f.path().string().find(".part-"), std::string::npos) << f.path();
+}
+
+// --dry-run: the plan and an estimate on standard output, nothing written to -o.
+TEST_F(Recommend, DryRunPrintsThePlanAndWritesNothing) {
+  auto a = args("dry");
+  a.push_back("--dry-run");
+  const auto r = hd::test::run_cli(a);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("plan: 9 groups × 2 types from Q4_K_M, 2 rounds: round 0 measures up to"),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(About \d+ s \(A's chunk pass took [0-9.]+ s here\))")))
+      << r.out;
+  EXPECT_FALSE(fs::exists(path("dry")));
+  a.insert(a.end(), {"--resume", path("dry/report.hdy")});
+  hd::test::expect_refused(a, "--dry-run plans a new recommendation");
 }
 
 // A run killed with SIGKILL leaves its model-sized variant under its temporary name; the next

@@ -154,10 +154,12 @@ const Measurer::RoundStart& Measurer::round_start(int round, const RecipePlan& p
     round_.path = round_.file->temporary();
   }
   PassRunner::Contexts model = runner_.open(round_.path, calibration_.chunks.size());
-  round_.calibration = runner_.score(model, calibration_, &round_.calibration_rows, nullptr, 0);
+  round_.calibration =
+      runner_.score(model, calibration_, &round_.calibration_rows, nullptr, 0, nullptr);
   // The held-out text only in round 0: it is for the rank check, which reads round 0.
   round_.held_out = round == 0
-                        ? runner_.score(model, held_out_, &round_.held_out_rows, nullptr, 0)
+                        ? runner_.score(model, held_out_, &round_.held_out_rows, nullptr, 0,
+                                        nullptr)
                         : TextScore{NAN, NAN};
   runner_.prove_starts(round_.path, calibration_, round_.calibration_rows);
   round_.round = round;
@@ -200,18 +202,21 @@ store::SensitivityRow Measurer::variant_row(int round, int g, const RecipePlan& 
     // the group's first variant proved it.
     int k = runner_.start_for(group.tensors);
     PassRunner::Contexts model = runner_.open(variant.temporary(), calibration_.chunks.size());
-    if (k > 0) {
-      auto [proof, first] = round_.group_proofs.try_emplace(g);
-      if (first) {
-        proof->second = runner_.prove_group(model, calibration_, from.calibration_rows, k);
-        if (!proof->second.empty())
-          progress("note: " + group.name + "'s variants run from the tokens: " + proof->second);
+    std::string proof;
+    const bool proving = k > 0 && !round_.group_proofs.count(g);
+    if (k > 0 && !proving && !round_.group_proofs.at(g).empty()) k = -1;
+    const TextScore c = runner_.score(model, calibration_, nullptr, &from.calibration_rows, k,
+                                      proving ? &proof : nullptr);
+    if (proving) {
+      round_.group_proofs[g] = proof;
+      if (!proof.empty()) {
+        progress("note: " + group.name + "'s variants run from the tokens: " + proof);
+        k = -1;
       }
-      if (!proof->second.empty()) k = -1;
     }
-    const TextScore c = runner_.score(model, calibration_, nullptr, &from.calibration_rows, k);
     const TextScore h = round == 0
-                            ? runner_.score(model, held_out_, nullptr, &from.held_out_rows, k)
+                            ? runner_.score(model, held_out_, nullptr, &from.held_out_rows, k,
+                                            nullptr)
                             : TextScore{NAN, NAN};
     r.status = "measured";
     r.kl_calibration = c.kl_mean;

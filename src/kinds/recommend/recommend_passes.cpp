@@ -1,6 +1,7 @@
 #include "kinds/recommend/recommend_passes.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -21,22 +22,17 @@ namespace {
 // runs from the tokens (the same numbers, more time).
 constexpr uint64_t kMaxStartRowBytes = 2ull << 30;  // per text
 
-// One chunk's scores: per position the KL (summed later in position order) and the flips.
-struct ChunkScore {
-  std::vector<double> kl;
-  int64_t flips = 0;
-};
-
-// Runs fn(worker, chunk) for every chunk, chunk c on worker c mod workers, each worker on its
-// own thread; the first exception is rethrown once all have stopped.
+// Runs fn(worker, chunk) for every chunk, each worker on its own thread taking the next chunk
+// not yet taken (a chunk's result lands in its own place: the order they finish in changes
+// nothing); the first exception is rethrown once all have stopped.
 template <typename Fn>
 void on_workers(int workers, size_t chunks, Fn&& fn) {
   std::vector<std::exception_ptr> errors(static_cast<size_t>(workers));
   std::vector<std::thread> pool;
+  std::atomic<size_t> next{0};
   auto work = [&](int w) {
     try {
-      for (size_t c = static_cast<size_t>(w); c < chunks; c += static_cast<size_t>(workers))
-        fn(w, c);
+      for (size_t c = next++; c < chunks; c = next++) fn(w, c);
     } catch (...) {
       errors[static_cast<size_t>(w)] = std::current_exception();
     }
@@ -140,23 +136,6 @@ static bool same_bits(const std::vector<float>& x, const std::vector<float>& y) 
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
 }
 
-std::string PassRunner::prove_group(Contexts& variant, const ScoredText& text,
-                                    const StartRows& start, int k) const {
-  const std::string& point = bounds_.points[static_cast<size_t>(k)];
-  engine::Arm& arm = *variant.arms.front();
-  const auto& tokens = text.chunks.front();
-  engine::Hook own;
-  engine::tell_rows(map_, own);
-  own.capture(point);
-  std::vector<float> full, started;
-  arm.run_chunk(tokens, &own, full);
-  const auto& rows = start.chunks.front().captured(point);
-  if (!same_bits(own.captured(point), rows)) return "its full pass reaches " + point + " otherwise";
-  arm.run_from(point, rows, static_cast<int>(tokens.size()), nullptr, started);
-  if (!same_bits(full, started)) return "its pass started at " + point + " gives other logits";
-  return "";
-}
-
 PassRunner::Contexts::Contexts() = default;
 PassRunner::Contexts::~Contexts() = default;
 PassRunner::Contexts::Contexts(Contexts&&) noexcept = default;
@@ -174,7 +153,7 @@ PassRunner::Contexts PassRunner::open(const std::string& path, size_t chunks) co
 
 TextScore PassRunner::score(const std::string& path, const ScoredText& text) const {
   Contexts c = open(path, text.chunks.size());
-  return score(c, text, nullptr, nullptr, 0);
+  return score(c, text, nullptr, nullptr, 0, nullptr);
 }
 
 double PassRunner::seconds_per_chunk(const std::string& path, const ScoredText& text) const {
@@ -184,13 +163,48 @@ double PassRunner::seconds_per_chunk(const std::string& path, const ScoredText& 
   some.chunks.assign(text.chunks.begin(), text.chunks.begin() + static_cast<ptrdiff_t>(n));
   some.logits_a.assign(text.logits_a.begin(), text.logits_a.begin() + static_cast<ptrdiff_t>(n));
   const auto t0 = std::chrono::steady_clock::now();
-  (void)score(c, some, nullptr, nullptr, 0);
+  (void)score(c, some, nullptr, nullptr, 0, nullptr);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
          static_cast<double>(std::max<size_t>(n, 1));
 }
 
+// Chunk c's pass on `arm` into `out`: from the tokens, keeping every boundary's rows in `keep`,
+// or started at boundary k from `from`'s rows. Proving (chunk 0 of a group's first variant):
+// from the tokens, and started too; *why says whether both reach the same bits.
+void PassRunner::pass(engine::Arm& arm, const ScoredText& text, size_t c, StartRows* keep,
+                      const StartRows* from, int k, std::string* why,
+                      std::vector<float>& out) const {
+  const auto& tokens = text.chunks[c];
+  const int n = static_cast<int>(tokens.size());
+  if (from && !why) {
+    const std::string& point = bounds_.points[static_cast<size_t>(k)];
+    arm.run_from(point, from->chunks[c].captured(point), n, nullptr, out);
+  } else if (from) {
+    const std::string& point = bounds_.points[static_cast<size_t>(k)];
+    engine::Hook own;
+    engine::tell_rows(map_, own);
+    own.capture(point);
+    arm.run_chunk(tokens, &own, out);
+    const auto& rows = from->chunks[c].captured(point);
+    std::vector<float> started;
+    if (!same_bits(own.captured(point), rows)) {
+      *why = "its full pass reaches " + point + " otherwise";
+    } else {
+      arm.run_from(point, rows, n, nullptr, started);
+      if (!same_bits(out, started)) *why = "its pass started at " + point + " gives other logits";
+    }
+  } else if (keep) {
+    engine::Hook& h = keep->chunks[c];
+    engine::tell_rows(map_, h);
+    for (size_t p = 1; p < bounds_.points.size(); ++p) h.capture(bounds_.points[p]);  // not the embedding
+    arm.run_chunk(tokens, &h, out);
+  } else {
+    arm.run_chunk(tokens, nullptr, out);
+  }
+}
+
 TextScore PassRunner::score(Contexts& contexts, const ScoredText& text, StartRows* keep,
-                            const StartRows* from, int k) const {
+                            const StartRows* from, int k, std::string* proof) const {
   const size_t n_chunks = text.chunks.size();
   auto& arms = contexts.arms;
   const int workers =
@@ -199,42 +213,18 @@ TextScore PassRunner::score(Contexts& contexts, const ScoredText& text, StartRow
                        rows_bytes(n_chunks, chunk_) <= kMaxStartRowBytes;
   if (keep) keep->chunks.assign(keeping ? n_chunks : 0, engine::Hook{});
   const bool starting = from && k > 0 && from->chunks.size() == n_chunks;
-  const size_t n_vocab = static_cast<size_t>(a_->info().n_vocab);
+  if (proof) proof->clear();
   std::vector<ChunkScore> scores(n_chunks);
   std::vector<std::vector<float>> logits(static_cast<size_t>(workers));
   std::vector<analysis::ScoreScratch> scratch(static_cast<size_t>(workers));
   on_workers(workers, n_chunks, [&](int w, size_t c) {
-    const auto& tokens = text.chunks[c];
-    engine::Arm& arm = *arms[static_cast<size_t>(w)];
     auto& out = logits[static_cast<size_t>(w)];
-    if (starting) {
-      const std::string& point = bounds_.points[static_cast<size_t>(k)];
-      arm.run_from(point, from->chunks[c].captured(point), static_cast<int>(tokens.size()),
-                   nullptr, out);
-    } else if (keeping) {
-      engine::Hook& h = keep->chunks[c];
-      engine::tell_rows(map_, h);
-      for (size_t p = 1; p < bounds_.points.size(); ++p) h.capture(bounds_.points[p]);  // not the embedding
-      arm.run_chunk(tokens, &h, out);
-    } else {
-      arm.run_chunk(tokens, nullptr, out);
-    }
-    ChunkScore& s = scores[c];
-    if (!text.reference.empty()) {  // A's softmax and top-1 computed once: the same bits
-      for (size_t p = 0; p + 1 < tokens.size(); ++p) {
-        const std::span<const float> b(out.data() + p * n_vocab, n_vocab);
-        s.kl.push_back(text.reference[c].kl_to(p, b));
-        s.flips += text.top1_a[c][p] != analysis::top1(b);
-      }
-      return;
-    }
-    const PassRows rows{text.logits_a[c], out, n_vocab, tokens, 0};
-    score_positions(rows, 0, static_cast<int>(tokens.size()) - 1,
-                    scratch[static_cast<size_t>(w)], [&](int, const analysis::PositionScore& p) {
-                      s.kl.push_back(p.kl);
-                      s.flips += top1_changed(p);
-                    });
+    pass(*arms[static_cast<size_t>(w)], text, c, keeping ? keep : nullptr,
+         starting ? from : nullptr, k, starting && c == 0 ? proof : nullptr, out);
+    score_chunk(text, c, out, scratch[static_cast<size_t>(w)], scores[c]);
   });
+  // A start that did not prove: every chunk again from the tokens.
+  if (proof && !proof->empty()) return score(contexts, text, nullptr, nullptr, 0, nullptr);
   ScoreTotals totals;  // in position order: the sum one context's loop makes
   for (const ChunkScore& s : scores) {
     for (const double kl : s.kl) {
@@ -245,6 +235,26 @@ TextScore PassRunner::score(Contexts& contexts, const ScoredText& text, StartRow
     totals.flips += s.flips;
   }
   return {totals.kl_mean(), totals.flip_rate()};
+}
+
+void PassRunner::score_chunk(const ScoredText& text, size_t c, const std::vector<float>& out,
+                             analysis::ScoreScratch& scratch, ChunkScore& s) const {
+  const auto& tokens = text.chunks[c];
+  const size_t n_vocab = static_cast<size_t>(a_->info().n_vocab);
+  if (!text.reference.empty()) {  // A's softmax and top-1 computed once: the same bits
+    for (size_t p = 0; p + 1 < tokens.size(); ++p) {
+      const std::span<const float> b(out.data() + p * n_vocab, n_vocab);
+      s.kl.push_back(text.reference[c].kl_to(p, b));
+      s.flips += text.top1_a[c][p] != analysis::top1(b);
+    }
+    return;
+  }
+  const PassRows rows{text.logits_a[c], out, n_vocab, tokens, 0};
+  score_positions(rows, 0, static_cast<int>(tokens.size()) - 1, scratch,
+                  [&](int, const analysis::PositionScore& p) {
+                    s.kl.push_back(p.kl);
+                    s.flips += top1_changed(p);
+                  });
 }
 
 void PassRunner::prove_starts(const std::string& path, const ScoredText& text,

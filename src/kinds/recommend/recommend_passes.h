@@ -79,9 +79,12 @@ class PassRunner {
 
   // The model at `path` against A on `text`. `keep`: the pass is a start's; its rows at every
   // boundary are kept there. `from`, `k`: the pass starts at boundary k from those rows (k at
-  // or below 0, or no `from`: from the tokens).
+  // or below 0, or no `from`: from the tokens). `proof` (a group's first variant): chunk 0 runs
+  // from the tokens as well, and the start is used only where that pass reaches boundary k
+  // with the start's rows and, started there, gives the same logits, bit for bit; *proof is
+  // "" then, else why not, and every chunk runs from the tokens.
   TextScore score(Contexts& model, const ScoredText& text, StartRows* keep,
-                  const StartRows* from, int k) const;
+                  const StartRows* from, int k, std::string* proof) const;
   TextScore score(const std::string& path, const ScoredText& text) const;
 
   // The seconds a chunk of `text` takes as variants' passes run (the contexts made first, not
@@ -96,17 +99,21 @@ class PassRunner {
   // before the first point that reads them (first_changed_point).
   int start_for(const std::vector<std::string>& tensors) const;
 
-  // Proves a group's start on its first variant, on the first chunk: the variant's full pass
-  // reaches the start point with the start's rows bit for bit and, started there, gives the
-  // logits of its full pass. "" when it holds, else why not (the group then runs from tokens).
-  std::string prove_group(Contexts& variant, const ScoredText& text, const StartRows& start,
-                          int k) const;
-
   // The bytes a start's rows take over `chunks` chunks of `n` tokens, and whether that is
   // within what recommend keeps in memory.
   uint64_t rows_bytes(size_t chunks, int n) const;
 
  private:
+  // One chunk's scores: per position the KL (summed later in position order) and the flips.
+  struct ChunkScore {
+    std::vector<double> kl;
+    int64_t flips = 0;
+  };
+  void pass(engine::Arm& arm, const ScoredText& text, size_t c, StartRows* keep,
+            const StartRows* from, int k, std::string* why, std::vector<float>& out) const;
+  void score_chunk(const ScoredText& text, size_t c, const std::vector<float>& out,
+                   analysis::ScoreScratch& scratch, ChunkScore& s) const;
+
   std::shared_ptr<engine::Model> a_;
   int chunk_;
   int threads_ = 1;
