@@ -139,7 +139,8 @@ std::vector<std::string> types_not_taken(const std::string& path,
 // The round's start, made (spliced) and passed over both texts once, its rows kept for the
 // variants; a resumed round makes it again from the same types, to the same bytes.
 const Measurer::RoundStart& Measurer::round_start(int round, const RecipePlan& plan,
-                                                  const Start& start, const std::string& scratch) {
+                                                  const Start& start, const std::string& scratch,
+                                                  const ProgressFn& progress) {
   if (round_.round == round) return round_;
   round_ = RoundStart{};
   round_.path = plan.base_path;  // round 0: the stock file
@@ -162,6 +163,11 @@ const Measurer::RoundStart& Measurer::round_start(int round, const RecipePlan& p
                                         nullptr)
                         : TextScore{NAN, NAN};
   runner_.prove_starts(round_.path, calibration_, round_.calibration_rows);
+  if (const auto [proven, points] = runner_.proven_starts(); points > 0) {
+    progress(fmt::format("round {}'s start: variants' passes may start at {} of its {} points "
+                         "(each proven on the start)",
+                         round, proven, points));
+  }
   round_.round = round;
   return round_;
 }
@@ -183,7 +189,7 @@ store::SensitivityRow Measurer::variant_row(int round, int g, const RecipePlan& 
     return r;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const RoundStart& from = round_start(round, plan, start, scratch);
+  const RoundStart& from = round_start(round, plan, start, scratch, progress);
   std::map<std::string, std::string> expected = start.types;
   for (const auto& name : group.tensors) expected[name] = types[t];
   OutputFile variant(scratch, OutputPolicy(true));  // never committed: removed when done
@@ -245,7 +251,7 @@ std::vector<store::SensitivityRow> Measurer::group_rows(
   if (g == 0) {  // the start itself, what every delta of the round is measured from
     uint64_t bytes = 0;
     for (uint64_t b : start.bytes) bytes += b;
-    const RoundStart& s = round_start(round, plan, start, scratch);
+    const RoundStart& s = round_start(round, plan, start, scratch, progress);
     return {{round, 0, round == 0 ? "(base)" : fmt::format("(recipe {})", round),
              round == 0 ? base_type : "start", bytes, "measured", s.calibration.kl_mean,
              s.held_out.kl_mean, s.calibration.top1_change_rate}};

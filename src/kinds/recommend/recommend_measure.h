@@ -90,7 +90,7 @@ class Measurer {
     std::map<int, std::string> group_proofs;  // group -> "" where its start held, else why not
   };
   const RoundStart& round_start(int round, const RecipePlan& plan, const Start& start,
-                                const std::string& scratch);
+                                const std::string& scratch, const ProgressFn& progress);
   store::SensitivityRow variant_row(int round, int g, const RecipePlan& plan, const Start& start,
                                     size_t t, const std::vector<std::string>& types,
                                     const std::string& scratch, const ProgressFn& progress);

@@ -126,6 +126,12 @@ uint64_t PassRunner::rows_bytes(size_t chunks, int n) const {
          static_cast<uint64_t>(bounds_.points.size() - 1);  // the embedding is never a start
 }
 
+std::pair<int, int> PassRunner::proven_starts() const {
+  int proven = 0;
+  for (size_t k = 1; k < bounds_.start.size(); ++k) proven += bounds_.start[k] == static_cast<int>(k);
+  return {proven, static_cast<int>(bounds_.points.empty() ? 0 : bounds_.points.size() - 1)};
+}
+
 int PassRunner::start_for(const std::vector<std::string>& tensors) const {
   if (bounds_.points.empty()) return -1;
   const int k = first_changed_point(tensors, a_->info().n_layer);

@@ -95,6 +95,9 @@ class PassRunner {
   // its logits there; afterwards boundaries().start says where a variant may start.
   void prove_starts(const std::string& path, const ScoredText& text, const StartRows& kept);
 
+  // How many points after the embedding were proven as starts, of how many.
+  std::pair<int, int> proven_starts() const;
+
   // The boundary a variant changing `tensors` may start at (-1: none): the latest proven at or
   // before the first point that reads them (first_changed_point).
   int start_for(const std::vector<std::string>& tensors) const;
