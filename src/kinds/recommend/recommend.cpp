@@ -12,14 +12,12 @@
 
 #include "common/output_file.h"
 #include "common/sha256.h"
-#include "engine/gguf_file.h"
 #include "engine/quantize.h"
-#include "engine/threads.h"
 #include "errors.h"
 #include "run/overlap.h"
-#include "run/prefix.h"
 #include "run/provenance.h"
 #include "kinds/recommend/recommend_measure.h"
+#include "kinds/recommend/recommend_inputs.h"
 #include "kinds/recommend/recommend_plan.h"
 #include "kinds/recommend/recommend_proof.h"
 #include "kinds/recommend/recommend_variants.h"
@@ -32,117 +30,6 @@ namespace hd::run {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Refuses what no run can use, before anything is loaded; resolves the type spellings.
-void check_config(RecommendConfig& c) {
-  const auto stock = engine::stock_file_types();
-  c.base = engine::canonical_quant_type(c.base);
-  if (std::find(stock.begin(), stock.end(), c.base) == stock.end())
-    throw InputError("--base " + c.base + " quantizes nothing: give a quantized file type");
-  if (c.types.empty()) throw InputError("--types needs at least one tensor type");
-  for (auto& t : c.types) t = engine::canonical_tensor_type(t);
-  std::vector<std::string> seen;
-  for (const auto& t : c.types) {
-    if (std::find(seen.begin(), seen.end(), t) != seen.end())
-      throw InputError("--types names " + t + " twice");
-    seen.push_back(t);
-  }
-  if ((c.target_bytes > 0 || !c.target_size.empty()) == !std::isnan(c.target_kl))
-    throw InputError("recommend needs one target: --target-size or --target-kl");
-  if (!std::isnan(c.target_kl) && !(c.target_kl > 0 && std::isfinite(c.target_kl)))
-    throw InputError("--target-kl must be a positive number");
-  if (c.chunk < 2) throw InputError("--chunk must be at least 2 tokens");
-  if (c.calibration_chunks < 1 || c.held_out_chunks < 1)
-    throw InputError("--calibration-chunks and --held-out-chunks must be at least 1");
-  if (c.layers_per_group < 1) throw InputError("--layers-per-group must be at least 1");
-  if (c.rounds < 1 || c.rounds > 8) throw InputError("--rounds must be 1 to 8");
-  for (const InputPath* p : {&c.calibration, &c.held_out}) {
-    if (p->path == "-")
-      throw InputError("recommend reads its texts again to resume and verify: give files, not '-'");
-  }
-  const auto ids = file_ids({c.calibration.path, c.held_out.path});
-  if (ids.size() == 2 && ids[0] == ids[1])
-    throw InputError("the held-out text is the calibration text: the proof must be measured on "
-                     "text the choice never saw");
-  const std::string weights = engine::gguf_check(c.model).weight_type;
-  if (weights != "f32" && weights != "f16" && weights != "bf16")
-    throw InputError("'" + c.model + "' is already quantized (its weights are " + weights +
-                     "): recommend needs the F32, F16 or BF16 model");
-}
-
-// A stock type's name as a size means that type's file size.
-void resolve_target(RecommendConfig& c) {
-  if (c.target_size.empty() || c.target_bytes > 0) return;
-  if (engine::is_quant_type(c.target_size)) {
-    c.target_size = engine::canonical_quant_type(c.target_size);
-    c.target_bytes = fs::file_size(engine::ensure_quantized(c.model, c.target_size, 0));
-    return;
-  }
-  const auto b = parse_size(c.target_size);
-  if (!b)
-    throw InputError("--target-size '" + c.target_size +
-                     "' is not a size (2.1GiB, 800MB, 123456) nor a file type (Q4_K_M)");
-  c.target_bytes = *b;
-}
-
-struct Loaded {
-  std::shared_ptr<engine::Model> model;
-  Input calibration, held_out;
-  std::vector<std::vector<int32_t>> calibration_chunks, held_out_chunks, rank_chunks;
-};
-
-Loaded load_inputs(const RecommendConfig& c, const nlohmann::json* prov,
-                   const ProgressFn& progress) {
-  Loaded l;
-  if (prov) {
-    l.calibration = read_stored_input(c.calibration, *prov, {}, "heterodyne recommend");
-    l.held_out = read_stored_input(c.held_out, {{"text", prov->at("held_out")}}, {},
-                                   "heterodyne recommend");
-  } else {
-    l.calibration = read_input(c.calibration, false);
-    l.held_out = read_input(c.held_out, false);
-  }
-  l.model = engine::model_load(c.model);
-  const auto note = [&](const std::string& s) { progress(s); };
-  l.calibration_chunks =
-      input_chunks(*l.model, l.calibration, false, c.chunk, c.calibration_chunks, note);
-  l.held_out_chunks = input_chunks(*l.model, l.held_out, false, c.chunk, c.held_out_chunks, note);
-  // The rank check scores every variant on as many held-out chunks as the choice reads.
-  l.rank_chunks.assign(l.held_out_chunks.begin(),
-                       l.held_out_chunks.begin() +
-                           std::min<ptrdiff_t>(static_cast<ptrdiff_t>(l.calibration_chunks.size()),
-                                               static_cast<ptrdiff_t>(l.held_out_chunks.size())));
-  if (prov && (tokens_record(l.calibration_chunks) != prov->at("tokens") ||
-               tokens_record(l.held_out_chunks) != prov->at("held_out").at("tokens")))
-    throw InputError("the texts tokenize differently than when the recommendation began");
-  return l;
-}
-
-PlanFacts plan_facts(const RecommendConfig& c, const Loaded& l, double seconds_per_chunk) {
-  PlanFacts f;
-  f.n_layer = l.model->info().n_layer;
-  f.reuse = c.reuse;
-  f.starts_apply = prefix_reuse_applies(l.model->info().architecture);
-  const int threads = engine::default_threads();
-  f.contexts = std::max<int>(1, std::min<int>(threads, static_cast<int>(l.calibration_chunks.size())));
-  f.threads_each = std::max(1, threads / f.contexts);
-  f.seconds_per_chunk = seconds_per_chunk;
-  f.calibration_chunks = l.calibration_chunks.size();
-  f.rank_chunks = l.rank_chunks.size();
-  f.held_out_chunks = l.held_out_chunks.size();
-  return f;
-}
-
-// A's passes over the calibration and rank chunks, timed for the plan, which is said first.
-std::unique_ptr<Measurer> measure_a(const RecommendConfig& c, const Loaded& l,
-                                    const RecipePlan& plan, const ProgressFn& progress) {
-  auto m = std::make_unique<Measurer>(
-      l.model, c.chunk, Measurer::score_a(l.model, c.chunk, l.calibration_chunks),
-      Measurer::score_a(l.model, c.chunk, l.rank_chunks), c.reuse);
-  const double s = m->passes().seconds_per_chunk(c.model, m->calibration());
-  progress(plan_text(c, plan, plan_facts(c, l, s)));
-  return m;
-}
 
 // The groups not yet in the file, one transaction each, with the time left; then the proof,
 // before the file is sealed.
@@ -297,19 +184,6 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
   store::create_recommend_tables(e);
   const auto m = measure_a(c, l, plan, progress);
   return run_groups(e, c, plan, *m, {}, out, replace, command_line, progress);
-}
-
-void recommend_dry_run(RecommendConfig c, std::ostream& out, const ProgressFn& progress) {
-  check_config(c);
-  resolve_target(c);
-  const Loaded l = load_inputs(c, nullptr, progress);
-  const RecipePlan plan = plan_recipe(c.model, c.base, c.types, c.layers_per_group, 0);
-  const PassRunner runner(l.model, c.chunk, false);
-  const size_t n = std::min<size_t>(l.calibration_chunks.size(),
-                                    2 * static_cast<size_t>(runner.threads()));
-  const ScoredText some = Measurer::score_a(
-      l.model, c.chunk, {l.calibration_chunks.begin(), l.calibration_chunks.begin() + static_cast<ptrdiff_t>(n)});
-  out << plan_text(c, plan, plan_facts(c, l, runner.seconds_per_chunk(c.model, some))) << "\n";
 }
 
 namespace {

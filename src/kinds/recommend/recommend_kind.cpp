@@ -56,6 +56,16 @@ void add_recipe_flags(CLI::App& cmd_ref, run::RecommendConfig& cfg, std::string&
   });
 }
 
+void add_speed_flags(CLI::App& cmd, bool& no_reuse, bool& dry_run) {
+  in_group(cmd, "Speed", [&] {
+    cmd.add_flag("--no-reuse", no_reuse,
+                 "quantize every variant whole and run every pass from the tokens (the same "
+                 "figures, slower: a check of the reuse)");
+    cmd.add_flag("--dry-run", dry_run,
+                 "print the planned passes and an estimate of the time; measure nothing");
+  });
+}
+
 }  // namespace
 
 void add_recommend_command(const RunKind& kind, CLI::App& app, cli::Context& ctx) {
@@ -83,13 +93,7 @@ void add_recommend_command(const RunKind& kind, CLI::App& app, cli::Context& ctx
         ->capture_default_str();
   });
   add_recipe_flags(*cmd, o->cfg, o->types);
-  in_group(*cmd, "Speed", [&] {
-    cmd->add_flag("--no-reuse", o->no_reuse,
-                  "quantize every variant whole and run every pass from the tokens (the same "
-                  "figures, slower: a check of the reuse)");
-    cmd->add_flag("--dry-run", o->dry_run,
-                  "print the planned passes and an estimate of the time; measure nothing");
-  });
+  add_speed_flags(*cmd, o->no_reuse, o->dry_run);
   in_group(*cmd, "Output", [&] {
     cmd->add_option("-o,--output", o->out,
                     "the directory: tensor-types.txt, model.gguf, report.hdy, held-out/*.hdy");

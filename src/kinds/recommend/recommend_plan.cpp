@@ -2,7 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+
+#include "engine/threads.h"
+#include "kinds/recommend/recommend_inputs.h"
 #include "kinds/recommend/recommend_passes.h"
+#include "run/prefix.h"
 
 namespace hd::run {
 
@@ -61,6 +67,46 @@ std::string plan_text(const RecommendConfig& c, const RecipePlan& plan, const Pl
       f.calibration_chunks, f.rank_chunks, variants, f.calibration_chunks, how, f.contexts,
       f.contexts == 1 ? "" : "s", f.threads_each, f.threads_each == 1 ? "" : "s",
       passes * f.seconds_per_chunk, f.seconds_per_chunk);
+}
+
+// The facts the plan reads of a run's inputs; A's chunk pass timed elsewhere.
+static PlanFacts plan_facts(const RecommendConfig& c, const Loaded& l, double seconds_per_chunk) {
+  PlanFacts f;
+  f.n_layer = l.model->info().n_layer;
+  f.reuse = c.reuse;
+  f.starts_apply = prefix_reuse_applies(l.model->info().architecture);
+  const int threads = engine::default_threads();
+  f.contexts = std::max<int>(1, std::min<int>(threads, static_cast<int>(l.calibration_chunks.size())));
+  f.threads_each = std::max(1, threads / f.contexts);
+  f.seconds_per_chunk = seconds_per_chunk;
+  f.calibration_chunks = l.calibration_chunks.size();
+  f.rank_chunks = l.rank_chunks.size();
+  f.held_out_chunks = l.held_out_chunks.size();
+  return f;
+}
+
+// A's passes over the calibration and rank chunks, timed for the plan, which is said first.
+std::unique_ptr<Measurer> measure_a(const RecommendConfig& c, const Loaded& l,
+                                    const RecipePlan& plan, const ProgressFn& progress) {
+  auto m = std::make_unique<Measurer>(
+      l.model, c.chunk, Measurer::score_a(l.model, c.chunk, l.calibration_chunks),
+      Measurer::score_a(l.model, c.chunk, l.rank_chunks), c.reuse);
+  const double s = m->passes().seconds_per_chunk(c.model, m->calibration());
+  progress(plan_text(c, plan, plan_facts(c, l, s)));
+  return m;
+}
+
+void recommend_dry_run(RecommendConfig c, std::ostream& out, const ProgressFn& progress) {
+  check_config(c);
+  resolve_target(c);
+  const Loaded l = load_inputs(c, nullptr, progress);
+  const RecipePlan plan = plan_recipe(c.model, c.base, c.types, c.layers_per_group, 0);
+  const PassRunner runner(l.model, c.chunk, false);
+  const size_t n = std::min<size_t>(l.calibration_chunks.size(),
+                                    2 * static_cast<size_t>(runner.threads()));
+  const ScoredText some = Measurer::score_a(
+      l.model, c.chunk, {l.calibration_chunks.begin(), l.calibration_chunks.begin() + static_cast<ptrdiff_t>(n)});
+  out << plan_text(c, plan, plan_facts(c, l, runner.seconds_per_chunk(c.model, some))) << "\n";
 }
 
 }  // namespace hd::run

@@ -2,6 +2,7 @@
 // it plans and about how long they take, from the time one of A's chunk passes took here.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "kinds/recommend/recommend.h"
@@ -24,5 +25,12 @@ int planned_variants(const RecipePlan& plan, const std::vector<std::string>& typ
 
 // "plan: 30 groups × 5 types from Q4_K_M, 2 rounds: …; about 45 s (A's chunk pass: 0.05 s)".
 std::string plan_text(const RecommendConfig& c, const RecipePlan& plan, const PlanFacts& f);
+
+struct Loaded;
+
+// A's passes over the calibration and rank chunks, and the plan, said before anything else is
+// measured (its estimate from a few of the variants' kind of passes, timed).
+std::unique_ptr<Measurer> measure_a(const RecommendConfig& c, const Loaded& l,
+                                    const RecipePlan& plan, const ProgressFn& progress);
 
 }  // namespace hd::run
