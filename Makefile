@@ -28,15 +28,19 @@ ASAN_TESTS ?= .
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 
-.PHONY: all deps configure build bin test test-asan fuzz demo demo-ladder bench bench-pages rpc-server fixtures worker records-ts clean
+.PHONY: all deps deps-build configure build bin test test-asan fuzz demo demo-ladder bench bench-pages rpc-server fixtures worker records-ts clean
 
 all: build
 
+# Every package (the tests start a browser and a Slurm cluster); the build alone needs fewer.
 deps:
 	@scripts/install-deps.sh
 
+deps-build:
+	@scripts/install-deps.sh build
+
 $(BUILD)/build.ninja:
-	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory deps-build
 	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
 
 configure: $(BUILD)/build.ninja
@@ -46,7 +50,7 @@ build: configure
 
 # Every test on every core; then the ten slowest, whatever the outcome, and ctest's closing
 # lines again so that they stay the last (the exit code is ctest's).
-test: build
+test: deps build
 	@bash -c 'set -o pipefail; cd $(BUILD) && ctest --output-on-failure -j $(JOBS) | tee ctest-output.txt; \
 	  status=$$?; cd $(CURDIR) && scripts/slowest-tests $(BUILD) && \
 	  grep -E "tests passed|Total Test time" $(BUILD)/ctest-output.txt | tail -2; exit $$status'
@@ -83,7 +87,7 @@ bin: configure
 # Each phase timed (scripts/timed.sh), the times again at the end: what a first run spends where.
 demo:
 	@mkdir -p $(DEMO) && rm -f $(DEMO)/phases.tsv
-	@test -f $(BUILD)/build.ninja || scripts/timed.sh $(DEMO)/phases.tsv "Debian packages" $(MAKE) --no-print-directory deps
+	@test -f $(BUILD)/build.ninja || scripts/timed.sh $(DEMO)/phases.tsv "Debian packages (the build's)" $(MAKE) --no-print-directory deps-build
 	@scripts/timed.sh $(DEMO)/phases.tsv "configure, llama.cpp built or reused" $(MAKE) --no-print-directory configure
 	@scripts/timed.sh $(DEMO)/phases.tsv "the heterodyne binary" $(MAKE) --no-print-directory bin
 	@scripts/timed.sh $(DEMO)/phases.tsv "the demo model, trained or reused" \
@@ -133,7 +137,7 @@ bench: build
 
 # serve's pages over the demo's results (make demo first): each ready in Chromium within 1 s,
 # and the largest result as curl --compressed fetches it against plain (issue 45).
-bench-pages: bin
+bench-pages: deps bin
 	scripts/bench-pages.sh $(HD) $(DEMO)
 
 clean:

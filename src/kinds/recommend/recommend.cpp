@@ -12,7 +12,6 @@
 
 #include "common/output_file.h"
 #include "common/sha256.h"
-#include "engine/quantize.h"
 #include "errors.h"
 #include "run/overlap.h"
 #include "run/provenance.h"
