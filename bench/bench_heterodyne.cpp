@@ -324,6 +324,7 @@ int main(int argc, char** argv) {
   print_server_ratios(reporter.by_name);
   print_generate_ratios(reporter.by_name);
   print_load_ratios(reporter.by_name);
+  print_recommend_ratios(reporter.by_name);
   print_kl_kernel_ratios(reporter.median);
   print_mid_size_ratios(reporter.median);
   return 0;

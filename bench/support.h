@@ -34,5 +34,6 @@ void print_pass_parts(const std::map<std::string, double>& by_name);
 void print_server_ratios(const std::map<std::string, double>& by_name);
 void print_generate_ratios(const std::map<std::string, double>& by_name);
 void print_load_ratios(const std::map<std::string, double>& by_name);
+void print_recommend_ratios(const std::map<std::string, double>& by_name);
 
 }  // namespace hd::bench
