@@ -287,9 +287,12 @@ TEST_F(Recommend, DryRunPrintsThePlanAndWritesNothing) {
   EXPECT_NE(r.out.find("plan: 9 groups × 2 types from Q4_K_M, 2 rounds: round 0 measures up to"),
             std::string::npos)
       << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(About \d+ s \(A's chunk pass took [0-9.]+ s here\))")))
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(About \d+ s \(A's chunk pass took [0-9.]+ s here;)")))
       << r.out;
   EXPECT_FALSE(fs::exists(path("dry")));
+  auto small = a;
+  *(std::find(small.begin(), small.end(), "--target-size") + 1) = "10kB";
+  hd::test::expect_refused(small, "smaller than any recipe");
   a.insert(a.end(), {"--resume", path("dry/report.hdy")});
   hd::test::expect_refused(a, "--dry-run plans a new recommendation");
 }
@@ -307,14 +310,19 @@ TEST_F(Recommend, AKilledRunsTemporaryFilesAreRemovedAtTheNextStart) {
   const std::string live = out + "/variant.gguf.part-" + std::to_string(getpid()) + "-3";
   hd::test::write_file(stale, std::string(100000, 'x'));
   hd::test::write_file(live, "y");
+  // llama.cpp's quantizer writing a type file through recommend's temporary: nested.
+  const std::string nested = out + "/types-Q6_K.gguf.part-" + std::to_string(dead) + "-1.part-" +
+                             std::to_string(dead) + "-2";
+  hd::test::write_file(nested, "q");
   const std::string other = out + "/notes.txt.part-" + std::to_string(dead) + "-0";  // not its own
   hd::test::write_file(other, "z");
   auto a = args("stale");
   a.insert(a.end(), {"--rounds", "1"});
   const auto r = hd::test::run_cli(a);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("removed 1 temporary file (0.1 MB) a killed run left"), std::string::npos)
+  EXPECT_NE(r.err.find("removed 2 temporary files (0.1 MB) a killed run left"), std::string::npos)
       << r.err;
+  EXPECT_FALSE(fs::exists(nested));
   EXPECT_TRUE(fs::exists(other)) << "a file not recommend's own was removed";
   EXPECT_FALSE(fs::exists(stale));
   EXPECT_TRUE(fs::exists(live)) << "a live process's temporary was removed";

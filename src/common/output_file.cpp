@@ -175,21 +175,30 @@ void OutputFile::commit() {
 Removed remove_stale_temporaries(const std::string& dir, const std::vector<std::string>& names) {
   Removed removed;
   std::error_code ec;
+  const auto digits = [](const std::string& t) {
+    return !t.empty() && t.size() <= 9 && t.find_first_not_of("0123456789") == std::string::npos;
+  };
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    const size_t at = name.rfind(".part-");
-    if (at == std::string::npos || !entry.is_regular_file(ec) || entry.is_symlink(ec)) continue;
-    if (std::find(names.begin(), names.end(), name.substr(0, at)) == names.end()) continue;
-    // "<pid>-<n>", both decimal: the name OutputFile gives.
-    const std::string tail = name.substr(at + 6);
-    const size_t dash = tail.find('-');
-    const auto digits = [](const std::string& t) {
-      return !t.empty() && t.size() <= 9 && t.find_first_not_of("0123456789") == std::string::npos;
-    };
-    if (dash == std::string::npos || !digits(tail.substr(0, dash)) || !digits(tail.substr(dash + 1)))
-      continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(tail.substr(0, dash)));
-    if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (!entry.is_regular_file(ec) || entry.is_symlink(ec)) continue;
+    // "<name>.part-<pid>-<n>", both decimal: the name OutputFile gives; nested where a writer
+    // wrote its own output through another's temporary (llama.cpp's quantizer into recommend's
+    // variant): every writer's pid must be gone.
+    std::string base = entry.path().filename().string();
+    std::vector<pid_t> writers;
+    for (size_t at = base.rfind(".part-"); at != std::string::npos; at = base.rfind(".part-")) {
+      const std::string tail = base.substr(at + 6);
+      const size_t dash = tail.find('-');
+      if (dash == std::string::npos || !digits(tail.substr(0, dash)) ||
+          !digits(tail.substr(dash + 1)))
+        break;
+      writers.push_back(static_cast<pid_t>(std::stol(tail.substr(0, dash))));
+      base.resize(at);
+    }
+    if (writers.empty() || std::find(names.begin(), names.end(), base) == names.end()) continue;
+    const bool gone = std::all_of(writers.begin(), writers.end(), [](pid_t pid) {
+      return pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
+    });
+    if (!gone) continue;
     const uintmax_t size = entry.file_size(ec);
     if (::unlink(entry.path().c_str()) == 0) {
       ++removed.files;

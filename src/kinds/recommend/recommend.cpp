@@ -67,6 +67,7 @@ RunEnd run_groups(store::Experiment& e, const RecommendConfig& c, const RecipePl
     return ChunkDone{s};
   };
   loop.before_seal = [&] {
+    m.release();  // the type files and the start's rows: the proof needs neither
     const nlohmann::json summary = prove_recipe(c, plan, store::read_sensitivity(e), m, dir,
                                                 replace, command_line, progress);
     e.set_meta("recommend", summary.dump());
@@ -153,19 +154,7 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
   resolve_target(c);
   const Loaded l = load_inputs(c, nullptr, progress);
   const RecipePlan plan = plan_recipe(c.model, c.base, c.types, c.layers_per_group, 0);
-  if (c.target_bytes > 0) {
-    uint64_t least = plan.fixed_bytes;
-    const Start base = start_at(plan, plan.base_types);
-    for (size_t g = 0; g < plan.groups.size(); ++g) {
-      uint64_t lo = base.bytes[g];
-      for (uint64_t b : plan.bytes[g]) lo = b > 0 ? std::min(lo, b) : lo;
-      least += lo;
-    }
-    if (c.target_bytes < least)
-      throw InputError(fmt::format("--target-size {} ({} bytes) is smaller than any recipe of "
-                                   "these types: the smallest takes {} bytes",
-                                   c.target_size, c.target_bytes, least));
-  }
+  check_target_fits(c, plan);
   if (l.calibration.bytes == l.held_out.bytes)
     throw InputError("the held-out text has the calibration text's bytes: the proof must be "
                      "measured on text the choice never saw");

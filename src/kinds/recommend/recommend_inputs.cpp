@@ -5,6 +5,8 @@
 
 #include "engine/gguf_file.h"
 #include "engine/quantize.h"
+#include <fmt/format.h>
+
 #include "errors.h"
 #include "run/provenance.h"
 
@@ -88,6 +90,21 @@ Loaded load_inputs(const RecommendConfig& c, const nlohmann::json* prov,
                tokens_record(l.held_out_chunks) != prov->at("held_out").at("tokens")))
     throw InputError("the texts tokenize differently than when the recommendation began");
   return l;
+}
+
+void check_target_fits(const RecommendConfig& c, const RecipePlan& plan) {
+  if (c.target_bytes == 0) return;
+  uint64_t least = plan.fixed_bytes;
+  const Start base = start_at(plan, plan.base_types);
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    uint64_t lo = base.bytes[g];
+    for (uint64_t b : plan.bytes[g]) lo = b > 0 ? std::min(lo, b) : lo;
+    least += lo;
+  }
+  if (c.target_bytes < least)
+    throw InputError(fmt::format("--target-size {} ({} bytes) is smaller than any recipe of "
+                                 "these types: the smallest takes {} bytes",
+                                 c.target_size, c.target_bytes, least));
 }
 
 }  // namespace hd::run

@@ -8,6 +8,7 @@
 
 #include "engine/model.h"
 #include "kinds/recommend/recommend.h"
+#include "kinds/recommend/recommend_measure.h"
 #include "run/input.h"
 
 namespace hd::run {
@@ -23,6 +24,9 @@ struct Loaded {
   Input calibration, held_out;
   std::vector<std::vector<int32_t>> calibration_chunks, held_out_chunks, rank_chunks;
 };
+
+// Refuses a size target below the smallest recipe these types can make.
+void check_target_fits(const RecommendConfig& c, const RecipePlan& plan);
 
 // The texts (from the provenance's record when resuming or verifying: `prov`), the model and the
 // chunks. InputError when a stored text tokenizes otherwise than when the run began.

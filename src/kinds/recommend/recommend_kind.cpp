@@ -62,7 +62,8 @@ void add_speed_flags(CLI::App& cmd, bool& no_reuse, bool& dry_run) {
                  "quantize every variant whole and run every pass from the tokens (the same "
                  "figures, slower: a check of the reuse)");
     cmd.add_flag("--dry-run", dry_run,
-                 "print the planned passes and an estimate of the time; measure nothing");
+                 "print the planned passes and an estimate of the time (A's passes on a few chunks "
+                 "timed); make and measure no variant");
   });
 }
 

@@ -162,8 +162,17 @@ const Measurer::RoundStart& Measurer::round_start(int round, const RecipePlan& p
                         ? runner_.score(model, held_out_, &round_.held_out_rows, nullptr, 0,
                                         nullptr)
                         : TextScore{NAN, NAN};
-  runner_.prove_starts(round_.path, calibration_, round_.calibration_rows);
-  if (const auto [proven, points] = runner_.proven_starts(); points > 0) {
+  const std::string why_not = runner_.prove_starts(round_.path, calibration_, round_.calibration_rows);
+  if (!why_not.empty()) {
+    progress(fmt::format("round {}'s start: every variant's pass runs from the tokens: {}", round,
+                         why_not));
+    // Scored again without keeping rows: the figures are those of plain passes.
+    round_.calibration_rows = {};
+    round_.held_out_rows = {};
+    round_.calibration = runner_.score(model, calibration_, nullptr, nullptr, 0, nullptr);
+    if (round == 0)
+      round_.held_out = runner_.score(model, held_out_, nullptr, nullptr, 0, nullptr);
+  } else if (const auto [proven, points] = runner_.proven_starts(); points > 0) {
     progress(fmt::format("round {}'s start: variants' passes may start at {} of its {} points "
                          "(each proven on the start)",
                          round, proven, points));
@@ -237,6 +246,11 @@ store::SensitivityRow Measurer::variant_row(int round, int g, const RecipePlan& 
   p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   progress(p);
   return r;
+}
+
+void Measurer::release() {
+  maker_.reset();
+  round_ = RoundStart{};
 }
 
 std::vector<store::SensitivityRow> Measurer::group_rows(

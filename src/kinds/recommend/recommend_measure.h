@@ -79,6 +79,9 @@ class Measurer {
                                                 const std::string& scratch,
                                                 const ProgressFn& progress);
 
+  // Drops the type files and the round's start (disk and memory) once every group is measured.
+  void release();
+
  private:
   // A round's start: its file, its scores, and its rows where the round's variants start.
   struct RoundStart {

@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstring>
 #include <exception>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "analysis/kl.h"
 #include "engine/arm.h"
@@ -18,9 +19,6 @@
 namespace hd::run {
 namespace {
 
-// A start's rows are kept in memory for its round; past this they are not, and every variant
-// runs from the tokens (the same numbers, more time).
-constexpr uint64_t kMaxStartRowBytes = 2ull << 30;  // per text
 
 // Runs fn(worker, chunk) for every chunk, each worker on its own thread taking the next chunk
 // not yet taken (a chunk's result lands in its own place: the order they finish in changes
@@ -121,9 +119,7 @@ PassRunner::PassRunner(const std::shared_ptr<engine::Model>& a, int chunk, bool 
 
 uint64_t PassRunner::rows_bytes(size_t chunks, int n) const {
   if (bounds_.points.empty()) return 0;
-  return static_cast<uint64_t>(chunks) * static_cast<uint64_t>(n) *
-         static_cast<uint64_t>(a_->info().n_embd) * sizeof(float) *
-         static_cast<uint64_t>(bounds_.points.size() - 1);  // the embedding is never a start
+  return start_row_bytes(chunks, n, a_->info().n_embd, a_->info().n_layer);
 }
 
 std::pair<int, int> PassRunner::proven_starts() const {
@@ -162,18 +158,6 @@ TextScore PassRunner::score(const std::string& path, const ScoredText& text) con
   return score(c, text, nullptr, nullptr, 0, nullptr);
 }
 
-double PassRunner::seconds_per_chunk(const std::string& path, const ScoredText& text) const {
-  Contexts c = open(path, text.chunks.size());
-  const size_t n = std::min(text.chunks.size(), 2 * c.arms.size());
-  ScoredText some;
-  some.chunks.assign(text.chunks.begin(), text.chunks.begin() + static_cast<ptrdiff_t>(n));
-  some.logits_a.assign(text.logits_a.begin(), text.logits_a.begin() + static_cast<ptrdiff_t>(n));
-  const auto t0 = std::chrono::steady_clock::now();
-  (void)score(c, some, nullptr, nullptr, 0, nullptr);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
-         static_cast<double>(std::max<size_t>(n, 1));
-}
-
 // Chunk c's pass on `arm` into `out`: from the tokens, keeping every boundary's rows in `keep`,
 // or started at boundary k from `from`'s rows. Proving (chunk 0 of a group's first variant):
 // from the tokens, and started too; *why says whether both reach the same bits.
@@ -186,24 +170,23 @@ void PassRunner::pass(engine::Arm& arm, const ScoredText& text, size_t c, StartR
     const std::string& point = bounds_.points[static_cast<size_t>(k)];
     arm.run_from(point, from->chunks[c].captured(point), n, nullptr, out);
   } else if (from) {
+    // The pass --no-reuse runs (from the tokens, no hook) is what this chunk is scored on; the
+    // start holds only where the pass started at the point gives those logits bit for bit.
     const std::string& point = bounds_.points[static_cast<size_t>(k)];
-    engine::Hook own;
-    engine::tell_rows(map_, own);
-    own.capture(point);
-    arm.run_chunk(tokens, &own, out);
-    const auto& rows = from->chunks[c].captured(point);
+    arm.run_chunk(tokens, nullptr, out);
     std::vector<float> started;
-    if (!same_bits(own.captured(point), rows)) {
-      *why = "its full pass reaches " + point + " otherwise";
-    } else {
-      arm.run_from(point, rows, n, nullptr, started);
+    try {
+      arm.run_from(point, from->chunks[c].captured(point), n, nullptr, started);
       if (!same_bits(out, started)) *why = "its pass started at " + point + " gives other logits";
+    } catch (const RuntimeError& e) {
+      *why = std::string("its pass cannot start at ") + point + ": " + e.what();
     }
   } else if (keep) {
     engine::Hook& h = keep->chunks[c];
     engine::tell_rows(map_, h);
     for (size_t p = 1; p < bounds_.points.size(); ++p) h.capture(bounds_.points[p]);  // not the embedding
     arm.run_chunk(tokens, &h, out);
+    if (c == 0) keep->logits0 = out;
   } else {
     arm.run_chunk(tokens, nullptr, out);
   }
@@ -263,21 +246,28 @@ void PassRunner::score_chunk(const ScoredText& text, size_t c, const std::vector
                   });
 }
 
-void PassRunner::prove_starts(const std::string& path, const ScoredText& text,
-                              const StartRows& kept) {
-  if (bounds_.points.empty()) return;
+std::string PassRunner::prove_starts(const std::string& path, const ScoredText& text,
+                                     const StartRows& kept) {
+  if (bounds_.points.empty()) return "";
   std::fill(bounds_.start.begin(), bounds_.start.end(), -1);
-  if (kept.chunks.empty()) return;  // rows too large to keep: every pass from the tokens
+  if (kept.chunks.empty()) {
+    return fmt::format("the start's rows ({:.1f} GB a text) are more than recommend keeps in "
+                       "memory",
+                       static_cast<double>(rows_bytes(text.chunks.size(), chunk_)) / 1e9);
+  }
   const auto model = engine::model_load(path);
   engine::Arm arm(model, settings_of(path, engine::default_threads()), chunk_);
   const auto& tokens = text.chunks.front();
   std::vector<float> own_logits;
   arm.run_chunk(tokens, nullptr, own_logits);
+  // The start was scored on passes that kept its rows: they must give the unhooked pass's bits.
+  if (!same_bits(own_logits, kept.logits0)) return "keeping the start's rows changes its logits";
   PrefixReuse reuse(arm, map_, bounds_.points);
   for (size_t k = 1; k < bounds_.points.size(); ++k) {
     bounds_.start[k] = reuse.start_for(static_cast<int>(k), kept.chunks.front(), own_logits,
                                        static_cast<int>(tokens.size()), 0);
   }
+  return "";
 }
 
 }  // namespace hd::run

@@ -46,6 +46,7 @@ struct TextScore {
 // A start's pass over one text, kept for the variants of its round.
 struct StartRows {
   std::vector<engine::Hook> chunks;  // per chunk: every boundary's rows
+  std::vector<float> logits0;        // chunk 0's logits, from the pass that kept them
 };
 
 // The points a pass may start at, and which were proven.
@@ -87,13 +88,12 @@ class PassRunner {
                   const StartRows* from, int k, std::string* proof) const;
   TextScore score(const std::string& path, const ScoredText& text) const;
 
-  // The seconds a chunk of `text` takes as variants' passes run (the contexts made first, not
-  // timed), over at most two chunks per context: what the plan's estimate scales.
-  double seconds_per_chunk(const std::string& path, const ScoredText& text) const;
-
   // Proves the boundaries on the start at `path` from its kept rows of text's first chunk and
-  // its logits there; afterwards boundaries().start says where a variant may start.
-  void prove_starts(const std::string& path, const ScoredText& text, const StartRows& kept);
+  // its logits there; afterwards boundaries().start says where a variant may start. Returns
+  // why no variant may start anywhere ("" when some may, or reuse is off): the rows were too
+  // large to keep, or the passes that kept them gave other logits than a plain pass (the
+  // start is then scored again without them).
+  std::string prove_starts(const std::string& path, const ScoredText& text, const StartRows& kept);
 
   // How many points after the embedding were proven as starts, of how many.
   std::pair<int, int> proven_starts() const;
@@ -123,6 +123,17 @@ class PassRunner {
   engine::PointMap map_;
   Boundaries bounds_;
 };
+
+// A start's rows are kept in memory for its round while a text's take at most this; past it
+// every variant runs from the tokens (the same numbers, more time).
+inline constexpr uint64_t kMaxStartRowBytes = 2ull << 30;
+
+// The bytes a start's rows take over `chunks` chunks of `n` tokens: every point but the
+// embedding, 2 per layer, n_embd floats a token.
+inline uint64_t start_row_bytes(size_t chunks, int n, int64_t n_embd, int n_layer) {
+  return static_cast<uint64_t>(chunks) * static_cast<uint64_t>(n) * static_cast<uint64_t>(n_embd) *
+         sizeof(float) * 2 * static_cast<uint64_t>(n_layer);
+}
 
 // The last point of Boundaries a group's tensors cannot change, on the architectures prefix
 // reuse applies to (llama, qwen2, qwen3: each layer reads only its own tensors, its attention

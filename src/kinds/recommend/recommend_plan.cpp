@@ -62,7 +62,8 @@ std::string plan_text(const RecommendConfig& c, const RecipePlan& plan, const Pl
   return fmt::format(
       "plan: {} groups × {} types from {}, {} round{}: round 0 measures up to {} variants on {} "
       "calibration + {} held-out chunks (the rank check), each later round up to {} on {}; {}; "
-      "{} context{} of {} thread{} each. About {:.0f} s (A's chunk pass took {:.3f} s here)",
+      "{} context{} of {} thread{} each. About {:.0f} s (A's chunk pass took {:.3f} s here; the "
+      "type files' quantization not counted)",
       plan.groups.size(), c.types.size(), c.base, c.rounds, c.rounds == 1 ? "" : "s", variants,
       f.calibration_chunks, f.rank_chunks, variants, f.calibration_chunks, how, f.contexts,
       f.contexts == 1 ? "" : "s", f.threads_each, f.threads_each == 1 ? "" : "s",
@@ -74,7 +75,10 @@ static PlanFacts plan_facts(const RecommendConfig& c, const Loaded& l, double se
   PlanFacts f;
   f.n_layer = l.model->info().n_layer;
   f.reuse = c.reuse;
-  f.starts_apply = prefix_reuse_applies(l.model->info().architecture);
+  // Starts where the architecture allows them and the start's rows fit in memory.
+  f.starts_apply = prefix_reuse_applies(l.model->info().architecture) &&
+                   start_row_bytes(l.calibration_chunks.size(), c.chunk, l.model->info().n_embd,
+                                   f.n_layer) <= kMaxStartRowBytes;
   const int threads = engine::default_threads();
   f.contexts = std::max<int>(1, std::min<int>(threads, static_cast<int>(l.calibration_chunks.size())));
   f.threads_each = std::max(1, threads / f.contexts);
@@ -88,12 +92,12 @@ static PlanFacts plan_facts(const RecommendConfig& c, const Loaded& l, double se
 // A's passes over the calibration and rank chunks, timed for the plan, which is said first.
 std::unique_ptr<Measurer> measure_a(const RecommendConfig& c, const Loaded& l,
                                     const RecipePlan& plan, const ProgressFn& progress) {
-  auto m = std::make_unique<Measurer>(
-      l.model, c.chunk, Measurer::score_a(l.model, c.chunk, l.calibration_chunks),
-      Measurer::score_a(l.model, c.chunk, l.rank_chunks), c.reuse);
-  const double s = m->passes().seconds_per_chunk(c.model, m->calibration());
-  progress(plan_text(c, plan, plan_facts(c, l, s)));
-  return m;
+  const auto t0 = std::chrono::steady_clock::now();
+  ScoredText calibration = Measurer::score_a(l.model, c.chunk, l.calibration_chunks);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  progress(plan_text(c, plan, plan_facts(c, l, s / static_cast<double>(l.calibration_chunks.size()))));
+  return std::make_unique<Measurer>(l.model, c.chunk, std::move(calibration),
+                                    Measurer::score_a(l.model, c.chunk, l.rank_chunks), c.reuse);
 }
 
 void recommend_dry_run(RecommendConfig c, std::ostream& out, const ProgressFn& progress) {
@@ -101,12 +105,15 @@ void recommend_dry_run(RecommendConfig c, std::ostream& out, const ProgressFn& p
   resolve_target(c);
   const Loaded l = load_inputs(c, nullptr, progress);
   const RecipePlan plan = plan_recipe(c.model, c.base, c.types, c.layers_per_group, 0);
-  const PassRunner runner(l.model, c.chunk, false);
-  const size_t n = std::min<size_t>(l.calibration_chunks.size(),
-                                    2 * static_cast<size_t>(runner.threads()));
-  const ScoredText some = Measurer::score_a(
-      l.model, c.chunk, {l.calibration_chunks.begin(), l.calibration_chunks.begin() + static_cast<ptrdiff_t>(n)});
-  out << plan_text(c, plan, plan_facts(c, l, runner.seconds_per_chunk(c.model, some))) << "\n";
+  check_target_fits(c, plan);
+  // A's passes on a few chunks, timed as a run times them all.
+  const size_t n = std::min<size_t>(l.calibration_chunks.size(), 3);
+  const auto t0 = std::chrono::steady_clock::now();
+  (void)Measurer::score_a(l.model, c.chunk,
+                          {l.calibration_chunks.begin(),
+                           l.calibration_chunks.begin() + static_cast<ptrdiff_t>(n)});
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out << plan_text(c, plan, plan_facts(c, l, s / static_cast<double>(n))) << "\n";
 }
 
 }  // namespace hd::run

@@ -40,29 +40,40 @@ VariantMaker::VariantMaker(const RecipePlan& plan, std::string model, std::strin
     bytes += fs::file_size(file->temporary());
     type_files_[type] = std::move(file);
   }
-  // The proof: the first group at the first type that is not its base type, both ways.
-  const auto& group = plan_.groups.front();
+  // The proof: the first group and type that moves a tensor from its base type, both ways.
   std::map<std::string, std::string> moved = plan_.base_types;
-  for (const std::string& type : types) {
-    if (type == plan_.base_types.at(group.tensors.front())) continue;
-    for (const auto& name : group.tensors) moved[name] = type;
-    break;
+  std::string what;
+  for (size_t g = 0; g < plan_.groups.size() && what.empty(); ++g) {
+    for (size_t t = 0; t < types.size() && what.empty(); ++t) {
+      for (const auto& name : plan_.groups[g].tensors) {
+        if (plan_.base_types.at(name) != types[t]) what = plan_.groups[g].name + " at " + types[t];
+      }
+      if (what.empty()) continue;
+      for (const auto& name : plan_.groups[g].tensors) moved[name] = types[t];
+    }
   }
-  OutputFile spliced((fs::path(dir) / "variant.gguf").string(), OutputPolicy(true));
-  OutputFile whole((fs::path(dir) / "proof.gguf").string(), OutputPolicy(true));
-  make(plan_.base_path, plan_.base_types, moved, spliced.temporary());
-  quantize(moved, whole.temporary());
-  if (sha256_file(spliced.temporary()) != sha256_file(whole.temporary())) {
-    why_not_ = fmt::format("{} spliced is not the bytes llama.cpp's quantizer writes for it",
-                           group.name);
+  if (what.empty()) {
+    why_not_ = "no candidate type moves any tensor from the base";
     type_files_.clear();
+  } else {
+    OutputFile spliced((fs::path(dir) / "variant.gguf").string(), OutputPolicy(true));
+    OutputFile whole((fs::path(dir) / "proof.gguf").string(), OutputPolicy(true));
+    try {
+      make(plan_.base_path, plan_.base_types, moved, spliced.temporary());
+      quantize(moved, whole.temporary());
+      if (sha256_file(spliced.temporary()) != sha256_file(whole.temporary()))
+        why_not_ = what + " spliced is not the bytes llama.cpp's quantizer writes for it";
+    } catch (const RuntimeError& e) {
+      why_not_ = what + " could not be spliced: " + e.what();
+    }
+    if (!why_not_.empty()) type_files_.clear();
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   progress(why_not_.empty()
                ? fmt::format("variants: {} type files ({:.1f} MB) quantized in {:.1f} s; each "
                              "variant is its start with one group's tensors from them (proven: "
                              "{} spliced is llama.cpp's file byte for byte)",
-                             types.size(), static_cast<double>(bytes) / 1e6, s, group.name)
+                             types.size(), static_cast<double>(bytes) / 1e6, s, what)
                : "variants: each quantized whole: " + why_not_);
 }
 
