@@ -50,7 +50,9 @@ build: configure
 
 # Every test on every core; then the ten slowest, whatever the outcome, and ctest's closing
 # lines again so that they stay the last (the exit code is ctest's).
-test: deps build
+test:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
 	@bash -c 'set -o pipefail; cd $(BUILD) && ctest --output-on-failure -j $(JOBS) | tee ctest-output.txt; \
 	  status=$$?; cd $(CURDIR) && scripts/slowest-tests $(BUILD) && \
 	  grep -E "tests passed|Total Test time" $(BUILD)/ctest-output.txt | tail -2; exit $$status'

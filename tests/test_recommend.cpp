@@ -287,7 +287,8 @@ TEST_F(Recommend, DryRunPrintsThePlanAndWritesNothing) {
   EXPECT_NE(r.out.find("plan: 9 groups × 2 types from Q4_K_M, 2 rounds: round 0 measures up to"),
             std::string::npos)
       << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(About \d+ s \(A's chunk pass took [0-9.]+ s here;)")))
+  const std::regex estimate(R"(About \d+ s \(A's chunk pass took [0-9.]+ s here;)");
+  EXPECT_TRUE(std::regex_search(r.out, estimate))
       << r.out;
   EXPECT_FALSE(fs::exists(path("dry")));
   auto small = a;

@@ -55,11 +55,9 @@ TopK top_k(std::span<const float> logits, double lse) {
 }
 
 int32_t top1(std::span<const float> logits) {
-  int32_t best = -1;  // top_k's rule: a later logit takes the place only when it is larger
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (best < 0 || logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
-  }
-  return best;
+  // top_k's own selection (a NaN it keeps in a slot decides what passes it): the same id
+  // whatever the logits hold. The probabilities it also computes are five exps.
+  return top_k(logits, 0.0).id[0];
 }
 
 // KL(row || b) with the row's probabilities p and log-sum-exp lse_a; b's exp terms go to e_b.

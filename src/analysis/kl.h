@@ -59,7 +59,7 @@ double nll(std::span<const float> logits, int32_t next);
 
 TopK top_k(std::span<const float> logits, double lse);
 
-// top_k(logits, lse).id[0] alone: the lowest id among the largest logits.
+// top_k(logits, lse).id[0]: the lowest id among the largest logits (top_k's rule, NaNs too).
 int32_t top1(std::span<const float> logits);
 
 // KL(A || B) alone, for the many patched passes where nothing else is needed.

@@ -83,9 +83,10 @@ class OutputFile {
 // Removes the temporaries OutputFile left in `dir` for the outputs `names` when its process was
 // killed (SIGKILL: no destructor ran): regular files "<name>.part-<pid>-<n>" whose pid is no
 // live process on this host (and "<name>.part-<pid>-<n>.part-<pid>-<m>", a writer's temporary
-// of another's temporary, where no pid is). A live writer's are kept; so is every other file. Call it holding
-// the lock that keeps other writers of those outputs away (on a shared file system a pid says
-// nothing about another host's processes). Returns how many files and bytes were removed.
+// of another's temporary, where no pid is). A live writer's are kept; so is every other file.
+// Call it holding the lock that keeps other writers of those outputs away (on a shared file
+// system a pid says nothing about another host's processes). Returns how many files and bytes
+// were removed.
 struct Removed {
   int files = 0;
   uintmax_t bytes = 0;

@@ -22,24 +22,34 @@ struct FileClose {
 using FilePtr = std::unique_ptr<FILE, FileClose>;
 
 // One file's tensor infos, and the file open for reading their bytes.
+struct GgmlFree {
+  void operator()(ggml_context* c) const { ggml_free(c); }
+};
+
 struct Source {
   GgufPtr meta;
   FilePtr file;
+  std::unique_ptr<ggml_context, GgmlFree> shapes;  // the tensors' shapes, no data
 };
 
 Source open_source(const std::string& path) {
-  gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
+  ggml_context* shapes = nullptr;
+  gguf_init_params params{/*no_alloc=*/true, /*ctx=*/&shapes};
   Source s{GgufPtr(gguf_init_from_file(path.c_str(), params)),
-           FilePtr(std::fopen(path.c_str(), "rb"))};
-  if (!s.meta || !s.file) throw RuntimeError("cannot read the GGUF '" + path + "'");
+           FilePtr(std::fopen(path.c_str(), "rb")), {}};
+  s.shapes.reset(shapes);
+  if (!s.meta || !s.file || !s.shapes) throw RuntimeError("cannot read the GGUF '" + path + "'");
   return s;
 }
 
-bool same_shape(const gguf_context* a, int64_t i, const gguf_context* b, int64_t j) {
-  const int64_t* x = gguf_get_tensor_ne(a, i);
-  const int64_t* y = gguf_get_tensor_ne(b, j);
+// By ggml's tensors rather than gguf_get_tensor_ne: the workers build this file against older
+// llama.cpp releases, whose gguf.h lacks it.
+bool same_shape(const Source& a, const std::string& name, const Source& b) {
+  const ggml_tensor* x = ggml_get_tensor(a.shapes.get(), name.c_str());
+  const ggml_tensor* y = ggml_get_tensor(b.shapes.get(), name.c_str());
+  if (!x || !y) return false;
   for (int d = 0; d < GGML_MAX_DIMS; ++d) {
-    if (x[d] != y[d]) return false;
+    if (x->ne[d] != y->ne[d]) return false;
   }
   return true;
 }
@@ -79,12 +89,11 @@ void splice_tensors(const std::string& start, const std::map<std::string, std::s
     auto [s, made] = sources.try_emplace(it->second);
     if (made) s->second = open_source(it->second);
     const int64_t j = gguf_find_tensor(s->second.meta.get(), name.c_str());
-    if (j < 0 || !same_shape(base.meta.get(), i, s->second.meta.get(), j))
+    if (j < 0 || !same_shape(base, name, s->second))
       throw RuntimeError("'" + it->second + "' holds no tensor " + name + " of " + start +
                          "'s shape");
     // Lays the tensors after it out again for the new type's size.
-    gguf_set_tensor_type(layout.get(), name.c_str(),
-                         gguf_get_tensor_type(s->second.meta.get(), j));
+    gguf_set_tensor_type(layout.get(), name.c_str(), gguf_get_tensor_type(s->second.meta.get(), j));
     origin[static_cast<size_t>(i)] = {&s->second, j};
   }
   FilePtr file(std::fopen(out.c_str(), "wb"));

@@ -3,8 +3,9 @@
 // quantizer would quantize every tensor of the model again to make each one. Each tensor a
 // pinned quantization writes depends only on its own values and type (ggml_quantize_chunk, row
 // by row, no importance matrix), so the start's bytes with the group's bytes from a file that
-// holds the group at the new type are the file llama-quantize writes; recommend proves that on
-// its model before it relies on it (kinds/recommend/recommend_variants.h).
+// holds the group at the new type are the file llama-quantize writes. recommend proves that on
+// one variant of its model before it relies on it (kinds/recommend/recommend_variants.h), and
+// its tests compare every figure with models quantized whole.
 #pragma once
 #include <map>
 #include <string>

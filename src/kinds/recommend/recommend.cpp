@@ -111,9 +111,8 @@ nlohmann::json held_out_overlap_record(const Loaded& l, int chunk, const Progres
 // A run killed with SIGKILL left its variant (model-sized) and perhaps the recipe's model under
 // their temporary names: removed when a run starts or resumes in that folder, once it holds the
 // report's lock (no other recommend writes there then), and only recommend's own files.
-void remove_killed_runs_files(const std::string& dir, const std::vector<std::string>& types,
-                              const ProgressFn& progress) {
-  std::vector<std::string> own = variant_file_names(types);
+void remove_killed_runs_files(const std::string& dir, const ProgressFn& progress) {
+  std::vector<std::string> own = variant_file_names();
   own.insert(own.end(), {"model.gguf", "tensor-types.txt"});
   if (const Removed stale = remove_stale_temporaries(dir, own); stale.files > 0) {
     progress(fmt::format("removed {} temporary file{} ({:.1f} MB) a killed run left in {}",
@@ -165,7 +164,7 @@ RunEnd recommend_run(RecommendConfig c, const std::string& out, bool replace,
   prov["held_out"] = held;
   prov["model_sha256"] = sha256_file(c.model);
   store::Experiment e = store::Experiment::create(report_in(out), replace, inputs);
-  remove_killed_runs_files(out, c.types, progress);
+  remove_killed_runs_files(out, progress);
   store::set_kind(e, kinds::kRecommendKind);
   e.set_meta("config", to_json(c).dump());
   e.set_meta("provenance", prov.dump());
@@ -194,9 +193,7 @@ RunEnd recommend_resume(const std::string& report, const std::string& command_li
                         const ProgressFn& progress) {
   store::Experiment e = store::Experiment::open(report, true);
   kinds::require_kind(e, kinds::kRecommendKind);
-  remove_killed_runs_files(
-      dir_of(report),
-      recommend_config_from_json(nlohmann::json::parse(e.stored_config())).types, progress);
+  remove_killed_runs_files(dir_of(report), progress);
   if (e.sealed()) {
     progress("'" + report + "' is already complete");
     return {0, true, "group"};
@@ -281,6 +278,7 @@ void recommend_verify(const std::string& report, bool force, const ProgressFn& p
       throw RuntimeError("verify failed: stored " + row_json(stored[i]).dump() + ", recomputed " +
                          row_json(again[i]).dump());
   }
+  m.release();  // the type files and the start's rows, before the recipe is made again
   const Start last = round_starts(r.config, plan, stored, r.config.rounds).back();
   const RecipeChoice choice = choose_recipe(r.config, plan, stored, r.config.rounds - 1, last);
   OutputFile remade((scratch.path / "model.gguf").string(), OutputPolicy(true));  // not kept

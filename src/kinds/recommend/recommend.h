@@ -2,7 +2,8 @@
 //
 // For every tensor group (a tensor class in a layer, or in a range of layers; token_embd;
 // output) and every candidate type, the base file type with that group alone at that type is
-// made by llama.cpp's quantizer, its tensor types read back, and its mean KL against A measured
+// made (spliced from files llama.cpp's quantizer made: recommend_variants.h), its tensor types
+// read back, and its mean KL against A measured
 // on the calibration text (and, for the rank check only, on the held-out text). The types are
 // then chosen exactly (analysis/recipe.h: the least predicted KL within a size, or the fewest
 // bytes within a KL), the recipe model made with those overrides and every tensor's type read
@@ -71,7 +72,8 @@ RunEnd recommend_resume(const std::string& report, const std::string& command_li
                         const ProgressFn& progress);
 
 // Prints what recommend_run would do and about how long it would take (one of A's chunk
-// passes timed); writes nothing but the quantized base and target type to the cache.
+// passes on up to 3 chunks timed); writes nothing but the quantized base and target type to
+// the cache.
 void recommend_dry_run(RecommendConfig config, std::ostream& out, const ProgressFn& progress);
 
 void recommend_verify(const std::string& report, bool force, const ProgressFn& progress);

@@ -1,12 +1,12 @@
 #include "kinds/recommend/recommend_inputs.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 
 #include "engine/gguf_file.h"
 #include "engine/quantize.h"
-#include <fmt/format.h>
-
 #include "errors.h"
 #include "run/provenance.h"
 
@@ -41,8 +41,9 @@ void check_config(RecommendConfig& c) {
   }
   const auto ids = file_ids({c.calibration.path, c.held_out.path});
   if (ids.size() == 2 && ids[0] == ids[1])
-    throw InputError("the held-out text is the calibration text: the proof must be measured on "
-                     "text the choice never saw");
+    throw InputError(
+        "the held-out text is the calibration text: the proof must be measured on "
+        "text the choice never saw");
   const std::string weights = engine::gguf_check(c.model).weight_type;
   if (weights != "f32" && weights != "f16" && weights != "bf16")
     throw InputError("'" + c.model + "' is already quantized (its weights are " + weights +
@@ -63,15 +64,13 @@ void resolve_target(RecommendConfig& c) {
   c.target_bytes = *b;
 }
 
-
-
 Loaded load_inputs(const RecommendConfig& c, const nlohmann::json* prov,
                    const ProgressFn& progress) {
   Loaded l;
   if (prov) {
     l.calibration = read_stored_input(c.calibration, *prov, {}, "heterodyne recommend");
-    l.held_out = read_stored_input(c.held_out, {{"text", prov->at("held_out")}}, {},
-                                   "heterodyne recommend");
+    l.held_out =
+        read_stored_input(c.held_out, {{"text", prov->at("held_out")}}, {}, "heterodyne recommend");
   } else {
     l.calibration = read_input(c.calibration, false);
     l.held_out = read_input(c.held_out, false);
@@ -102,9 +101,10 @@ void check_target_fits(const RecommendConfig& c, const RecipePlan& plan) {
     least += lo;
   }
   if (c.target_bytes < least)
-    throw InputError(fmt::format("--target-size {} ({} bytes) is smaller than any recipe of "
-                                 "these types: the smallest takes {} bytes",
-                                 c.target_size, c.target_bytes, least));
+    throw InputError(
+        fmt::format("--target-size {} ({} bytes) is smaller than any recipe of "
+                    "these types: the smallest takes {} bytes",
+                    c.target_size, c.target_bytes, least));
 }
 
 }  // namespace hd::run

@@ -129,9 +129,11 @@ void add_recommend_command(const RunKind& kind, CLI::App& app, cli::Context& ctx
       return cfg;
     };
     if (o->dry_run) {
-      if (!o->resume.empty()) throw InputError("--dry-run plans a new recommendation: not with --resume");
+      if (!o->resume.empty())
+        throw InputError("--dry-run plans a new recommendation: not with --resume");
       if (o->model.empty() || input.empty() || !(held_text || held_ids))
-        throw InputError("--dry-run needs --a MODEL.gguf, the calibration text and --held-out-text");
+        throw InputError("--dry-run needs --a MODEL.gguf, the calibration text and "
+                         "--held-out-text (or --held-out-tokens)");
       run::recommend_dry_run(new_config(), std::cout, progress_line);
       ctx.exit_code = 0;
       return;

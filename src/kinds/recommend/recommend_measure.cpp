@@ -87,8 +87,10 @@ Measurer::Measurer(std::shared_ptr<engine::Model> a, int chunk, ScoredText calib
                    ScoredText held_out, bool reuse)
     : a_(std::move(a)), chunk_(chunk), reuse_(reuse), calibration_(std::move(calibration)),
       held_out_(std::move(held_out)), runner_(a_, chunk, reuse) {
-  keep_a_reference(calibration_, static_cast<size_t>(a_->info().n_vocab));
-  keep_a_reference(held_out_, static_cast<size_t>(a_->info().n_vocab));
+  if (reuse_) {  // --no-reuse scores each position whole, as recommend did before
+    keep_a_reference(calibration_, static_cast<size_t>(a_->info().n_vocab));
+    keep_a_reference(held_out_, static_cast<size_t>(a_->info().n_vocab));
+  }
 }
 
 Measurer::~Measurer() = default;
@@ -162,16 +164,19 @@ const Measurer::RoundStart& Measurer::round_start(int round, const RecipePlan& p
                         ? runner_.score(model, held_out_, &round_.held_out_rows, nullptr, 0,
                                         nullptr)
                         : TextScore{NAN, NAN};
-  const std::string why_not = runner_.prove_starts(round_.path, calibration_, round_.calibration_rows);
+  const std::string why_not =
+      runner_.prove_starts(round_.path, calibration_, round_.calibration_rows);
   if (!why_not.empty()) {
     progress(fmt::format("round {}'s start: every variant's pass runs from the tokens: {}", round,
                          why_not));
-    // Scored again without keeping rows: the figures are those of plain passes.
-    round_.calibration_rows = {};
-    round_.held_out_rows = {};
-    round_.calibration = runner_.score(model, calibration_, nullptr, nullptr, 0, nullptr);
-    if (round == 0)
-      round_.held_out = runner_.score(model, held_out_, nullptr, nullptr, 0, nullptr);
+    if (!round_.calibration_rows.chunks.empty()) {
+      // Passes that kept rows gave other logits: scored again without, as plain passes.
+      round_.calibration_rows = {};
+      round_.held_out_rows = {};
+      round_.calibration = runner_.score(model, calibration_, nullptr, nullptr, 0, nullptr);
+      if (round == 0)
+        round_.held_out = runner_.score(model, held_out_, nullptr, nullptr, 0, nullptr);
+    }
   } else if (const auto [proven, points] = runner_.proven_starts(); points > 0) {
     progress(fmt::format("round {}'s start: variants' passes may start at {} of its {} points "
                          "(each proven on the start)",

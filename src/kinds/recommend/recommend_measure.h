@@ -1,7 +1,8 @@
 // What `recommend` measures: A's logits on the calibration and held-out chunks once, then for
-// each variant (the base file type with one tensor group moved to one type) the file llama.cpp
-// makes, its tensor types read back, and its mean KL against A on both texts. Only this and
-// recommend_proof touch models; the choice itself is analysis/recipe.h.
+// each variant (the base file type with one tensor group moved to one type) its file
+// (recommend_variants.h), its tensor types read back, and its mean KL against A on both texts
+// (recommend_passes.h). The models are touched here and in those files and recommend_proof;
+// the choice itself is analysis/recipe.h.
 #pragma once
 #include <cstdint>
 #include <map>

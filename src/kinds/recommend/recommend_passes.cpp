@@ -1,12 +1,12 @@
 #include "kinds/recommend/recommend_passes.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <exception>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "analysis/kl.h"
 #include "engine/arm.h"
@@ -18,7 +18,6 @@
 
 namespace hd::run {
 namespace {
-
 
 // Runs fn(worker, chunk) for every chunk, each worker on its own thread taking the next chunk
 // not yet taken (a chunk's result lands in its own place: the order they finish in changes
@@ -94,6 +93,7 @@ PassRunner::PassRunner(const std::shared_ptr<engine::Model>& a, int chunk, bool 
   // As many contexts as threads, one thread each where there are as many chunks: a small
   // model's layers are too short for threads to share well (measured: docs/recommend.md).
   threads_ = std::max(1, engine::default_threads());
+  parallel_ = reuse;  // --no-reuse: one context of every thread, as recommend ran before
   const int n_layer = a->info().n_layer;
   if (!reuse) {
     bounds_.why_not = "--no-reuse";
@@ -124,7 +124,8 @@ uint64_t PassRunner::rows_bytes(size_t chunks, int n) const {
 
 std::pair<int, int> PassRunner::proven_starts() const {
   int proven = 0;
-  for (size_t k = 1; k < bounds_.start.size(); ++k) proven += bounds_.start[k] == static_cast<int>(k);
+  for (size_t k = 1; k < bounds_.start.size(); ++k)
+    proven += bounds_.start[k] == static_cast<int>(k);
   return {proven, static_cast<int>(bounds_.points.empty() ? 0 : bounds_.points.size() - 1)};
 }
 
@@ -145,7 +146,8 @@ PassRunner::Contexts::Contexts(Contexts&&) noexcept = default;
 PassRunner::Contexts PassRunner::open(const std::string& path, size_t chunks) const {
   Contexts c;
   c.model = engine::model_load(path);
-  const int workers = std::max(1, std::min<int>(threads_, static_cast<int>(chunks)));
+  const int workers =
+      parallel_ ? std::max(1, std::min<int>(threads_, static_cast<int>(chunks))) : 1;
   for (int w = 0; w < workers; ++w) {
     c.arms.push_back(
         std::make_unique<engine::Arm>(c.model, settings_of(path, threads_ / workers), chunk_));
@@ -184,7 +186,8 @@ void PassRunner::pass(engine::Arm& arm, const ScoredText& text, size_t c, StartR
   } else if (keep) {
     engine::Hook& h = keep->chunks[c];
     engine::tell_rows(map_, h);
-    for (size_t p = 1; p < bounds_.points.size(); ++p) h.capture(bounds_.points[p]);  // not the embedding
+    for (size_t p = 1; p < bounds_.points.size(); ++p)
+      h.capture(bounds_.points[p]);  // not the embedding
     arm.run_chunk(tokens, &h, out);
     if (c == 0) keep->logits0 = out;
   } else {
@@ -198,8 +201,8 @@ TextScore PassRunner::score(Contexts& contexts, const ScoredText& text, StartRow
   auto& arms = contexts.arms;
   const int workers =
       std::max(1, std::min<int>(static_cast<int>(arms.size()), static_cast<int>(n_chunks)));
-  const bool keeping = keep && !bounds_.points.empty() &&
-                       rows_bytes(n_chunks, chunk_) <= kMaxStartRowBytes;
+  const bool keeping =
+      keep && !bounds_.points.empty() && rows_bytes(n_chunks, chunk_) <= kMaxStartRowBytes;
   if (keep) keep->chunks.assign(keeping ? n_chunks : 0, engine::Hook{});
   const bool starting = from && k > 0 && from->chunks.size() == n_chunks;
   if (proof) proof->clear();
@@ -251,9 +254,10 @@ std::string PassRunner::prove_starts(const std::string& path, const ScoredText& 
   if (bounds_.points.empty()) return "";
   std::fill(bounds_.start.begin(), bounds_.start.end(), -1);
   if (kept.chunks.empty()) {
-    return fmt::format("the start's rows ({:.1f} GB a text) are more than recommend keeps in "
-                       "memory",
-                       static_cast<double>(rows_bytes(text.chunks.size(), chunk_)) / 1e9);
+    return fmt::format(
+        "the start's rows ({:.1f} GB a text) are more than recommend keeps in "
+        "memory",
+        static_cast<double>(rows_bytes(text.chunks.size(), chunk_)) / 1e9);
   }
   const auto model = engine::model_load(path);
   engine::Arm arm(model, settings_of(path, engine::default_threads()), chunk_);

@@ -62,7 +62,8 @@ struct Boundaries {
 class PassRunner {
  public:
   // A model's chunks run on up to default_threads() contexts (one per chunk at most), the
-  // threads shared among them. reuse = false: every pass from the tokens.
+  // threads shared among them. reuse = false: every pass from the tokens, on one context of
+  // every thread (what recommend did before the reuse).
   PassRunner(const std::shared_ptr<engine::Model>& a, int chunk, bool reuse);
 
   int threads() const { return threads_; }
@@ -81,11 +82,11 @@ class PassRunner {
   // The model at `path` against A on `text`. `keep`: the pass is a start's; its rows at every
   // boundary are kept there. `from`, `k`: the pass starts at boundary k from those rows (k at
   // or below 0, or no `from`: from the tokens). `proof` (a group's first variant): chunk 0 runs
-  // from the tokens as well, and the start is used only where that pass reaches boundary k
-  // with the start's rows and, started there, gives the same logits, bit for bit; *proof is
-  // "" then, else why not, and every chunk runs from the tokens.
-  TextScore score(Contexts& model, const ScoredText& text, StartRows* keep,
-                  const StartRows* from, int k, std::string* proof) const;
+  // from the tokens (no hook: the pass --no-reuse scores) and from boundary k too, and the start
+  // is used only where both give the same logits, bit for bit; *proof is "" then, else why
+  // not, and every chunk runs from the tokens. The held-out text's passes rely on that proof.
+  TextScore score(Contexts& model, const ScoredText& text, StartRows* keep, const StartRows* from,
+                  int k, std::string* proof) const;
   TextScore score(const std::string& path, const ScoredText& text) const;
 
   // Proves the boundaries on the start at `path` from its kept rows of text's first chunk and
@@ -120,6 +121,7 @@ class PassRunner {
   std::shared_ptr<engine::Model> a_;
   int chunk_;
   int threads_ = 1;
+  bool parallel_ = true;
   engine::PointMap map_;
   Boundaries bounds_;
 };
@@ -139,7 +141,7 @@ inline uint64_t start_row_bytes(size_t chunks, int n, int64_t n_embd, int n_laye
 // reuse applies to (llama, qwen2, qwen3: each layer reads only its own tensors, its attention
 // before its MLP): blk.L.ffn_* -> 2L + 1 (after layer L's attention), any other blk.L.* -> 2L
 // (layer L's input), output.weight -> 2 n_layer (the head alone), anything else -> 0 (token_embd:
-// the whole pass). The least over the group. Proven per group before use (prove_group).
+// the whole pass). The least over the group. Proven per group before use (score's `proof`).
 int first_changed_point(const std::vector<std::string>& tensors, int n_layer);
 
 }  // namespace hd::run

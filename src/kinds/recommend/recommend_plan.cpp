@@ -45,17 +45,18 @@ std::string plan_text(const RecommendConfig& c, const RecipePlan& plan, const Pl
   const double calibration = static_cast<double>(f.calibration_chunks);
   const double round0 = calibration + static_cast<double>(f.rank_chunks);
   const double later = calibration * (c.rounds - 1);
-  // Each round's start once more, and the proof: the recipe and two stock types diffed on the
-  // held-out text with both floors (a floor costs about two of the diff's passes a chunk).
-  const double passes = variants * share * (round0 + later) +
-                        c.rounds * calibration + round0 +
+  // Each round's start (round 0's on both texts), and the proof: the recipe and two stock types
+  // diffed on the held-out text with both floors (a floor costs about two of the diff's passes
+  // a chunk).
+  const double passes = variants * share * (round0 + later) + round0 + later +
                         3.0 * static_cast<double>(f.held_out_chunks) * 3.0;
-  std::string how = !f.reuse        ? "every variant quantized whole, every pass from the tokens "
-                                      "(--no-reuse)"
-                    : f.starts_apply ? fmt::format("variants spliced from one file per type; "
-                                                   "a pass starts at its group's first layer "
-                                                   "where proven: {:.0f} % of a pass on average",
-                                                   100 * share)
+  std::string how = !f.reuse         ? "every variant quantized whole, every pass from the tokens "
+                                       "(--no-reuse)"
+                    : f.starts_apply ? fmt::format(
+                                           "variants spliced from one file per type; "
+                                           "a pass starts at its group's first layer "
+                                           "where proven: {:.0f} % of a pass on average",
+                                           100 * share)
                                      : "variants spliced from one file per type; every pass "
                                        "from the tokens (this architecture's passes do not "
                                        "start mid-graph)";
@@ -80,7 +81,8 @@ static PlanFacts plan_facts(const RecommendConfig& c, const Loaded& l, double se
                    start_row_bytes(l.calibration_chunks.size(), c.chunk, l.model->info().n_embd,
                                    f.n_layer) <= kMaxStartRowBytes;
   const int threads = engine::default_threads();
-  f.contexts = std::max<int>(1, std::min<int>(threads, static_cast<int>(l.calibration_chunks.size())));
+  f.contexts =
+      std::max<int>(1, std::min<int>(threads, static_cast<int>(l.calibration_chunks.size())));
   f.threads_each = std::max(1, threads / f.contexts);
   f.seconds_per_chunk = seconds_per_chunk;
   f.calibration_chunks = l.calibration_chunks.size();
@@ -95,7 +97,8 @@ std::unique_ptr<Measurer> measure_a(const RecommendConfig& c, const Loaded& l,
   const auto t0 = std::chrono::steady_clock::now();
   ScoredText calibration = Measurer::score_a(l.model, c.chunk, l.calibration_chunks);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  progress(plan_text(c, plan, plan_facts(c, l, s / static_cast<double>(l.calibration_chunks.size()))));
+  progress(
+      plan_text(c, plan, plan_facts(c, l, s / static_cast<double>(l.calibration_chunks.size()))));
   return std::make_unique<Measurer>(l.model, c.chunk, std::move(calibration),
                                     Measurer::score_a(l.model, c.chunk, l.rank_chunks), c.reuse);
 }
@@ -109,9 +112,9 @@ void recommend_dry_run(RecommendConfig c, std::ostream& out, const ProgressFn& p
   // A's passes on a few chunks, timed as a run times them all.
   const size_t n = std::min<size_t>(l.calibration_chunks.size(), 3);
   const auto t0 = std::chrono::steady_clock::now();
-  (void)Measurer::score_a(l.model, c.chunk,
-                          {l.calibration_chunks.begin(),
-                           l.calibration_chunks.begin() + static_cast<ptrdiff_t>(n)});
+  (void)Measurer::score_a(
+      l.model, c.chunk,
+      {l.calibration_chunks.begin(), l.calibration_chunks.begin() + static_cast<ptrdiff_t>(n)});
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out << plan_text(c, plan, plan_facts(c, l, s / static_cast<double>(n))) << "\n";
 }

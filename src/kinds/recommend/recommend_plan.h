@@ -12,10 +12,10 @@ namespace hd::run {
 
 struct PlanFacts {
   int n_layer = 0;
-  bool reuse = true;       // variants spliced and started at their group's first point
-  bool starts_apply = false;  // the architecture's passes may start mid-graph (if proven)
+  bool reuse = true;                   // variants spliced and started at their group's first point
+  bool starts_apply = false;           // the architecture's passes may start mid-graph (if proven)
   int contexts = 1, threads_each = 1;  // the variants' passes: one chunk per context at a time
-  double seconds_per_chunk = 0;  // one of A's chunk passes, as measured here
+  double seconds_per_chunk = 0;        // one of A's chunk passes, as measured here
   size_t calibration_chunks = 0, rank_chunks = 0, held_out_chunks = 0;
 };
 

@@ -13,9 +13,15 @@
 namespace hd::run {
 namespace fs = std::filesystem;
 
-std::vector<std::string> variant_file_names(const std::vector<std::string>& types) {
+std::vector<std::string> variant_file_names() {
   std::vector<std::string> names = {"variant.gguf", "start.gguf", "proof.gguf"};
-  for (const auto& t : types) names.push_back("types-" + t + ".gguf");
+  // Every type heterodyne offers: a killed run's --types need not be this run's.
+  const std::string all = engine::tensor_type_names();
+  for (size_t at = 0; at < all.size();) {
+    const size_t comma = std::min(all.find(", ", at), all.size());
+    names.push_back("types-" + all.substr(at, comma - at) + ".gguf");
+    at = comma + 2;
+  }
   return names;
 }
 
@@ -29,16 +35,24 @@ VariantMaker::VariantMaker(const RecipePlan& plan, std::string model, std::strin
   }
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t bytes = 0;
-  for (const std::string& type : types) {
-    auto file = std::make_unique<OutputFile>((fs::path(dir) / ("types-" + type + ".gguf")).string(),
-                                             OutputPolicy(true));  // never committed
-    std::map<std::string, std::string> all = plan_.base_types;
-    for (auto& [name, t] : all) {
-      if (plan_.tensors.count(name)) t = type;
+  try {
+    for (const std::string& type : types) {
+      auto file =
+          std::make_unique<OutputFile>((fs::path(dir) / ("types-" + type + ".gguf")).string(),
+                                       OutputPolicy(true));  // never kept
+      std::map<std::string, std::string> all = plan_.base_types;
+      for (auto& [name, t] : all) {
+        if (plan_.tensors.count(name)) t = type;
+      }
+      quantize(all, file->temporary());
+      bytes += fs::file_size(file->temporary());
+      type_files_[type] = std::move(file);
     }
-    quantize(all, file->temporary());
-    bytes += fs::file_size(file->temporary());
-    type_files_[type] = std::move(file);
+  } catch (const RuntimeError& e) {  // a full disk: one model per type is more than a variant
+    type_files_.clear();
+    why_not_ = std::string("the type files could not be made: ") + e.what();
+    progress("variants: each quantized whole: " + why_not_);
+    return;
   }
   // The proof: the first group and type that moves a tensor from its base type, both ways.
   std::map<std::string, std::string> moved = plan_.base_types;

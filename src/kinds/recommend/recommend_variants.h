@@ -19,8 +19,8 @@
 namespace hd::run {
 
 // The temporary files' names in the recommendation's directory (removed when a killed run left
-// them): variant.gguf, start.gguf, and one types-<TYPE>.gguf per candidate type.
-std::vector<std::string> variant_file_names(const std::vector<std::string>& types);
+// them): variant.gguf, start.gguf, proof.gguf, and types-<TYPE>.gguf for every offered type.
+std::vector<std::string> variant_file_names();
 
 class VariantMaker {
  public:
