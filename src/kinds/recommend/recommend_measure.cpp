@@ -3,15 +3,13 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <filesystem>
 #include <cmath>
+#include <filesystem>
 
-#include "analysis/kl.h"
 #include "common/output_file.h"
 #include "engine/arm.h"
 #include "errors.h"
 #include "kinds/recommend/recommend_variants.h"
-#include "run/scoring.h"
 
 namespace hd::run {
 namespace {
@@ -85,7 +83,7 @@ Start start_at(const RecipePlan& plan, const std::map<std::string, std::string>&
 
 Measurer::Measurer(std::shared_ptr<engine::Model> a, int chunk, ScoredText calibration,
                    ScoredText held_out, bool reuse)
-    : a_(std::move(a)), chunk_(chunk), reuse_(reuse), calibration_(std::move(calibration)),
+    : a_(std::move(a)), reuse_(reuse), calibration_(std::move(calibration)),
       held_out_(std::move(held_out)), runner_(a_, chunk, reuse) {
   if (reuse_) {  // --no-reuse scores each position whole, as recommend did before
     keep_a_reference(calibration_, static_cast<size_t>(a_->info().n_vocab));

@@ -66,7 +66,6 @@ class Measurer {
   TextScore score(const std::string& model_path, const ScoredText& text) const;
   const ScoredText& calibration() const { return calibration_; }
   const ScoredText& held_out() const { return held_out_; }
-  const PassRunner& passes() const { return runner_; }
 
   // The rows of round `round`'s group g (plan.groups[g - 1] moved from `start` to each type;
   // g = 0: `start` itself, the stock base in round 0), each made, read back and scored.
@@ -100,7 +99,6 @@ class Measurer {
                                     const std::string& scratch, const ProgressFn& progress);
 
   std::shared_ptr<engine::Model> a_;
-  int chunk_;
   bool reuse_;
   ScoredText calibration_, held_out_;
   PassRunner runner_;

@@ -94,21 +94,12 @@ PassRunner::PassRunner(const std::shared_ptr<engine::Model>& a, int chunk, bool 
   // model's layers are too short for threads to share well (measured: docs/recommend.md).
   threads_ = std::max(1, engine::default_threads());
   parallel_ = reuse;  // --no-reuse: one context of every thread, as recommend ran before
-  const int n_layer = a->info().n_layer;
-  if (!reuse) {
-    bounds_.why_not = "--no-reuse";
-    return;
-  }
-  if (!prefix_reuse_applies(a->info().architecture)) {
-    bounds_.why_not = "the " + a->info().architecture +
-                      " architecture's passes are not proven to start mid-graph";
-    return;
-  }
+  // No points (every pass from the tokens): --no-reuse, an architecture whose passes are not
+  // proven to start mid-graph, or a model whose mid points the survey did not prove.
+  if (!reuse || !prefix_reuse_applies(a->info().architecture)) return;
   map_ = engine::survey_points(a);
-  if (!map_.components()) {
-    bounds_.why_not = map_.no_components;
-    return;
-  }
+  if (!map_.components()) return;
+  const int n_layer = a->info().n_layer;
   bounds_.points.push_back(map_.name(engine::Role::kEmbedding));
   for (int l = 0; l < n_layer; ++l) {
     bounds_.points.push_back(map_.name(engine::Role::kMid, l));
@@ -260,7 +251,7 @@ std::string PassRunner::prove_starts(const std::string& path, const ScoredText& 
         static_cast<double>(rows_bytes(text.chunks.size(), chunk_)) / 1e9);
   }
   const auto model = engine::model_load(path);
-  engine::Arm arm(model, settings_of(path, engine::default_threads()), chunk_);
+  engine::Arm arm(model, settings_of(path, threads_), chunk_);
   const auto& tokens = text.chunks.front();
   std::vector<float> own_logits;
   arm.run_chunk(tokens, nullptr, own_logits);

@@ -56,7 +56,6 @@ struct Boundaries {
   // head). Empty: no reuse on this model.
   std::vector<std::string> points;
   std::vector<int> start;  // per k: the latest proven start at or before k, -1 for none
-  std::string why_not;     // why there is no reuse ("" when there is)
 };
 
 class PassRunner {
@@ -65,8 +64,6 @@ class PassRunner {
   // threads shared among them. reuse = false: every pass from the tokens, on one context of
   // every thread (what recommend did before the reuse).
   PassRunner(const std::shared_ptr<engine::Model>& a, int chunk, bool reuse);
-
-  int threads() const { return threads_; }
 
   // A model loaded with its contexts, for all the texts it is scored on.
   struct Contexts {
@@ -77,7 +74,6 @@ class PassRunner {
     Contexts(Contexts&&) noexcept;
   };
   Contexts open(const std::string& path, size_t chunks) const;
-  const Boundaries& boundaries() const { return bounds_; }
 
   // The model at `path` against A on `text`. `keep`: the pass is a start's; its rows at every
   // boundary are kept there. `from`, `k`: the pass starts at boundary k from those rows (k at
