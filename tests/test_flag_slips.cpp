@@ -128,10 +128,12 @@ TEST(FlagSlips, TwoWritersOfOneOutputAtOnceGetTheRightCause) {
   const std::string out = dir() + "/busy.hdy";
   fs::copy_file(experiment(), out, fs::copy_options::overwrite_existing);
   const std::string before = read_file(out);
-  // A first writer (transplants at every point: about a second a chunk), held still with
-  // SIGSTOP while the others try: the order of events is then not left to timing.
+  // A first writer (components at every point), held still with SIGSTOP while the others try:
+  // the order of events is then not left to timing. Its chunks take a few tens of ms now, and
+  // it must not finish between publishing its file and the SIGSTOP (a loaded CI machine once
+  // let 20 of them run out there): 200 chunks, watched every 2 ms.
   const int first = hd::test::spawn_cli({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(),
-                                         "--chunk", "64", "--max-chunks", "20", "--components",
+                                         "--chunk", "64", "--max-chunks", "200", "--components",
                                          "-o", out, "--force"},
                                         "/dev/null", dir() + "/first.err");
   for (int i = 0; i < 3000 && !fs::exists(out + ".part"); ++i)
@@ -146,8 +148,8 @@ TEST(FlagSlips, TwoWritersOfOneOutputAtOnceGetTheRightCause) {
   EXPECT_EQ(read_file(out), before);
   ::kill(first, SIGCONT);
   // After it has published (its part is gone): the experiment it writes is locked.
-  for (int i = 0; i < 3000 && fs::exists(out + ".part"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 15000 && fs::exists(out + ".part"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   ASSERT_FALSE(fs::exists(out + ".part"));
   ::kill(first, SIGSTOP);
   expect_refused({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(), "--chunk", "64",
