@@ -28,7 +28,7 @@ ASAN_TESTS ?= .
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 
-.PHONY: all deps deps-build configure build bin test test-asan fuzz demo demo-ladder bench bench-pages rpc-server fixtures worker records-ts clean
+.PHONY: all deps deps-build configure build bin test test-asan fuzz demo demo-ladder bench bench-3b bench-pages rpc-server fixtures worker records-ts clean
 
 all: build
 
@@ -136,6 +136,12 @@ worker:
 bench: build
 	cmake --build $(BUILD) -j $(JOBS) --target heterodyne_bench
 	$(BUILD)/bench/heterodyne_bench
+
+# The llama3.2-3b pair at chunks of 512: time against the peer and peak RSS (issue 45; about an
+# hour on two cores, not in CI). docs/performance.md holds its figures.
+bench-3b: build
+	cmake --build $(BUILD) -j $(JOBS) --target heterodyne_bench_3b
+	$(BUILD)/bench/heterodyne_bench_3b
 
 # serve's pages over the demo's results (make demo first): each ready in Chromium within 1 s,
 # and the largest result as curl --compressed fetches it against plain (issue 45).

@@ -306,19 +306,35 @@ int main(int argc, char** argv) {
     std::printf("  MoE --routing-transplant / the same diff %.3f  (2 x (1 + MoE layers) passes more)\n",
                 ratio("BM_MoeDiffRoutingTransplant", "BM_MoeDiff"));
   }
+  // Components against what prefix reuse can reach (bench_pass_parts.cpp, this invocation),
+  // with the default diff's cost against the peer beside it: the two waits users meet.
+  const auto share_of_reach = [&](double measured, bool half) {
+    const double r = components_reach(reporter.by_name, half);
+    if (r > 0) {
+      std::printf("      %.1f %% of prefix reuse's reach (%.3f)   target >= 95 %%\n",
+                  100.0 * measured / r, r);
+    }
+  };
   if (both("BM_ComponentsFullPasses", "BM_ComponentsPrefixReuse")) {
+    const double r = ratio("BM_ComponentsFullPasses", "BM_ComponentsPrefixReuse");
     std::printf(
         "  components: full passes / prefix reuse  %.3f   target >= 1.5; bitwise identical: %s\n",
-        ratio("BM_ComponentsFullPasses", "BM_ComponentsPrefixReuse"),
-        same_results("components-full.hdy", "components-reuse.hdy").c_str());
+        r, same_results("components-full.hdy", "components-reuse.hdy").c_str());
+    share_of_reach(r, false);
     std::printf("  components prefix reuse wrote %ld bytes to storage; its experiment file is %ld\n",
                 g_reuse_written, g_reuse_file);
   }
   if (both("BM_ComponentsFullPassesHalf", "BM_ComponentsPrefixReuseHalf")) {
+    const double r = ratio("BM_ComponentsFullPassesHalf", "BM_ComponentsPrefixReuseHalf");
     std::printf(
         "  the same, --score-from half             %.3f   target >= 1.7; bitwise identical: %s\n",
-        ratio("BM_ComponentsFullPassesHalf", "BM_ComponentsPrefixReuseHalf"),
-        same_results("components-full-half.hdy", "components-reuse-half.hdy").c_str());
+        r, same_results("components-full-half.hdy", "components-reuse-half.hdy").c_str());
+    share_of_reach(r, true);
+  }
+  if (both("BM_ComponentsFullPasses", "BM_ComponentsPrefixReuse") &&
+      both("BM_HeterodyneDiffDefault32", "BM_PeerBasePlusKl32")) {
+    std::printf("  beside them, 32 chunks: default diff (both floors) / peer  %.3f   target <= 1.3\n",
+                ratio("BM_HeterodyneDiffDefault32", "BM_PeerBasePlusKl32"));
   }
   print_pass_parts(reporter.by_name);
   print_server_ratios(reporter.by_name);

@@ -57,19 +57,33 @@ BENCHMARK(BM_PassLastLayer)->ArgsProduct({{0, 1}, {0, 64}})->Unit(benchmark::kMi
 
 namespace hd::bench {
 
+// 2T / (T + t), T and t summed over both arms; 0 where a pass of them did not run.
+static double reach(const std::map<std::string, double>& by_name, const char* half, double* whole,
+                    double* last) {
+  *whole = *last = 0;
+  for (const char* arm : {"0", "1"}) {
+    const std::string args = std::string("/") + arm + "/" + half + "/iterations:5";
+    const auto w = by_name.find("BM_PassWhole" + args), l = by_name.find("BM_PassLastLayer" + args);
+    if (w == by_name.end() || l == by_name.end()) return 0;
+    *whole += w->second;
+    *last += l->second;
+  }
+  return 2 * *whole / (*whole + *last);
+}
+
+double components_reach(const std::map<std::string, double>& by_name, bool half) {
+  double whole = 0, last = 0;
+  return reach(by_name, half ? "64" : "0", &whole, &last);
+}
+
 void print_pass_parts(const std::map<std::string, double>& by_name) {
   for (const char* half : {"0", "64"}) {
     double whole = 0, last = 0;
-    for (const char* arm : {"0", "1"}) {
-      const std::string args = std::string("/") + arm + "/" + half + "/iterations:5";
-      const auto w = by_name.find("BM_PassWhole" + args), l = by_name.find("BM_PassLastLayer" + args);
-      if (w == by_name.end() || l == by_name.end()) return;
-      whole += w->second;
-      last += l->second;
-    }
+    const double r = reach(by_name, half, &whole, &last);
+    if (r == 0) return;
     std::printf("  components' reach with prefix reuse (%s)  %.3f   (2T / (T + t), both arms: T %.0f ms, "
-                "t %.0f ms)\n", half[0] == '0' ? "all positions" : "--score-from half",
-                2 * whole / (whole + last), whole, last);
+                "t %.0f ms)\n", half[0] == '0' ? "all positions" : "--score-from half", r, whole,
+                last);
   }
 }
 

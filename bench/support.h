@@ -31,6 +31,9 @@ long children_written_bytes();
 void print_kl_kernel_ratios(const std::map<std::string, double>& median);
 void print_mid_size_ratios(const std::map<std::string, double>& median);
 void print_pass_parts(const std::map<std::string, double>& by_name);
+// What prefix reuse can reach on the components pair (bench_pass_parts.cpp), at every position
+// or with --score-from half; 0 where its passes did not run.
+double components_reach(const std::map<std::string, double>& by_name, bool half);
 void print_server_ratios(const std::map<std::string, double>& by_name);
 void print_generate_ratios(const std::map<std::string, double>& by_name);
 void print_load_ratios(const std::map<std::string, double>& by_name);
