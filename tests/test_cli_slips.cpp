@@ -139,7 +139,7 @@ TEST(CliSlips, VerifyOfARunThatReadStandardInputNeedsTheTextAgain) {
   EXPECT_NE(wrong.err.find("is not the one this run read"), std::string::npos) << wrong.err;
   const CliResult again = run_cli({"verify", out, "-f", tom()});
   EXPECT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_NE(again.err.find("reproduce bitwise"), std::string::npos) << again.err;
+  EXPECT_NE(again.out.find("reproduce bitwise"), std::string::npos) << again.err;
   EXPECT_EQ(run_cli_with_input({"verify", out, "-f", "-"}, tom()).exit_code, 0);
 }
 

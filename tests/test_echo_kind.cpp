@@ -83,7 +83,7 @@ TEST(EchoKind, RunsShowsVerifiesResumesReportsAndIsListed) {
 
   const auto verified = hd::test::run_cli({"verify", e});
   ASSERT_EQ(verified.exit_code, 0) << verified.err;
-  EXPECT_NE(verified.err.find("all 3 chunks reproduce bitwise"), std::string::npos);
+  EXPECT_NE(verified.out.find("all 3 chunks reproduce bitwise"), std::string::npos);
 
   // A changed row fails the integrity check: the kind's own table is hashed with the file.
   const std::string changed = dir + "/changed.hdy";

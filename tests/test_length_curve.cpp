@@ -111,7 +111,7 @@ TEST_F(Curve, StoredCurveShowsVerifiesResumesAndIsListed) {
   EXPECT_EQ(stored["length-curve"]["rows"], curve({"--lengths", "8,40,100", "--b-ctk", "q8_0"})["rows"]);
   const auto verified = hd::test::run_cli({"verify", file});
   ASSERT_EQ(verified.exit_code, 0) << verified.err;
-  EXPECT_NE(verified.err.find("all 3 lengths reproduce bitwise"), std::string::npos);
+  EXPECT_NE(verified.out.find("all 3 lengths reproduce bitwise"), std::string::npos);
 
   const std::string reopen = "DELETE FROM meta WHERE key IN ('integrity_sha256', 'length-curve');"
                              " UPDATE meta SET value = 'running' WHERE key = 'status'";

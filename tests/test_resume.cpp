@@ -267,7 +267,7 @@ TEST(Verify, ReproducesBitwiseAndCatchesTampering) {
   ASSERT_EQ(test::run_cli(args).exit_code, 0);
   auto r = test::run_cli({"verify", path});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("all 3 chunks reproduce bitwise"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("all 3 chunks reproduce bitwise"), std::string::npos) << r.out;
 
   // One stored number moved by one part in 1e12: the hash catches it.
   const std::string tampered = f.dir + "/tampered.hdy";

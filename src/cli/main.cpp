@@ -71,6 +71,26 @@ std::string option_with_empty_value(CLI::App& app, const std::vector<std::string
   return "";
 }
 
+// llama.cpp users type -m (--model) for the model; a command of two arms takes --a and --b
+// instead, which CLI11 would only call "arguments not expected". Returns the line that says
+// so, or "".
+std::string model_flag_of_two_arms(CLI::App& app, const std::vector<std::string>& args) {
+  if (args.size() < 2) return "";
+  const auto subs = app.get_subcommands([&](CLI::App* s) { return s->get_name() == args[1]; });
+  if (subs.empty()) return "";
+  const CLI::App& sub = *subs.front();
+  if (sub.get_option_no_throw("--a") == nullptr || sub.get_option_no_throw("-m") != nullptr)
+    return "";
+  for (size_t i = 2; i < args.size(); ++i) {
+    const std::string name = args[i].substr(0, args[i].find('='));
+    if (name != "-m" && name != "--model") continue;
+    const bool quant = sub.get_option_no_throw("--b-quant") != nullptr;
+    return args[1] + " runs two arms: give arm A's model with --a, not " + name + " (and B's with --b" +
+           (quant ? ", or --b-quant TYPE to quantize A" : "") + ")";
+  }
+  return "";
+}
+
 // Every registered subcommand, in the order --help lists them: read from the app, so a new
 // command is named without anyone remembering to add it here.
 std::string command_names(CLI::App& app) {
@@ -108,7 +128,7 @@ std::string refusal_before_parse(CLI::App& app, const std::vector<std::string>& 
   if (const std::string opt = option_with_empty_value(app, args); !opt.empty()) {
     return opt + " needs a value, not an empty string";
   }
-  return "";
+  return model_flag_of_two_arms(app, args);
 }
 
 }  // namespace

@@ -16,8 +16,11 @@ std::string progress_json(const Progress& p) {
     case Progress::Event::kPass:
       j["event"] = "pass";
       break;
+    case Progress::Event::kResult:
+      j["event"] = "result";
+      break;
   }
-  if (p.event != Progress::Event::kNote) {
+  if (p.event == Progress::Event::kChunk || p.event == Progress::Event::kPass) {
     j["done"] = p.done;
     j["total"] = p.total;
   }

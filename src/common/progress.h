@@ -13,6 +13,7 @@ struct Progress {
     kNote,   // a line for the reader, nothing to count
     kChunk,  // a chunk (or a run of an exploration) finished: `done` of `total`
     kPass,   // a long chunk is under way: patched pass `pass` of `passes`
+    kResult, // what the command was run to find out (verify's verdict): stdout, for scripts
   };
   Event event = Event::kNote;
   std::string text;  // what a person reads; always set
@@ -25,6 +26,11 @@ struct Progress {
   // A note, so that `progress("text")` keeps reading as a line.
   Progress(std::string line) : text(std::move(line)) {}  // NOLINT(google-explicit-constructor)
   Progress(const char* line) : text(line) {}             // NOLINT(google-explicit-constructor)
+  static Progress result(std::string text) {
+    Progress p(std::move(text));
+    p.event = Event::kResult;
+    return p;
+  }
   static Progress chunk(int done, int total, std::string text) {
     Progress p(std::move(text));
     p.event = Event::kChunk;

@@ -283,45 +283,73 @@ std::vector<std::string> model_weight_types() {
   return names;
 }
 
-void make_model(const ModelSpec& spec, const std::string& out_path, const OutputPolicy& policy) {
-  const Preset& preset = find_preset(spec.preset);
-  const WeightType& weights = find_weight_type(spec.type);
-  if (out_path.empty()) throw InputError("no output path given for the model");
+namespace {
 
+// The model's GGUF without its tensor data: metadata, vocabulary and tensor descriptors, and
+// the plan of its values. What make_model writes, and what model_file_bytes measures.
+struct Described {
+  GgufPtr ctx;
+  GgmlPtr descriptors;
+  std::vector<TensorPlan> plan;
+};
+
+Described describe(const ModelSpec& spec, const Preset& preset, const WeightType& weights) {
   if ((preset.vocab_file == nullptr) != (spec.vocabulary != nullptr)) {
     throw InputError(std::string("preset '") + preset.name +
                      (preset.vocab_file ? "' has its own vocabulary" : "' needs a vocabulary"));
   }
-  GgufPtr ctx(gguf_init_empty());
+  Described d;
+  d.ctx.reset(gguf_init_empty());
+  gguf_context* ctx = d.ctx.get();
   int64_t n_vocab = 0;
   if (spec.vocabulary) {
     n_vocab = static_cast<int64_t>(spec.vocabulary->tokens.size());
-    set_metadata(ctx.get(), preset, weights, spec.seed, n_vocab);
-    set_vocabulary(ctx.get(), *spec.vocabulary);
+    set_metadata(ctx, preset, weights, spec.seed, n_vocab);
+    set_vocabulary(ctx, *spec.vocabulary);
   } else {
     const std::string vpath = vocab_path(preset);
     GgufPtr vocab = load_vocab(vpath);
     n_vocab = vocab_size(vocab.get(), vpath);
-    set_metadata(ctx.get(), preset, weights, spec.seed, n_vocab);
-    copy_tokenizer(ctx.get(), vocab.get());
+    set_metadata(ctx, preset, weights, spec.seed, n_vocab);
+    copy_tokenizer(ctx, vocab.get());
   }
-
-  const std::vector<TensorPlan> plan = plan_tensors(preset, n_vocab);
+  d.plan = plan_tensors(preset, n_vocab);
   if (!spec.perturb.empty()) {
     if (!(spec.perturb_scale > 0 && std::isfinite(spec.perturb_scale))) {
       throw InputError("--perturb-scale must be a positive number");
     }
-    if (std::none_of(plan.begin(), plan.end(), [&](const TensorPlan& t) {
+    if (std::none_of(d.plan.begin(), d.plan.end(), [&](const TensorPlan& t) {
           return t.name.find(spec.perturb) != std::string::npos;
         })) {
       throw InputError("--perturb '" + spec.perturb + "': no tensor of preset '" + preset.name +
                        "' has a name containing it");
     }
-    gguf_set_val_str(ctx.get(), "heterodyne.perturb", spec.perturb.c_str());
-    gguf_set_val_f64(ctx.get(), "heterodyne.perturb_scale", spec.perturb_scale);
+    gguf_set_val_str(ctx, "heterodyne.perturb", spec.perturb.c_str());
+    gguf_set_val_f64(ctx, "heterodyne.perturb_scale", spec.perturb_scale);
   }
-  const GgmlPtr descriptors = add_tensors(ctx.get(), plan, weights);
-  write_gguf(ctx.get(), plan, weights, spec, out_path, policy);
+  d.descriptors = add_tensors(ctx, d.plan, weights);
+  return d;
+}
+
+}  // namespace
+
+void make_model(const ModelSpec& spec, const std::string& out_path, const OutputPolicy& policy) {
+  const Preset& preset = find_preset(spec.preset);
+  const WeightType& weights = find_weight_type(spec.type);
+  if (out_path.empty()) throw InputError("no output path given for the model");
+  const Described d = describe(spec, preset, weights);
+  write_gguf(d.ctx.get(), d.plan, weights, spec, out_path, policy);
+}
+
+uint64_t model_file_bytes(const ModelSpec& spec) {
+  const Described d = describe(spec, find_preset(spec.preset), find_weight_type(spec.type));
+  // write_gguf pads every tensor's data to the alignment, the last one too.
+  const size_t alignment = gguf_get_alignment(d.ctx.get());
+  const int64_t n = gguf_get_n_tensors(d.ctx.get());
+  const size_t last = n == 0 ? 0 : gguf_get_tensor_size(d.ctx.get(), n - 1);
+  const size_t data =
+      n == 0 ? 0 : gguf_get_tensor_offset(d.ctx.get(), n - 1) + (last + alignment - 1) / alignment * alignment;
+  return gguf_get_meta_size(d.ctx.get()) + data;
 }
 
 }  // namespace hd::engine

@@ -38,9 +38,9 @@ struct ModelSpec {
   double perturb_scale = 0.05;
 };
 
-// Names accepted in ModelSpec::preset: tiny-llama, tiny-qwen3, qwen3-0.6b, llama3.2-3b, tiny-gemma3 (local
-// and global attention, post-norms), tiny-qwen3moe (8 experts, 2 used), demo-llama (the shape
-// heterodyne trains for its demo: tiny-llama's, to be filled by training).
+// Names accepted in ModelSpec::preset: tiny-llama, tiny-qwen3, qwen3-0.6b, llama3.2-3b,
+// tiny-gemma3 (local and global attention, post-norms), tiny-qwen3moe (8 experts, 2 used),
+// demo-llama (the shape heterodyne trains for its demo: tiny-llama's, to be filled by training).
 std::vector<std::string> model_presets();
 
 // Names accepted in ModelSpec::type: f32, f16, bf16 (case-insensitive).
@@ -51,5 +51,9 @@ std::vector<std::string> model_weight_types();
 // InputError; vocabulary missing from the llama.cpp tree or a write failure: RuntimeError.
 void make_model(const ModelSpec& spec, const std::string& out_path,
                 const OutputPolicy& policy = {});
+
+// The bytes make_model(spec) writes, from the same metadata and tensor descriptors (no value is
+// made): what make-model --list-presets prints. The same errors as make_model's.
+uint64_t model_file_bytes(const ModelSpec& spec);
 
 }  // namespace hd::engine

@@ -21,7 +21,7 @@ void check_integrity(const store::Experiment& e, const ProgressFn& progress) {
   }
   // With the rows' hash alone: what a merged file and the single-process run share
   // (run/merge.h).
-  progress("integrity: ok (sha256 " + now + "; rows sha256 " + e.rows_sha256() + ")");
+  progress(Progress::result("integrity: ok (sha256 " + now + "; rows sha256 " + e.rows_sha256() + ")"));
 }
 
 }  // namespace hd::run

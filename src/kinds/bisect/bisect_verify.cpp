@@ -72,7 +72,7 @@ void bisect_verify(const std::string& path, const run::VerifyOptions& options,
   }
   if (bisect::bisect_document(s, doc.at("op")).dump() != doc.dump())
     throw RuntimeError("verify failed: the stored verdict does not follow from the probes");
-  progress(fmt::format("verify: all {} probes reproduce bitwise", s.probes.size()));
+  progress(Progress::result(fmt::format("verify: all {} probes reproduce bitwise", s.probes.size())));
 }
 
 }  // namespace hd::kinds

@@ -202,7 +202,7 @@ void check_verify(const std::string& path, const run::VerifyOptions& options, co
   // Through its text, as stored: a NaN is null in both.
   const nlohmann::json again = nlohmann::json::parse(check_reference(c).dump());
   if (again != stored) throw RuntimeError("verify failed: the check gives another result now");
-  progress("verify: the check reproduces bitwise");
+  progress(Progress::result("verify: the check reproduces bitwise"));
 }
 
 nlohmann::json stored_check(const std::string& path) {

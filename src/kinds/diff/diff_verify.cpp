@@ -53,7 +53,7 @@ void DiffKind::verify(const std::string& path, const run::VerifyOptions& options
     progress(Progress::chunk(c + 1, static_cast<int>(chunks.size()),
                              fmt::format("chunk {}/{}: identical", c + 1, chunks.size())));
   }
-  progress(fmt::format("verify: all {} chunks reproduce bitwise", chunks.size()));
+  progress(Progress::result(fmt::format("verify: all {} chunks reproduce bitwise", chunks.size())));
 }
 
 }  // namespace hd::kinds

@@ -207,7 +207,7 @@ void echo_verify(const std::string& path, const run::VerifyOptions& options, con
   if (i != stored.size()) throw RuntimeError("verify failed: the file holds rows no chunk gives");
   if (nlohmann::json::parse(e.required_meta(std::string(kEchoKind))) != summary(e, s.config))
     throw RuntimeError("verify failed: the stored summary is not the one its rows give");
-  progress(fmt::format("verify: all {} chunks reproduce bitwise", chunks.size()));
+  progress(Progress::result(fmt::format("verify: all {} chunks reproduce bitwise", chunks.size())));
 }
 
 }  // namespace hd::kinds

@@ -41,7 +41,7 @@ void add_echo_command(const RunKind& kind, CLI::App& app, cli::Context& ctx) {
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(std::string(kind.name()), std::string(kind.description()));
   cli::in_group(*cmd, "Inputs", [&] {
-    cmd->add_option("--a", o->model, "the GGUF");
+    cmd->add_option("--a,-m", o->model, "the GGUF");
     cli::add_input_flags(*cmd, o->input, "the text ('-': standard input)",
                          cli::kChunkedTokensNote);
     cmd->add_option("--chunk,-c", o->cfg.chunk, "tokens per chunk")->capture_default_str();

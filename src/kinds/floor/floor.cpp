@@ -262,7 +262,7 @@ void floor_verify(const std::string& path, const VerifyOptions& options,
   }
   if (const auto d = first_difference(stored, again))
     throw RuntimeError("verify failed: the floor exploration does not reproduce: " + *d);
-  progress("verify: every run of the floor exploration reproduces bitwise");
+  progress(Progress::result("verify: every run of the floor exploration reproduces bitwise"));
 }
 
 }  // namespace hd::run

@@ -344,7 +344,7 @@ void generate_verify(const std::string& path, const run::VerifyOptions& options,
   if (nlohmann::json::parse(e.required_meta(std::string(kGenerateKind))) !=
       generate_summary(e, as_stored, g.no_transplants))
     throw RuntimeError("verify failed: the stored summary is not the one its rows give");
-  progress(fmt::format("verify: all {} prompts generate the same tokens, bit for bit", stored.size()));
+  progress(Progress::result(fmt::format("verify: all {} prompts generate the same tokens, bit for bit", stored.size())));
 }
 
 std::vector<int> stored_generate_prompts(const store::Experiment& part) {

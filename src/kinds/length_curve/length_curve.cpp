@@ -299,7 +299,7 @@ void length_curve_verify(const std::string& path, const run::VerifyOptions& opti
   if (nlohmann::json::parse(e.required_meta(std::string(kLengthCurveKind))) !=
       nlohmann::json::parse(curve_document(s.config, stored).dump()))
     throw RuntimeError("verify failed: the stored curve is not the one its rows give");
-  progress(fmt::format("verify: all {} lengths reproduce bitwise", stored.size()));
+  progress(Progress::result(fmt::format("verify: all {} lengths reproduce bitwise", stored.size())));
 }
 
 }  // namespace hd::kinds

@@ -289,10 +289,10 @@ void recommend_verify(const std::string& report, bool force, const ProgressFn& p
     throw RuntimeError("verify failed: the recipe quantizes to sha256 " + sha.substr(0, 16) +
                        "…, the stored model was " +
                        summary.at("model").at("sha256").get<std::string>().substr(0, 16) + "…");
-  progress(fmt::format("verify: all {} sensitivity rows reproduce bitwise, and the recipe "
+  progress(Progress::result(fmt::format("verify: all {} sensitivity rows reproduce bitwise, and the recipe "
                        "quantizes to the stored model byte for byte (the held-out diffs verify "
                        "on their own: heterodyne verify {}/held-out/*.hdy)",
-                       stored.size(), dir));
+                       stored.size(), dir)));
 }
 
 }  // namespace hd::run

@@ -261,7 +261,7 @@ void server_floor_verify(const std::string& path, const run::VerifyOptions& opti
   if (i != stored.size()) throw RuntimeError("verify failed: the file holds rows no chunk gives");
   if (nlohmann::json::parse(e.required_meta(std::string(kServerFloorKind))) != summary(e, s.config))
     throw RuntimeError("verify failed: the stored summary is not the one its rows give");
-  progress(fmt::format("verify: all {} chunks reproduce bitwise", chunks.size()));
+  progress(Progress::result(fmt::format("verify: all {} chunks reproduce bitwise", chunks.size())));
 }
 
 }  // namespace hd::kinds

@@ -297,7 +297,7 @@ void sweep_verify(const std::string& path, const VerifyOptions& options,
   if (!follows(nlohmann::json::parse(e.required_meta("sweep")), sweep_summary(cfg, rows, combos))) {
     throw RuntimeError("verify failed: the stored summary does not follow from the chunks");
   }
-  progress(fmt::format("verify: all {} sweep chunks reproduce bitwise", stored.size()));
+  progress(Progress::result(fmt::format("verify: all {} sweep chunks reproduce bitwise", stored.size())));
 }
 
 void store_sweep_summary(store::Experiment& e) {

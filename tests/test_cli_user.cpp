@@ -1,0 +1,113 @@
+// The command line as a user meets it (issue 46): llama.cpp's -m on a command of two arms, verify's
+// verdict where a script reads it, and every model preset listed with the size of its file.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "engine/model_maker.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using hd::test::CliResult;
+using hd::test::run_cli;
+using hd::test::shared_path;
+
+namespace {
+
+std::string dir() {
+  static const std::string d = hd::test::temp_dir("cli-user");
+  return d;
+}
+
+int lines_in(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace
+
+TEST(CliUser, LlamaCppsModelFlagOnACommandOfTwoArmsSaysToUseA) {
+  for (const char* command : {"diff", "sweep", "generate", "length-curve"}) {
+    for (const char* flag : {"-m", "--model", "--model=x.gguf"}) {
+      std::vector<std::string> args = {command, flag};
+      if (std::string(flag).find('=') == std::string::npos) args.push_back("x.gguf");
+      const CliResult r = run_cli(args);
+      SCOPED_TRACE(std::string(command) + " " + flag);
+      EXPECT_EQ(r.exit_code, 2);
+      EXPECT_EQ(lines_in(r.err), 1) << r.err;
+      EXPECT_NE(r.err.find(std::string(command) + " runs two arms"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("with --a"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("--b"), std::string::npos) << r.err;
+      EXPECT_EQ(r.err.find("not expected"), std::string::npos) << r.err;  // CLI11's wording
+    }
+  }
+}
+
+TEST(CliUser, ACommandOfOneModelTakesMAsLlamaCppDoes) {
+  HD_REQUIRE_SHARED();
+  const CliResult r = run_cli({"points", "-m", shared_path("models/stories260K.gguf")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("l_out"), std::string::npos) << r.out;
+}
+
+TEST(CliUser, VerifyPrintsItsVerdictOnStdoutAndItsProgressOnStderr) {
+  HD_REQUIRE_SHARED();
+  const std::string model = shared_path("models/stories260K.gguf");
+  const std::string e = dir() + "/verify.hdy";
+  const CliResult made = run_cli({"diff", "--a", model, "--b", model, "-f",
+                                  shared_path("corpora/tom-sawyer.txt"), "--max-chunks", "2",
+                                  "--chunk", "64", "-o", e, "--force"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const CliResult v = run_cli({"verify", e});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  // Two lines on stdout, the verdicts, in order; none of them on stderr, where the chunks go.
+  std::istringstream out(v.out);
+  std::string integrity, chunks;
+  std::getline(out, integrity);
+  std::getline(out, chunks);
+  EXPECT_EQ(integrity.rfind("integrity: ok (sha256 ", 0), 0u) << v.out;
+  EXPECT_EQ(chunks, "verify: all 2 chunks reproduce bitwise") << v.out;
+  EXPECT_EQ(lines_in(v.out), 2) << v.out;
+  EXPECT_EQ(v.err.find("integrity: ok"), std::string::npos) << v.err;
+  EXPECT_EQ(v.err.find("reproduce bitwise"), std::string::npos) << v.err;
+  EXPECT_NE(v.err.find("chunk 2/2"), std::string::npos) << v.err;
+  // --integrity-only: its one verdict alone.
+  const CliResult i = run_cli({"verify", e, "--integrity-only"});
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_EQ(i.out.rfind("integrity: ok (sha256 ", 0), 0u) << i.out;
+  EXPECT_EQ(i.err, "");
+}
+
+TEST(CliUser, MakeModelListsEveryPresetWithTheSizeOfTheFileItWrites) {
+  const CliResult help = run_cli({"make-model", "--help"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  const CliResult list = run_cli({"make-model", "--list-presets"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  for (const std::string& name : hd::engine::model_presets()) {
+    EXPECT_NE(help.out.find(name), std::string::npos) << name << "\n" << help.out;
+    EXPECT_NE(("\n" + list.out).find("\n" + name + " "), std::string::npos) << name << "\n"
+                                                                              << list.out;
+  }
+  // The size said is the size written, to the byte.
+  const std::string made = dir() + "/tiny-llama-f16.gguf";
+  const CliResult m = run_cli({"make-model", "--preset", "tiny-llama", "--type", "f16", "-o", made,
+                               "--force"});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  hd::engine::ModelSpec spec;
+  spec.preset = "tiny-llama";
+  spec.type = "f16";
+  EXPECT_EQ(hd::engine::model_file_bytes(spec), fs::file_size(made));
+  // And tiny-llama's line gives it, at f16, in MB.
+  const size_t line = list.out.find("tiny-llama ");
+  ASSERT_NE(line, std::string::npos);
+  const std::string row = list.out.substr(line, list.out.find('\n', line) - line);
+  char size[32];
+  std::snprintf(size, sizeof size, "%.1f MB", static_cast<double>(fs::file_size(made)) / 1e6);
+  const size_t f16 = row.find(" f16 ");
+  ASSERT_NE(f16, std::string::npos) << row;
+  const size_t at = row.find_first_not_of(' ', f16 + 5);
+  EXPECT_EQ(row.compare(at, std::string(size).size(), size), 0) << row << "\n" << size;
+}
