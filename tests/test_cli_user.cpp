@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -110,4 +111,37 @@ TEST(CliUser, MakeModelListsEveryPresetWithTheSizeOfTheFileItWrites) {
   ASSERT_NE(f16, std::string::npos) << row;
   const size_t at = row.find_first_not_of(' ', f16 + 5);
   EXPECT_EQ(row.compare(at, std::string(size).size(), size), 0) << row << "\n" << size;
+}
+
+TEST(CliUser, ShowOfSeveralRunsGivesEachBsFileSizeAndBitsPerWeight) {
+  HD_REQUIRE_SHARED();
+  const std::string model = shared_path("models/stories260K.gguf");
+  std::vector<std::string> runs;
+  for (const char* type : {"Q8_0", "Q4_0"}) {
+    const std::string e = dir() + "/ladder-" + type + ".hdy";
+    const CliResult r = run_cli({"diff", "--a", model, "--b-quant", type, "-f",
+                                 shared_path("corpora/tom-sawyer.txt"), "--max-chunks", "1",
+                                 "--chunk", "64", "--no-floor", "-o", e, "--force"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    runs.push_back(e);
+  }
+  const CliResult shown = run_cli({"show", runs[0], runs[1]});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("B's file"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("bits/w"), std::string::npos) << shown.out;
+  for (const std::string& e : runs) {
+    const CliResult j = run_cli({"show", e, "--json"});
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    const auto b = nlohmann::json::parse(j.out)["provenance"]["arms"]["b"];
+    const double bytes = static_cast<double>(fs::file_size(b["model"].get<std::string>()));
+    char size[64], bits[64];
+    std::snprintf(size, sizeof size, "%.2f MB", bytes / 1e6);
+    std::snprintf(bits, sizeof bits, "%.2f", 8 * bytes / b["n_params"].get<double>());
+    const std::string type = e.substr(e.find("ladder-") + 7, 4);
+    const size_t row = shown.out.find("\n" + type);
+    ASSERT_NE(row, std::string::npos) << shown.out;
+    const std::string line = shown.out.substr(row + 1, shown.out.find('\n', row + 1) - row - 1);
+    EXPECT_NE(line.find(std::string(size) + " "), std::string::npos) << line << " / " << size;
+    EXPECT_NE(line.find(std::string(" ") + bits + " "), std::string::npos) << line << " / " << bits;
+  }
 }

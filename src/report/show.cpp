@@ -150,8 +150,11 @@ static std::string b_label(const Loaded& l) {
 }
 
 void print_ladder(std::ostream& os, const std::vector<Loaded>& runs) {
-  os << fmt::format("{:<22} {:>24} {:>22} {:>10} {:>10} {:>22} {:>9}\n", "B", "mean KL(A‖B)",
-                    "top-1 change (95 %)", "PPL A", "PPL B", "floor KL", "positions");
+  // B's size first after its name: what a quantizer compares the KL against. Bits per weight
+  // of the whole file (its metadata too), over the weights llama.cpp counts.
+  os << fmt::format("{:<22} {:>10} {:>7} {:>24} {:>22} {:>10} {:>10} {:>22} {:>9}\n", "B",
+                    "B's file", "bits/w", "mean KL(A‖B)", "top-1 change (95 %)", "PPL A", "PPL B",
+                    "floor KL", "positions");
   for (const Loaded& l : runs) {
     const auto& s = l.summary;
     const std::string floor = floor_kl_cell(s);
@@ -160,9 +163,15 @@ void print_ladder(std::ostream& os, const std::vector<Loaded>& runs) {
                                                       ? fmt::format(" (+inf at {})", s.diff.n_kl_infinite)
                                                       : "");
     const auto ppl = [](double v) { return std::isnan(v) ? std::string("n/a") : fmt::format("{:.4f}", v); };
-    os << fmt::format("{:<22} {:>24} {:>22} {:>10} {:>10} {:>22} {:>9}\n", b_label(l), kl,
-                      rate_text(s.diff.top1_rate), ppl(s.diff.ppl_a), ppl(s.diff.ppl_b), floor,
-                      s.diff.n_scored);
+    const auto& b = l.provenance["arms"]["b"];
+    const double bytes = b.value("model_size", 0.0), params = b.value("n_params", 0.0);
+    const std::string size = bytes <= 0 ? "n/a"
+                             : bytes >= 1e9 ? fmt::format("{:.2f} GB", bytes / 1e9)
+                                            : fmt::format("{:.2f} MB", bytes / 1e6);
+    const std::string bpw = bytes > 0 && params > 0 ? fmt::format("{:.2f}", 8 * bytes / params) : "n/a";
+    os << fmt::format("{:<22} {:>10} {:>7} {:>24} {:>22} {:>10} {:>10} {:>22} {:>9}\n", b_label(l),
+                      size, bpw, kl, rate_text(s.diff.top1_rate), ppl(s.diff.ppl_a),
+                      ppl(s.diff.ppl_b), floor, s.diff.n_scored);
   }
 }
 
