@@ -143,5 +143,12 @@ TEST(CliUser, ShowOfSeveralRunsGivesEachBsFileSizeAndBitsPerWeight) {
     const std::string line = shown.out.substr(row + 1, shown.out.find('\n', row + 1) - row - 1);
     EXPECT_NE(line.find(std::string(size) + " "), std::string::npos) << line << " / " << size;
     EXPECT_NE(line.find(std::string(" ") + bits + " "), std::string::npos) << line << " / " << bits;
+    // One run alone: B is titled by what was given (A's file → the type), its cache a detail.
+    const CliResult one = run_cli({"show", e});
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_NE(one.out.find("\n  B  stories260K.gguf → " + type + "  [-ctk"), std::string::npos)
+        << one.out;
+    EXPECT_NE(one.out.find("cached at " + b["model"].get<std::string>() + ")"), std::string::npos)
+        << one.out;
   }
 }

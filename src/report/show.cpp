@@ -86,7 +86,8 @@ std::string flash_attn_text(const nlohmann::json& arm) {
   return ran.empty() || ran == asked ? asked : asked + "→" + ran;
 }
 
-static std::string arm_line(const nlohmann::json& arm) {
+// `title`: what the arm is called, its model's path unless the user named it otherwise.
+static std::string arm_line(const nlohmann::json& arm, const std::string& title) {
   if (arm.is_null()) return "?";
   std::string where;  // only what differs from this binary's CPU, as the flags spell it
   const std::string device = arm.value("device", "cpu");
@@ -99,7 +100,7 @@ static std::string arm_line(const nlohmann::json& arm) {
   const std::string build = arm.value("llama_build", "");
   if (!build.empty()) where += " --llama-build " + build;
   if (const std::string server = arm.value("server", ""); !server.empty()) where += " " + server;
-  return fmt::format("{}  [-ctk {} -ctv {} -fa {} -ub {} -t {}{}]", arm.value("model", "?"),
+  return fmt::format("{}  [-ctk {} -ctv {} -fa {} -ub {} -t {}{}]", title,
                      arm.value("cache_type_k", "?"), arm.value("cache_type_v", "?"),
                      flash_attn_text(arm), arm.value("n_ubatch", 0),
                      arm.value("n_threads_used", 0), where);
@@ -123,8 +124,17 @@ void print_summary(std::ostream& os, const Loaded& l) {
   if (l.integrity == store::kIntegrityMismatch) {
     os << "  WARNING: integrity check failed: this file was changed after the run sealed it\n";
   }
-  os << "  A  " << arm_line(arms["a"]) << "\n";
-  os << "  B  " << arm_line(arms["b"]) << "\n";
+  os << "  A  " << arm_line(arms["a"], arms["a"].value("model", "?")) << "\n";
+  // B made by --b-quant: called what the user asked for; its cached file is a detail.
+  const std::string quant = l.config.value("b_quant", "");
+  if (quant.empty()) {
+    os << "  B  " << arm_line(arms["b"], arms["b"].value("model", "?")) << "\n";
+  } else {
+    const std::string a = arms["a"].value("model", "?");
+    os << "  B  " << arm_line(arms["b"], a.substr(a.find_last_of('/') + 1) + " → " + quant) << "\n"
+       << "     (A quantized to " << quant << " by heterodyne, cached at "
+       << arms["b"].value("model", "?") << ")\n";
+  }
   if (s.n_chunks == 0) {
     os << "no chunk is stored yet\n";
     return;

@@ -81,7 +81,11 @@ export function armInfo(s: Summary, which: "a" | "b"): ArmInfo {
 function arms(s: Summary): HTMLElement {
   const one = (which: "a" | "b") => {
     const a = armInfo(s, which);
-    const quant = which === "b" && s.config?.b_quant ? `A quantized to ${s.config.b_quant}` : null;
+    // B made by --b-quant is called what the user asked for ("a.gguf → Q4_K_M"); the file
+    // heterodyne cached it in is a detail (the line under it, and the hover).
+    const bQuant = which === "b" ? s.config?.b_quant : undefined;
+    const title = bQuant ? `${baseName(armInfo(s, "a").model)} → ${bQuant}` : baseName(a.model);
+    const quant = bQuant ? `A quantized to ${bQuant} by heterodyne, cached at ${a.model ?? DASH}` : null;
     const settings = [
       `K cache ${a.cache_type_k ?? DASH}`,
       `V cache ${a.cache_type_v ?? DASH}`,
@@ -97,7 +101,7 @@ function arms(s: Summary): HTMLElement {
       "div",
       { class: `arm arm-${which}` },
       h("div", { class: "arm-label" }, which.toUpperCase()),
-      h("div", { class: "arm-model", title: a.model ?? "" }, baseName(a.model)),
+      h("div", { class: "arm-model", title: a.model ?? "" }, title),
       quant ? h("div", { class: "arm-quant" }, quant) : null,
       about ? h("div", { class: "muted" }, about) : null,
       h("div", { class: "arm-settings" }, settings),

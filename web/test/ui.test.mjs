@@ -90,6 +90,9 @@ async function pageFacts(page, resultUrl) {
       componentDirs: d.summary.components ? Object.keys(d.summary.components) : [],
       untouched: d.summary.components?.denoise?.untouched ?? null,
       hasLens: !!d.summary.analyses?.lens,
+      bQuant: d.summary.config?.b_quant || null,
+      modelA: d.summary.provenance?.arms?.a?.model ?? null,
+      modelB: d.summary.provenance?.arms?.b?.model ?? null,
       // Rows of each per-position plug-in on the worst token (row[0] is the token index).
       worstAnalysisRows: worst
         ? Object.fromEntries(Object.entries(d.chunks.find((c) => c.chunk === worst.chunk)?.analyses ?? {}).map(([n, t]) => [n, t.rows.filter((r) => r[0] === worst.pos).length]))
@@ -122,6 +125,13 @@ async function checkResultView(page, facts, tag) {
   const armA = (await page.locator(".arm-a .arm-model").textContent())?.trim();
   const armB = (await page.locator(".arm-b .arm-model").textContent())?.trim();
   check(!!armA && !!armB && armA !== "—", "arms A and B are shown", `A=${armA} B=${armB}`);
+  if (facts.bQuant) {
+    // B made by --b-quant is titled by what the user gave; the cache file is a detail.
+    const want = `${facts.modelA.split("/").pop()} → ${facts.bQuant}`;
+    check(armB === want, "a --b-quant arm is titled 'A's file → TYPE'", `${armB} vs ${want}`);
+    const detail = (await page.locator(".arm-b .arm-quant").textContent()) ?? "";
+    check(detail.includes(facts.modelB), "its cached file is named under it", detail);
+  }
 
   // Tooltip on the first scored token.
   const tok = page.locator("#kl-strip .tok:not(.unscored)").first();
