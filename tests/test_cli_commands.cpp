@@ -19,6 +19,8 @@ std::vector<std::string> help_commands() {
   for (std::string line; std::getline(in, line);) {
     if (line == "Subcommands:") {
       in_list = true;
+    } else if (in_list && line.rfind("   ", 0) == 0) {
+      continue;  // a description's wrapped continuation
     } else if (in_list && line.rfind("  ", 0) == 0) {
       std::istringstream words(line);
       std::string name;

@@ -152,3 +152,54 @@ TEST(CliUser, ShowOfSeveralRunsGivesEachBsFileSizeAndBitsPerWeight) {
         << one.out;
   }
 }
+
+// Every command's --help and --help-all within 100 columns; --help short enough to read, with
+// llama.cpp's spellings as its users type them, the rare flags under --help-all.
+TEST(CliUser, HelpFitsOneHundredColumnsListsLlamaCppsSpellingsAndLeavesTheRareFlagsToHelpAll) {
+  const CliResult top = run_cli({"--help"});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  std::vector<std::string> commands = {""};
+  bool in_list = false;
+  std::istringstream lines_in_help(top.out);
+  for (std::string line; std::getline(lines_in_help, line);) {
+    if (line == "Subcommands:") in_list = true;
+    else if (in_list && line.size() > 2 && line.rfind("  ", 0) == 0 && line[2] != ' ')
+      commands.push_back(line.substr(2, line.find(' ', 2) - 2));
+  }
+  ASSERT_GE(commands.size(), 20u) << top.out;
+  const auto code_points = [](const std::string& s) {
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  for (const std::string& c : commands) {
+    for (const char* flag : {"--help", "--help-all"}) {
+      std::vector<std::string> args;
+      if (!c.empty()) args.push_back(c);
+      args.push_back(flag);
+      const CliResult r = run_cli(args);
+      ASSERT_EQ(r.exit_code, 0) << c << " " << flag << "\n" << r.err;
+      std::istringstream in(r.out);
+      for (std::string line; std::getline(in, line);)
+        EXPECT_LE(code_points(line), 100u) << c << " " << flag << ": " << line;
+    }
+  }
+  const CliResult diff = run_cli({"diff", "--help"}), all = run_cli({"diff", "--help-all"});
+  int lines = 0;
+  for (char ch : diff.out) lines += ch == '\n';
+  EXPECT_LE(lines, 80) << diff.out;  // 121 before: every arm flag three times
+  for (const char* spelled : {"-ctk,--cache-type-k", "-ctv,--cache-type-v", "-fa,--flash-attn",
+                              "-ub,--ubatch-size", "-ngl,--n-gpu-layers", "-dev,--device"}) {
+    EXPECT_NE(diff.out.find("\n  " + std::string(spelled) + " "), std::string::npos) << spelled;
+  }
+  EXPECT_EQ(diff.out.find("--ctk"), std::string::npos) << diff.out;
+  EXPECT_EQ(diff.out.find("--a-ctk"), std::string::npos) << diff.out;
+  EXPECT_EQ(diff.out.find("--neighbours"), std::string::npos) << diff.out;
+  EXPECT_NE(diff.out.find("diff --help-all lists these too: "), std::string::npos) << diff.out;
+  for (const char* rare : {"--a-ctk", "--b-fa", "--neighbours", "--prompt-cache", "--shard"})
+    EXPECT_NE(all.out.find(rare), std::string::npos) << rare << "\n" << all.out;
+  // The flags --help shows as llama.cpp spells them work so spelled.
+  const CliResult typed = run_cli({"diff", "-ctk", "q8_0", "-fa", "on", "-ub", "64"});
+  EXPECT_EQ(typed.exit_code, 2);
+  EXPECT_NE(typed.err.find("diff needs --a"), std::string::npos) << typed.err;
+}

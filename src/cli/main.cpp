@@ -8,6 +8,7 @@
 
 #include "build_info.h"
 #include "kinds/command_line/arm_flags.h"
+#include "kinds/command_line/help_format.h"
 #include "cli/commands.h"
 #include "kinds/registry.h"
 #include "commit.h"
@@ -146,6 +147,9 @@ int main(int argc, char** argv) {
                                         hd::build::kCommit + ", llama.cpp " +
                                         hd::build::kLlamaCommit + ")");
   app.require_subcommand(1);
+  // Set before the commands are added: each takes the formatter and --help-all from the app.
+  app.formatter(std::make_shared<hd::cli::HelpFormatter>());
+  app.set_help_all_flag("--help-all", "every flag, the rare ones too");
   hd::kinds::add_kind_commands(app, ctx);  // diff first: the command most users want
   hd::cli::add_show(app, ctx);
   hd::cli::add_export(app, ctx);

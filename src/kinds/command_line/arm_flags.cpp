@@ -89,6 +89,14 @@ void add_arm_flags(CLI::App& cmd, ArmFlags& flags, const std::string& prefix) {
                      prefix.empty() ? "both arms" : "arm " + prefix.substr(0, 1) + " only", {});
 }
 
+bool is_server_flag(const CLI::Option& opt) {
+  bool server = opt.check_lname("server");  // --server, the preset
+  engine::for_each_arm_field([&](const auto& field) {
+    if (field.info.server && opt.check_lname(split_list(field.info.flags).back())) server = true;
+  });
+  return server;
+}
+
 void add_single_arm_flags(CLI::App& cmd, ArmFlags& flags, const std::set<std::string>& skip) {
   register_arm_flags(cmd, flags, "", "the arm", skip);
 }

@@ -22,6 +22,9 @@ struct ArmFlags {
 // Registers every arm setting of engine's field table (kArmFields) as a flag, in the CLI11
 // group "Arms": the shared flags (prefix "", both arms) or one arm's overrides ("a-", "b-").
 void add_arm_flags(CLI::App& cmd, ArmFlags& flags, const std::string& prefix);
+// Whether `opt` (of the shared arm flags) sets how llama-server holds the text: --server and
+// the fields marked `server` (engine/arm_settings.h).
+bool is_server_flag(const CLI::Option& opt);
 // The shared flags of a command with one arm (capture, check, floor), but those in `skip`
 // (floor sweeps -ub, -t and -fa as lists of its own).
 void add_single_arm_flags(CLI::App& cmd, ArmFlags& flags, const std::set<std::string>& skip = {});

@@ -1,6 +1,7 @@
 // Headings for --help, and the flags several commands share.
 #include "kinds/command_line/arm_flags.h"
 #include "kinds/command_line/command_line.h"
+#include "kinds/command_line/help_format.h"
 #include "errors.h"
 
 namespace hd::cli {
@@ -12,10 +13,17 @@ void in_group(CLI::App& cmd, const std::string& heading, const std::function<voi
   for (size_t i = before; i < options.size(); ++i) options[i]->group(heading);
 }
 
+// The flags most runs set come first; an arm's own flags and llama-server's (docs/server.md)
+// are under --help-all (help_format.h), so that --help fits a screen.
 void add_two_arm_flags(CLI::App& cmd, ArmFlags& shared, ArmFlags& own_a, ArmFlags& own_b) {
-  in_group(cmd, "Arms: both (llama.cpp's spellings)", [&] { add_arm_flags(cmd, shared, ""); });
-  in_group(cmd, "Arm A only", [&] { add_arm_flags(cmd, own_a, "a-"); });
-  in_group(cmd, "Arm B only", [&] { add_arm_flags(cmd, own_b, "b-"); });
+  const std::string both = "Arms: both (llama.cpp's spellings)";
+  in_group(cmd, both, [&] { add_arm_flags(cmd, shared, ""); });
+  for (CLI::Option* o : cmd.get_options()) {
+    if (o->get_group() == both && is_server_flag(*o))
+      o->group(std::string("Arms as llama-server runs them: both") + kRareGroup);
+  }
+  in_group(cmd, std::string("Arm A only") + kRareGroup, [&] { add_arm_flags(cmd, own_a, "a-"); });
+  in_group(cmd, std::string("Arm B only") + kRareGroup, [&] { add_arm_flags(cmd, own_b, "b-"); });
 }
 
 run::InputPath InputFlags::given(const std::string& command) const {

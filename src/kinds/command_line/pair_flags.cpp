@@ -1,4 +1,5 @@
 #include "kinds/command_line/pair_flags.h"
+#include "kinds/command_line/help_format.h"
 
 #include <algorithm>
 #include <string>
@@ -64,7 +65,7 @@ run::DiffConfig pair_config(const std::string& command, const PairFlags& f, run:
 }
 
 void add_shard_flag(CLI::App& cmd, std::string& spec) {
-  in_group(cmd, "Cluster", [&] {
+  in_group(cmd, std::string("Cluster") + kRareGroup, [&] {
     cmd.add_option("--shard", spec,
                    "K/N: only the chunks c with c mod N = K, a part for heterodyne merge "
                    "(docs/cluster.md)");
