@@ -207,8 +207,15 @@ TEST(Resume, SigintStopsAfterTheChunkInFlight) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);
   EXPECT_LT(test::stored_chunks(path), 8);
+  // Its file says "running", but nothing writes it: show says stopped, and how to finish it.
+  const auto shown = test::run_cli({"show", path});
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("(stopped, "), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("heterodyne diff --resume " + path + " finishes it"), std::string::npos)
+      << shown.out;
   EXPECT_EQ(test::run_cli({"diff", "--resume", path}).exit_code, 0);
   EXPECT_EQ(test::stored_chunks(path), 8);
+  EXPECT_NE(test::run_cli({"show", path}).out.find("(complete, "), std::string::npos);
 }
 
 // A second writer on the same experiment is refused while the first runs.
@@ -221,10 +228,13 @@ TEST(Resume, ASecondWriterIsRefused) {
   const pid_t pid = test::spawn_cli(args, "/dev/null", "/dev/null");
   while (test::stored_chunks(path) < 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const auto second = test::run_cli({"diff", "--resume", path});
+  const auto shown = test::run_cli({"show", path});  // while it runs: running
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   EXPECT_EQ(second.exit_code, 2);
   EXPECT_NE(second.err.find("another"), std::string::npos) << second.err;
+  EXPECT_NE(shown.out.find("(running, "), std::string::npos) << shown.out << shown.err;
+  EXPECT_NE(test::run_cli({"show", path}).out.find("(stopped, "), std::string::npos);
 }
 
 // A full disk (simulated with a file-size limit: writes fail with EFBIG) stops the run with one

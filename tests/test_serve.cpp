@@ -412,9 +412,27 @@ TEST_F(Serve, CancelStopsARunAfterItsChunkAndKeepsAResumableFile) {
   }
   EXPECT_EQ(cancel(first["id"].get<int>()), 200);
   const json a = wait_run(first["id"]);
-  EXPECT_EQ(a["state"], "cancelled") << a.dump();
-  EXPECT_EQ(wait_run(second["id"])["state"], "cancelled");
-  const std::string file = experiments_ + "/" + first["experiment"].get<std::string>() + ".hdy";
+  // Stopped, with the command that finishes it; the one that never started, stopped too.
+  const std::string name = first["experiment"];
+  EXPECT_EQ(a["state"], "stopped") << a.dump();
+  EXPECT_NE(a["message"].get<std::string>().find("heterodyne diff --resume " + name + ".hdy"),
+            std::string::npos)
+      << a.dump();
+  const json b = wait_run(second["id"]);
+  EXPECT_EQ(b["state"], "stopped") << b.dump();
+  EXPECT_NE(b["message"].get<std::string>().find("nothing was written"), std::string::npos);
+  // The list and the result page say the file is stopped, not running: nothing writes it.
+  const json listed = json::parse(c.Get("/api/experiments")->body);
+  bool seen = false;
+  for (const json& e : listed) {
+    if (e["name"] != name) continue;
+    seen = true;
+    EXPECT_EQ(e["status"], "stopped") << e.dump();
+  }
+  EXPECT_TRUE(seen) << listed.dump();
+  const json page = json::parse(c.Get(("/api/experiments/" + name + "/result").c_str())->body);
+  EXPECT_EQ(page["summary"]["status"], "stopped") << page["summary"].dump().substr(0, 300);
+  const std::string file = experiments_ + "/" + name + ".hdy";
   const auto resumed = hd::test::run_cli({"diff", "--resume", file});
   EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_FALSE(fs::exists(experiments_ + "/" + second["experiment"].get<std::string>() + ".hdy"));
@@ -568,7 +586,7 @@ TEST_F(Serve, RefusesCrossOriginAndNonJsonChanges) {
     expect_refusal(post("/api/runs/" + std::to_string(id) + "/cancel", c.headers, "{}"), c.status,
                    c.says, "cancel " + c.headers);
   }
-  EXPECT_NE(wait_run(id)["state"], "cancelled") << "no refused cancel took effect";
+  EXPECT_NE(wait_run(id)["state"], "stopped") << "no refused cancel took effect";
   EXPECT_EQ(cancel(id), 409) << "it finished";
 }
 
@@ -654,7 +672,7 @@ TEST_F(Serve, LimitsBodySizeChunkBudgetAndQueueLength) {
   for (int i = 0; i < 600 && chunk_of(first["id"]) < 1; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(cancel(first["id"]), 200);
-  EXPECT_EQ(wait_run(first["id"])["state"], "cancelled");
+  EXPECT_EQ(wait_run(first["id"])["state"], "stopped");
   const std::string kept = first["experiment"];
   EXPECT_EQ(experiment_files(),
             (std::vector<std::string>{".cache", "evil.hdy", kept + ".hdy", kept + ".txt"}));

@@ -38,7 +38,9 @@ struct RecordTable<kinds::CatalogEntry> {
   static constexpr auto fields = std::make_tuple(
       record_field("name", &E::name, "the file's name without .hdy"),
       record_field("kind", &E::kind, "the experiment kind (src/kinds/), its command's name"),
-      record_field("status", &E::status, "running, complete, or unknown"),
+      record_field("status", &E::status,
+                   "running (a process writes it), stopped (none does: resumable), complete, or "
+                   "unknown"),
       record_field("positions", &E::positions,
                    "its file holds per-position rows (a diff): the numbers below are its, and it "
                    "can be compared"),

@@ -80,7 +80,7 @@ CatalogEntry SummaryKind::catalog_entry(const std::string& path) const {
   };
   CatalogEntry entry;
   entry.kind = name();
-  entry.status = e.meta("status").value_or("unknown");
+  entry.status = e.live_status();
   entry.a = model("a");
   entry.b = model("b");
   return entry;

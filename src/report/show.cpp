@@ -26,7 +26,7 @@ Loaded load_experiment(const std::string& path, bool position_rows) {
   const store::Experiment e = store::Experiment::open(path, false);
   Loaded l;
   l.path = path;
-  l.status = e.meta("status").value_or("unknown");
+  l.status = e.live_status();
   l.integrity = e.integrity_verdict();
   l.config = stored_object(e, "config", e.stored_config());
   l.provenance = stored_object(e, "provenance", e.meta("provenance").value_or("{}"));
@@ -120,6 +120,10 @@ void print_summary(std::ostream& os, const Loaded& l) {
   } else if (const auto& m = l.provenance.value("merged", nlohmann::json()); m.is_object()) {
     os << fmt::format("  merged from {} parts (provenance \"parts\": where each ran)\n",
                       m.value("parts", 0));
+  }
+  if (l.status == "stopped") {  // stopped: its writer is gone (store::Experiment::live_status)
+    os << "  stopped: nothing writes it now; heterodyne diff --resume " << l.path
+       << " finishes it\n";
   }
   if (l.integrity == store::kIntegrityMismatch) {
     os << "  WARNING: integrity check failed: this file was changed after the run sealed it\n";

@@ -25,7 +25,7 @@ LoadedResult load_result(const std::string& path, const std::string& kind, AddRo
   LoadedResult l;
   l.path = path;
   l.kind = kind;
-  l.status = e.meta("status").value_or("unknown");
+  l.status = e.live_status();
   l.integrity = e.integrity_verdict();
   const auto result = e.meta(kind);
   if (!result) {

@@ -1,5 +1,7 @@
 #include "serve/catalog.h"
 
+#include "store/experiment.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -93,6 +95,16 @@ static std::optional<nlohmann::json> catalog_line(const fs::path& real, const st
   }
 }
 
+// A run killed or cancelled does not change its file: whether it is still running is asked of
+// the writer's lock on every listing, not kept with the line.
+static nlohmann::json with_live_status(nlohmann::json line, const fs::path& real) {
+  const std::string status = line.value("status", "");
+  if (status == "running" || status == "stopped") {
+    line["status"] = store::Experiment::being_written(real.string()) ? "running" : "stopped";
+  }
+  return line;
+}
+
 nlohmann::json ExperimentList::list(const Sandbox& experiments, const PublicPaths& paths) {
   nlohmann::json out = nlohmann::json::array();
   std::map<std::string, std::pair<FileStamp, nlohmann::json>> seen;
@@ -108,7 +120,7 @@ nlohmann::json ExperimentList::list(const Sandbox& experiments, const PublicPath
       std::lock_guard<std::mutex> lock(mu_);
       if (const auto it = lines_.find(key); it != lines_.end() && it->second.first == *stamp) {
         seen.insert(*it);
-        out.push_back(it->second.second);
+        out.push_back(with_live_status(it->second.second, *real));
         continue;
       }
     }

@@ -1,5 +1,7 @@
 #include "serve/runs.h"
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -111,8 +113,8 @@ bool RunQueue::cancel(int id) {
   for (Job& j : jobs_) {
     if (j.state.id != id) continue;
     if (j.state.state == "queued") {
-      j.state.state = "cancelled";
-      j.state.message = "cancelled before it started";
+      j.state.state = "stopped";
+      j.state.message = "cancelled before it started: nothing was written";
       finish(j);
       return true;
     }
@@ -243,8 +245,8 @@ void RunQueue::run_one(Job& job) {
     ::close(pipe_fd[0]);
     ::close(pipe_fd[1]);
     std::lock_guard<std::mutex> lock(mu_);
-    job.state.state = "cancelled";
-    job.state.message = "the server stopped before the run started";
+    job.state.state = "stopped";
+    job.state.message = "the server stopped before the run started: nothing was written";
     finish(job);
     return;
   }
@@ -262,12 +264,17 @@ void RunQueue::run_one(Job& job) {
     job.state.state = "done";
     job.state.chunk = job.state.chunks;
   } else if (code == 130) {
-    job.state.state = "cancelled";
+    // Stopped (cancel, or the server's stop): the file keeps its finished chunks, and the
+    // message is the command that finishes it, run in the experiments folder.
+    job.state.state = "stopped";
     std::error_code ec;
+    const std::string command = job.request.args.empty() ? "diff" : job.request.args.front();
     job.state.message =
         std::filesystem::exists(job.request.experiment_file, ec)
-            ? "cancelled: the experiment file keeps the finished chunks (diff --resume)"
-            : "cancelled before diff wrote an experiment file";
+            ? fmt::format("stopped after {} of {} chunks; to finish it: heterodyne {} --resume "
+                          "{}.hdy",
+                          job.state.chunk, job.state.chunks, command, job.state.experiment)
+            : "stopped before the run wrote an experiment file";
   } else {
     job.state.state = "failed";
     const std::string prefix = "heterodyne: error: ";

@@ -21,7 +21,9 @@ namespace hd::serve {
 // UI's RunInfo (web/src/records.ts).
 struct RunState {
   int id = 0;
-  std::string state = "queued";  // queued | running | done | failed | cancelled
+  // queued | running | done | failed | stopped (cancelled, or the server stopped; a file it
+  // wrote is resumable, and `message` says with which command)
+  std::string state = "queued";
   int chunk = 0, chunks = 0;     // progress, from diff's progress lines
   std::string message;           // the last progress line, or the error
   std::string experiment;        // its name under the experiments folder
@@ -32,8 +34,8 @@ struct RunRequest {
   std::string experiment;         // the name
   std::string experiment_file;    // its .hdy, which the run creates
   // A pasted text serve wrote for this run, or empty. It is removed when the run ends without
-  // an experiment file that reads it (cancelled before it started, failed at once, or still
-  // queued when the server stops); a run cancelled while running keeps both, to be resumed.
+  // an experiment file that reads it (stopped before it started, failed at once, or still
+  // queued when the server stops); a run stopped while running keeps both, to be resumed.
   std::string owned_text;
 };
 
@@ -88,7 +90,8 @@ struct RecordTable<serve::RunState> {
       "One run of serve's queue (GET /api/runs, /api/runs/ID): src/serve/runs.h.";
   static constexpr auto fields = std::make_tuple(
       record_field("id", &R::id),
-      record_field("state", &R::state, "queued | running | done | failed | cancelled"),
+      record_field("state", &R::state,
+                   "queued | running | done | failed | stopped (resumable: message gives the command)"),
       record_field("chunk", &R::chunk, "chunks stored so far"),
       record_field("chunks", &R::chunks, "chunks in the run (0 until it says)"),
       record_field("message", &R::message, "the last progress line, or the error"),

@@ -89,6 +89,13 @@ static bool locked_by_another(const std::string& path) {
 
 bool Experiment::being_written(const std::string& path) { return locked_by_another(path); }
 
+std::string Experiment::live_status() const {
+  const std::string stored = meta("status").value_or("unknown");
+  // Our own writer's lock is held on this descriptor: a writer reading itself is running.
+  if (stored != "running" || lock_fd_ >= 0) return stored;
+  return locked_by_another(path_) ? "running" : "stopped";
+}
+
 void Experiment::check_creatable(const std::string& path, bool replace,
                                  const std::vector<std::string>& inputs, bool resumable) {
   const std::string target =

@@ -50,6 +50,10 @@ class Experiment {
                               const std::vector<std::string>& inputs, bool resumable = true);
   // Whether another process holds the writer's lock on the file at `path` (a run writes it).
   static bool being_written(const std::string& path);
+  // The run's status as a reader should say it: "complete"; "running" while a process writes
+  // the file; "stopped" when it says running and nothing writes it (killed, cancelled: resumable);
+  // "unknown" without one.
+  std::string live_status() const;
   // An existing file; `writable` takes the writer's lock (refused while another holds it).
   static Experiment open(const std::string& path, bool writable);
 

@@ -8,7 +8,7 @@ export interface ExperimentInfo {
   name: string;
   /** the experiment kind (src/kinds/), its command's name */
   kind: string;
-  /** running, complete, or unknown */
+  /** running (a process writes it), stopped (none does: resumable), complete, or unknown */
   status: string;
   /** its file holds per-position rows (a diff): the numbers below are its, and it can be compared */
   positions: boolean;
@@ -42,7 +42,7 @@ export interface ExperimentInfo {
 /** One run of serve's queue (GET /api/runs, /api/runs/ID): src/serve/runs.h. */
 export interface RunInfo {
   id: number;
-  /** queued | running | done | failed | cancelled */
+  /** queued | running | done | failed | stopped (resumable: message gives the command) */
   state: string;
   /** chunks stored so far */
   chunk: number;

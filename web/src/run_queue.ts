@@ -114,7 +114,7 @@ export class RunQueue {
     const chunk = typeof r.chunk === "number" ? r.chunk : 0;
     const progress = h("progress", { max: chunks || 1, "aria-label": `run ${r.id} progress` });
     // Indeterminate (animated) only while an active run does not know its chunk count yet: a
-    // run that failed or was cancelled stops where it got to, a finished one is full.
+    // run that failed or was stopped stops where it got to, a finished one is full.
     if (r.state === "done") progress.value = chunks || 1;
     else if (!active(r)) progress.value = chunks > 0 ? Math.min(chunk, chunks) : 0;
     else if (chunks > 0) progress.value = Math.min(chunk, chunks);
@@ -137,7 +137,10 @@ export class RunQueue {
       h("span", { class: "run-progress" }, chunks > 0 ? `${chunk}/${chunks} chunks` : ""),
       h("span", { class: r.state === "failed" ? "run-message error" : "run-message" }, r.message ?? ""),
       active(r) ? cancel : null,
-      r.state === "done" && r.experiment ? h("a", { class: "result-link", href: experimentHash(r.experiment) }, `result: ${r.experiment}`) : null,
+      // A stopped run's file holds its finished chunks (the message says how to resume it).
+      (r.state === "done" || (r.state === "stopped" && /--resume/.test(r.message ?? ""))) && r.experiment
+        ? h("a", { class: "result-link", href: experimentHash(r.experiment) }, `result: ${r.experiment}`)
+        : null,
     );
   }
 }

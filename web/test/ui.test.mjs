@@ -351,7 +351,7 @@ async function serveMode(page) {
         if (!row) return false;
         const st = row.dataset.state;
         if (st === "done" && row.querySelector(".result-link")) return "done";
-        if (st === "failed" || st === "cancelled") return `${st}: ${row.querySelector(".run-message")?.textContent ?? ""}`;
+        if (st === "failed" || st === "stopped") return `${st}: ${row.querySelector(".run-message")?.textContent ?? ""}`;
         return false;
       },
       id,
