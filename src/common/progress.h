@@ -20,7 +20,8 @@ struct Progress {
   int done = 0, total = 0;
   int pass = 0, passes = 0;
   double seconds = NAN;       // kChunk: the chunk's wall time
-  double seconds_left = NAN;  // kPass: the estimate for the whole run
+  double seconds_left = NAN;     // kPass, kChunk: the estimate for the whole run
+  double seconds_elapsed = NAN;  // kPass, kChunk: since this process started the run
   double mean_kl = NAN;       // kChunk of a diff: the chunk's mean KL
 
   // A note, so that `progress("text")` keeps reading as a line.
@@ -41,6 +42,26 @@ struct Progress {
 };
 
 using ProgressFn = std::function<void(const Progress&)>;
+
+// What is left of a run of like units (chunks), from the mean time of the last few: one slow
+// or fast unit moves the estimate by a fraction of itself, not all of it, and a run that
+// speeds up or slows down is followed within a window.
+class TimeLeft {
+ public:
+  static constexpr int kWindow = 8;
+  void unit_done(double seconds);
+  // Seconds per unit, the mean of the last kWindow; NaN before the first.
+  double per_unit() const;
+  // per_unit() times `units`, and NaN before the first unit.
+  double left(int units) const { return per_unit() * units; }
+
+ private:
+  double last_[kWindow] = {};
+  int n_ = 0;
+};
+
+// "1:05" (m:ss), "1:02:05" past an hour: how long, for a person.
+std::string duration_text(double seconds);
 
 // One line of JSON, no newline: {"event":"chunk","done":3,"total":8,...,"text":"..."}; fields
 // that do not apply (NaN, or counts of a note) are left out.

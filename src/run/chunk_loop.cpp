@@ -40,21 +40,34 @@ static int owned(const ChunkLoop& loop) {
 static int run_missing(store::Experiment& e, const ChunkLoop& loop, const ProgressFn& progress,
                        int& finished) {
   const int total = owned(loop);
+  const auto start = std::chrono::steady_clock::now();
+  TimeLeft time_left;
   for (int c = 0; c < loop.total; ++c) {
     if (loop.done.count(c) || (loop.owns && !loop.owns(c))) continue;
     if (stop_requested()) break;
     const ChunkDone d = loop.run_chunk(c, finished);
+    time_left.unit_done(d.seconds);
     e.publish();  // the file appears (or replaces the old one) with its first chunk
     ++finished;
     fatal::set_resume_hint(kept_chunks(e, loop, static_cast<size_t>(finished)));
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double left = time_left.left(total - finished);
+    // Elapsed, and what is left at the mean of the last chunks (not the last one alone).
+    const std::string timing = finished < total
+                                   ? fmt::format("{} elapsed, about {} left", duration_text(elapsed),
+                                                 duration_text(left))
+                                   : fmt::format("{} elapsed", duration_text(elapsed));
     Progress p = Progress::chunk(
         finished, total,
         std::isnan(d.mean_kl)
-            ? fmt::format("{} {}/{}  {:.2f} s", loop.unit, finished, total, d.seconds)
-            : fmt::format("{} {}/{}  mean KL {:.6f}  {:.2f} s", loop.unit, finished, total,
-                          d.mean_kl, d.seconds));
+            ? fmt::format("{} {}/{}  {:.2f} s  ({})", loop.unit, finished, total, d.seconds, timing)
+            : fmt::format("{} {}/{}  mean KL {:.6f}  {:.2f} s  ({})", loop.unit, finished, total,
+                          d.mean_kl, d.seconds, timing));
     p.mean_kl = d.mean_kl;
     p.seconds = d.seconds;
+    p.seconds_elapsed = elapsed;
+    p.seconds_left = left;
     progress(p);
   }
   const int missing = total - finished;

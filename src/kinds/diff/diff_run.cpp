@@ -86,29 +86,38 @@ static RunEnd run_missing(store::Experiment& e, Session& s,
   }
   int ran = 0;
   nlohmann::json reported_reuse;
+  const auto start = clock::now();
+  TimeLeft chunk_times;
   loop.run_chunk = [&](int c, int finished) {
     const auto t0 = clock::now();
     // Transplants make a chunk long (two passes per restore point): report every few seconds,
-    // with an estimate of what is left of the whole run.
+    // with an estimate of what is left of the whole run. A chunk's passes are not alike (the
+    // early ones run from further back), so once a chunk is done the estimate is the mean time
+    // of the last chunks, not this chunk's passes so far.
     auto last = t0;
     s.on_pass([&](int pass, int passes) {
       const auto now = clock::now();
       if (now - last < std::chrono::seconds(5)) return;
       last = now;
-      const double chunk_s = std::chrono::duration<double>(now - t0).count() / pass * passes;
-      const double left = chunk_s * (passes - pass) / passes + chunk_s * (to_run - ran - 1);
-      Progress p(fmt::format("chunk {}/{}: patched pass {}/{}, about {:.0f} s left",
-                             finished + 1, loop.total, pass, passes, left));
+      const double in_chunk = std::chrono::duration<double>(now - t0).count();
+      const double chunk_s = ran > 0 ? chunk_times.per_unit() : in_chunk / pass * passes;
+      const double left = std::max(0.0, chunk_s - in_chunk) + chunk_s * (to_run - ran - 1);
+      const double elapsed = std::chrono::duration<double>(now - start).count();
+      Progress p(fmt::format("chunk {}/{}: patched pass {}/{} ({} elapsed, about {} left)",
+                             finished + 1, loop.total, pass, passes, duration_text(elapsed),
+                             duration_text(left)));
       p.event = Progress::Event::kPass;
       p.done = finished;
       p.total = loop.total;
       p.pass = pass;
       p.passes = passes;
       p.seconds_left = left;
+      p.seconds_elapsed = elapsed;
       progress(p);
     });
     analysis::ChunkResult r = s.compute(c, chunks[static_cast<size_t>(c)]);
     r.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    chunk_times.unit_done(r.seconds);
     e.put_chunk(r, s.pieces_of(r));
     note_prefix_reuse(e, s, reported_reuse, progress);
     ++ran;
