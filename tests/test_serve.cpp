@@ -404,17 +404,23 @@ TEST_F(Serve, CancelStopsARunAfterItsChunkAndKeepsAResumableFile) {
       json::parse(c.Post("/api/runs", run_form(2, false).dump(), "application/json")->body);
   // The second waits its turn; cancelling it means it never starts.
   EXPECT_EQ(cancel(second["id"].get<int>()), 200);
+  json running;
   for (int i = 0; i < 600; ++i) {  // wait until the first has stored a chunk
-    const json r =
+    running =
         json::parse(c.Get(("/api/runs/" + std::to_string(first["id"].get<int>())).c_str())->body);
-    if (r["chunk"].get<int>() >= 1) break;
+    if (running["chunk"].get<int>() >= 1) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  // A running run says how long it has run and what is left, from its chunk lines.
+  ASSERT_TRUE(running.contains("seconds_elapsed")) << running.dump();
+  EXPECT_GT(running["seconds_elapsed"].get<double>(), 0) << running.dump();
+  EXPECT_GT(running["seconds_left"].get<double>(), 0) << running.dump();
   EXPECT_EQ(cancel(first["id"].get<int>()), 200);
   const json a = wait_run(first["id"]);
   // Stopped, with the command that finishes it; the one that never started, stopped too.
   const std::string name = first["experiment"];
   EXPECT_EQ(a["state"], "stopped") << a.dump();
+  EXPECT_FALSE(a.contains("seconds_left")) << a.dump();  // nothing is left of a stopped run
   EXPECT_NE(a["message"].get<std::string>().find("heterodyne diff --resume " + name + ".hdy"),
             std::string::npos)
       << a.dump();

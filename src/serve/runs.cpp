@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -158,9 +159,10 @@ void RunQueue::work() {
 struct ChildLine {
   std::string message;
   std::optional<std::pair<int, int>> counts;  // chunks done, of
+  std::optional<double> elapsed, left;
 };
 static ChildLine read_child_line(const std::string& line) {
-  ChildLine out{line, std::nullopt};
+  ChildLine out{line, std::nullopt, std::nullopt, std::nullopt};
   const auto j = nlohmann::json::parse(line, nullptr, false);
   if (!j.is_object() || !j.contains("event") || !j.contains("text") || !j["text"].is_string())
     return out;
@@ -168,6 +170,13 @@ static ChildLine read_child_line(const std::string& line) {
   if (j.contains("done") && j.contains("total") && j["done"].is_number_integer() &&
       j["total"].is_number_integer())
     out.counts = {j["done"].get<int>(), j["total"].get<int>()};
+  const auto seconds = [&](const char* key) -> std::optional<double> {
+    if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
+    const double v = j[key].get<double>();
+    return std::isfinite(v) && v >= 0 ? std::optional<double>(v) : std::nullopt;
+  };
+  out.elapsed = seconds("seconds_elapsed");
+  out.left = seconds("seconds_left");
   return out;
 }
 
@@ -177,6 +186,8 @@ void RunQueue::update(int id, const std::string& line) {
   for (Job& j : jobs_) {
     if (j.state.id != id) continue;
     if (l.counts) std::tie(j.state.chunk, j.state.chunks) = *l.counts;
+    if (l.elapsed) j.state.seconds_elapsed = l.elapsed;
+    if (l.left) j.state.seconds_left = l.left;
     if (j.state.message.rfind("cancelling", 0) != 0) j.state.message = l.message;
   }
 }
@@ -260,6 +271,7 @@ void RunQueue::run_one(Job& job) {
   running_pid_ = -1;
   running_id_ = 0;
   const int code = pid <= 0 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  job.state.seconds_left.reset();  // nothing is left of a run that ended, whichever way
   if (code == 0) {
     job.state.state = "done";
     job.state.chunk = job.state.chunks;

@@ -27,6 +27,9 @@ struct RunState {
   int chunk = 0, chunks = 0;     // progress, from diff's progress lines
   std::string message;           // the last progress line, or the error
   std::string experiment;        // its name under the experiments folder
+  // From the last progress line that said them (run/chunk_loop.cpp): since the run started,
+  // and what is left at the mean of its last chunks.
+  std::optional<double> seconds_elapsed, seconds_left;
 };
 
 struct RunRequest {
@@ -95,7 +98,10 @@ struct RecordTable<serve::RunState> {
       record_field("chunk", &R::chunk, "chunks stored so far"),
       record_field("chunks", &R::chunks, "chunks in the run (0 until it says)"),
       record_field("message", &R::message, "the last progress line, or the error"),
-      record_field("experiment", &R::experiment, "its file's name under the experiments folder"));
+      record_field("experiment", &R::experiment, "its file's name under the experiments folder"),
+      record_field("seconds_elapsed", &R::seconds_elapsed, "since the run started"),
+      record_field("seconds_left", &R::seconds_left,
+                   "what is left, at the mean time of its last chunks"));
 };
 
 }  // namespace hd

@@ -64,6 +64,15 @@ export function fmtTime(v: string | number | undefined | null): string {
   return d.toLocaleString();
 }
 
+/** A duration for a person: "1:05" (m:ss), "1:02:05" past an hour; "?" for what is not one.
+ *  The CLI's progress lines spell it the same way (common/progress.h duration_text). */
+export function fmtDuration(seconds: Num): string {
+  if (!isNum(seconds) || seconds < 0) return "?";
+  const s = Math.round(seconds);
+  const two = (n: number) => String(n).padStart(2, "0");
+  return s >= 3600 ? `${Math.floor(s / 3600)}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}` : `${Math.floor(s / 60)}:${two(s % 60)}`;
+}
+
 export function baseName(path: string | undefined | null): string {
   if (!path) return DASH;
   const parts = path.split(/[\\/]/);

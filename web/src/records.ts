@@ -52,6 +52,10 @@ export interface RunInfo {
   message: string;
   /** its file's name under the experiments folder */
   experiment: string;
+  /** since the run started */
+  seconds_elapsed?: Num;
+  /** what is left, at the mean time of its last chunks */
+  seconds_left?: Num;
 }
 
 /** One arm's settings as stored (config a and b, provenance arms): src/engine/arm_settings.h's kArmFields. */

@@ -3,6 +3,7 @@
 import { api } from "./api";
 import { experimentHash } from "./api";
 import { clear, errorBox, errorMessage, h } from "./dom";
+import { fmtDuration, isNum } from "./format";
 import type { RunInfo } from "./types";
 
 const POLL_MS = 1000;
@@ -135,6 +136,13 @@ export class RunQueue {
       h("span", { class: `badge state state-${r.state}` }, r.state),
       progress,
       h("span", { class: "run-progress" }, chunks > 0 ? `${chunk}/${chunks} chunks` : ""),
+      // Elapsed, and (while it runs) what is left at the mean of its last chunks: the child's
+      // estimate, which does not jump with one slow chunk.
+      h(
+        "span",
+        { class: "run-time" },
+        isNum(r.seconds_elapsed) ? `${fmtDuration(r.seconds_elapsed)} elapsed${active(r) && isNum(r.seconds_left) ? ` · about ${fmtDuration(r.seconds_left)} left` : ""}` : "",
+      ),
       h("span", { class: r.state === "failed" ? "run-message error" : "run-message" }, r.message ?? ""),
       active(r) ? cancel : null,
       // A stopped run's file holds its finished chunks (the message says how to resume it).
