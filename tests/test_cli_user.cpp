@@ -203,3 +203,28 @@ TEST(CliUser, HelpFitsOneHundredColumnsListsLlamaCppsSpellingsAndLeavesTheRareFl
   EXPECT_EQ(typed.exit_code, 2);
   EXPECT_NE(typed.err.find("diff needs --a"), std::string::npos) << typed.err;
 }
+
+// A ladder of settings on one B: each run named by what differs between the runs shown (here
+// flash attention), not by B's type, which all share.
+TEST(CliUser, ShowNamesEachRunByWhatDiffersBetweenTheRuns) {
+  HD_REQUIRE_SHARED();
+  const std::string model = shared_path("models/stories260K.gguf");
+  std::vector<std::string> runs;
+  for (const char* fa : {"off", "on"}) {
+    const std::string e = dir() + "/fa-" + fa + ".hdy";
+    const CliResult r = run_cli({"diff", "--a", model, "--b-quant", "Q8_0", "--b-fa", fa, "-f",
+                                 shared_path("corpora/tom-sawyer.txt"), "--max-chunks", "1",
+                                 "--chunk", "64", "--no-floor", "-o", e, "--force"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    runs.push_back(e);
+  }
+  const CliResult shown = run_cli({"show", runs[0], runs[1]});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("\nfa off "), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("\nfa on "), std::string::npos) << shown.out;
+  EXPECT_EQ(shown.out.find("\nQ8_0 "), std::string::npos) << shown.out;  // shared: not a name
+  // Nothing differs: each run is its file's name.
+  const CliResult same = run_cli({"show", runs[0], runs[0]});
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_NE(same.out.find("\nfa-off "), std::string::npos) << same.out;
+}

@@ -147,29 +147,73 @@ void print_summary(std::ostream& os, const Loaded& l) {
   for (const auto& [name, table] : l.analyses) print_summary_table(os, table);
 }
 
-// What distinguishes B in a ladder row: the quant type it was made with, else its file name, plus
-// any cache or attention setting where it differs from A.
-static std::string b_label(const Loaded& l) {
-  std::string label = l.config.value("b_quant", "");
-  const auto& arms = l.provenance["arms"];
-  if (label.empty()) {
-    const std::string model = arms["b"].value("model", "?");
-    label = model.substr(model.find_last_of('/') + 1);
+// What tells the runs shown apart (the web UI's compare page follows the same rule,
+// web/src/compare_view.ts runLabels): of A's model, B's model (its quantization type where
+// heterodyne made it), the K and V cache types, flash attention, the ubatch and the llama.cpp
+// build, the ones whose values are not all the same, in that order; the file's name where
+// none differs.
+static std::vector<std::string> run_labels(const std::vector<Loaded>& runs) {
+  const auto base = [](const std::string& p) { return p.substr(p.find_last_of('/') + 1); };
+  std::vector<std::vector<std::pair<std::string, std::string>>> facts;
+  for (const Loaded& l : runs) {
+    const auto& arms = l.provenance["arms"];
+    const auto b = arms["b"];
+    const std::string quant = l.config.value("b_quant", "");
+    const auto text = [&](const char* key) {
+      const auto& v = b.is_object() && b.contains(key) ? b[key] : nlohmann::json();
+      return v.is_string() ? v.get<std::string>() : v.is_number() ? v.dump() : std::string();
+    };
+    facts.push_back({{"A", base(arms["a"].value("model", ""))},
+                     {"", quant.empty() ? base(b.value("model", "")) : quant},
+                     {"ctk", text("cache_type_k")},
+                     {"ctv", text("cache_type_v")},
+                     {"fa", text("flash_attn")},
+                     {"ub", text("n_ubatch")},
+                     {"build", text("llama_build")}});
   }
-  for (const char* key : {"cache_type_k", "cache_type_v", "flash_attn"}) {
-    const std::string a = arms["a"].value(key, ""), b = arms["b"].value(key, "");
-    if (a != b) label += fmt::format(" {}={}", key, b);
+  std::vector<size_t> keys;
+  for (size_t k = 0; !facts.empty() && k < facts[0].size(); ++k) {
+    for (const auto& f : facts) {
+      if (f[k].second != facts[0][k].second) {
+        keys.push_back(k);
+        break;
+      }
+    }
   }
-  return label;
+  std::vector<std::string> out;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::string label;
+    for (size_t k : keys) {
+      const auto& [key, value] = facts[i][k];
+      label += (label.empty() ? "" : " · ") +
+               (key.empty() ? (value.empty() ? "—" : value)
+                            : key + " " + (value.empty() ? "default" : value));
+    }
+    if (label.empty()) {
+      const std::string file = base(runs[i].path);
+      label = file.substr(0, file.rfind(".hdy"));
+    }
+    // One run shown twice keeps one name per row: the second is "(2)".
+    if (std::find(out.begin(), out.end(), label) != out.end()) label += fmt::format(" ({})", i + 1);
+    out.push_back(label);
+  }
+  return out;
 }
 
 void print_ladder(std::ostream& os, const std::vector<Loaded>& runs) {
   // B's size first after its name: what a quantizer compares the KL against. Bits per weight
   // of the whole file (its metadata too), over the weights llama.cpp counts.
-  os << fmt::format("{:<22} {:>10} {:>7} {:>24} {:>22} {:>10} {:>10} {:>22} {:>9}\n", "B",
-                    "B's file", "bits/w", "mean KL(A‖B)", "top-1 change (95 %)", "PPL A", "PPL B",
-                    "floor KL", "positions");
-  for (const Loaded& l : runs) {
+  const std::vector<std::string> labels = run_labels(runs);
+  const size_t width = std::max<size_t>(22, [&] {
+    size_t w = 0;
+    for (const auto& x : labels) w = std::max(w, x.size());
+    return w;
+  }());
+  os << fmt::format("{:<{}} {:>10} {:>7} {:>24} {:>22} {:>10} {:>10} {:>22} {:>9}\n", "run",
+                    width, "B's file", "bits/w", "mean KL(A‖B)", "top-1 change (95 %)", "PPL A",
+                    "PPL B", "floor KL", "positions");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Loaded& l = runs[i];
     const auto& s = l.summary;
     const std::string floor = floor_kl_cell(s);
     // A run with positions of KL +inf says so in its row: its mean is over the others.
@@ -183,8 +227,8 @@ void print_ladder(std::ostream& os, const std::vector<Loaded>& runs) {
                              : bytes >= 1e9 ? fmt::format("{:.2f} GB", bytes / 1e9)
                                             : fmt::format("{:.2f} MB", bytes / 1e6);
     const std::string bpw = bytes > 0 && params > 0 ? fmt::format("{:.2f}", 8 * bytes / params) : "n/a";
-    os << fmt::format("{:<22} {:>10} {:>7} {:>24} {:>22} {:>10} {:>10} {:>22} {:>9}\n", b_label(l),
-                      size, bpw, kl, rate_text(s.diff.top1_rate), ppl(s.diff.ppl_a),
+    os << fmt::format("{:<{}} {:>10} {:>7} {:>24} {:>22} {:>10} {:>10} {:>22} {:>9}\n", labels[i],
+                      width, size, bpw, kl, rate_text(s.diff.top1_rate), ppl(s.diff.ppl_a),
                       ppl(s.diff.ppl_b), floor, s.diff.n_scored);
   }
 }

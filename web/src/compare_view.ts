@@ -18,13 +18,42 @@ export interface NamedResult {
 
 const PALETTE = ["#2563eb", "#dc2626", "#059669", "#7c3aed", "#d97706", "#0891b2", "#db2777", "#4b5563"];
 
-/** What tells B apart, as show's ladder labels it: its quant type or file, and any cache or
- *  attention setting that differs from A. */
-export function bLabel(s: Summary): string {
-  const a = armInfo(s, "a"), b = armInfo(s, "b");
-  let label = s.config?.b_quant || baseName(b.model);
-  for (const key of ["cache_type_k", "cache_type_v", "flash_attn"] as const) if (a[key] !== b[key] && b[key] !== undefined) label += ` ${key}=${b[key]}`;
-  return label;
+/** What tells the runs shown apart, the rule show's ladder follows too (src/report/show.cpp
+ *  run_labels): of A's model, B's model (its quantization type where heterodyne made it), the
+ *  K and V cache types, flash attention, the ubatch and the llama.cpp build, the ones whose
+ *  values are not all the same, in that order; the file's name where none differs. */
+export function runLabels(runs: { name: string; s: Summary }[]): string[] {
+  const facts = runs.map(({ s }) => {
+    const a = armInfo(s, "a"), b = armInfo(s, "b");
+    return [
+      ["A", baseName(a.model)],
+      ["", s.config?.b_quant || baseName(b.model)],
+      ["ctk", b.cache_type_k ?? ""],
+      ["ctv", b.cache_type_v ?? ""],
+      ["fa", b.flash_attn ?? ""],
+      ["ub", String(b.n_ubatch ?? "")],
+      ["build", b.llama_build ?? ""],
+    ] as [string, string][];
+  });
+  const differs = (k: number) => new Set(facts.map((f) => f[k][1])).size > 1;
+  const keys = facts.length > 0 ? facts[0].map((_, k) => k).filter(differs) : [];
+  const labels = runs.map((r, i) =>
+    keys.length === 0
+      ? r.name
+      : keys
+          .map((k) => {
+            const [key, value] = facts[i][k];
+            return key === "" ? value || "—" : `${key} ${value || "default"}`;
+          })
+          .join(" · "),
+  );
+  // One run shown twice keeps one name per point: the second is "(2)".
+  return labels.map((l, i) => (labels.indexOf(l) === i ? l : `${l} (${i + 1})`));
+}
+
+/** One colour per run, the same in every chart of the page. */
+export function runColour(i: number): string {
+  return PALETTE[i % PALETTE.length];
 }
 
 /** B's file bits per weight: its size in bits over its parameter count (both in provenance). */
@@ -44,7 +73,7 @@ interface Row {
 function runsTable(rows: Row[]): HTMLElement {
   return sortableTable<Row>(
     [
-      { label: "run", key: (r) => r.name, cell: (r) => h("span", null, h("span", { class: "swatch", style: `background:${PALETTE[r.i % PALETTE.length]}` }), ` ${r.name}`) },
+      { label: "run", key: (r) => r.name, cell: (r) => h("span", null, h("span", { class: "swatch", style: `background:${runColour(r.i)}` }), ` ${r.name}`) },
       { label: "B", key: (r) => r.label, cell: (r) => r.label },
       { label: "bpw", numeric: true, key: (r) => r.bpw, cell: (r) => fmt(r.bpw, 4) },
       { label: "B size", numeric: true, key: (r) => armInfo(r.s, "b").model_size, cell: (r) => fmtBytes(armInfo(r.s, "b").model_size) },
@@ -66,7 +95,7 @@ function overlaySpecs(rows: Row[]): PlotSpec[] {
     const layers = [...new Set(withLayers.flatMap((r) => r.s.layers!.map((l) => l.layer)))].sort((a, b) => a - b);
     const lines: LineSpec[] = withLayers.map((r) => {
       const at = new Map(r.s.layers!.map((l) => [l.layer, l.rel_err_mean]));
-      return { label: r.label, color: PALETTE[r.i % PALETTE.length], y: layers.map((l) => (isNum(at.get(l)) ? (at.get(l) as number) : null)) };
+      return { label: r.label, color: runColour(r.i), y: layers.map((l) => (isNum(at.get(l)) ? (at.get(l) as number) : null)) };
     });
     specs.push({ name: "compare-residual", title: "Residual stream: relative L2 error after each layer, every run", xLabel: "layer", yLabel: "‖b − a‖ / ‖a‖", x: layers, lines, bars: [] });
   }
@@ -83,7 +112,7 @@ function overlaySpecs(rows: Row[]): PlotSpec[] {
       yLabel: "mean KL",
       x: points.map((_, i) => i),
       xTicks: points,
-      lines: same.map((r) => ({ label: r.label, color: PALETTE[r.i % PALETTE.length], y: r.s.transplants!.denoise!.map((p) => (isNum(p.kl_mean) ? p.kl_mean : null)) })),
+      lines: same.map((r) => ({ label: r.label, color: runColour(r.i), y: r.s.transplants!.denoise!.map((p) => (isNum(p.kl_mean) ? p.kl_mean : null)) })),
       bars: [],
       floor: floors.length ? { hi: Math.max(...floors), signed: false } : undefined,
       note: same.length < withCurves.length ? `${withCurves.length - same.length} run(s) with other restore points left out.` : undefined,
@@ -114,7 +143,8 @@ function scatterSection(rows: Row[], results: NamedResult[]): { el: HTMLElement;
 }
 
 export function renderCompare(root: HTMLElement, results: NamedResult[]): () => void {
-  const rows: Row[] = results.map((r, i) => ({ i, name: r.name, label: bLabel(r.result.summary), s: r.result.summary, bpw: bBpw(r.result.summary) }));
+  const labels = runLabels(results.map((r) => ({ name: r.name, s: r.result.summary })));
+  const rows: Row[] = results.map((r, i) => ({ i, name: r.name, label: labels[i], s: r.result.summary, bpw: bBpw(r.result.summary) }));
   const entries: LadderEntry[] = rows.map((r) => ({
     label: r.label,
     bpw: r.bpw,
@@ -125,6 +155,7 @@ export function renderCompare(root: HTMLElement, results: NamedResult[]): () => 
     top1_lo: r.s.top1_change?.lo ?? null,
     top1_hi: r.s.top1_change?.hi ?? null,
     floor: klFloorHi(r.s),
+    color: runColour(r.i),
   }));
   const plots: PlotHandle[] = overlaySpecs(rows).map(makePlot);
   const scatter = rows.length >= 2 ? scatterSection(rows, results) : null;

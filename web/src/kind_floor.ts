@@ -93,12 +93,31 @@ function rowsTable(doc: FloorDoc): HTMLElement {
   ).el;
 }
 
+/** The answer before the maps: which splits change no bit (every run at that ubatch, whatever
+ *  its threads and flash attention, is bitwise the reference), and the smallest that changes
+ *  the output, with its KL. */
+function answer(doc: FloorDoc): HTMLElement {
+  const ubatches = uniq(doc.rows.map((r) => r.n_ubatch)).sort((a, b) => a - b);
+  const invariant = ubatches.filter((u) => doc.rows.filter((r) => r.n_ubatch === u).every((r) => r.identical));
+  const changing = ubatches.filter((u) => !invariant.includes(u));
+  const worst = (u: number) => Math.max(...doc.rows.filter((r) => r.n_ubatch === u && !r.identical).map((r) => (isNum(r.kl_mean) ? r.kl_mean : 0)));
+  const list = (us: number[]) => (us.length > 12 ? `${us.slice(0, 12).join(", ")}, … (${us.length} in all)` : us.join(", "));
+  const text =
+    changing.length === 0
+      ? `No split changes a bit: every run, at all ${ubatches.length} ubatches tried, reproduces the reference bit for bit.`
+      : invariant.length === 0
+        ? `Every split tried changes the output; the smallest, ubatch ${changing[0]}, by a mean KL of up to ${fmt(worst(changing[0]), 3)}.`
+        : `Splits that change no bit: ubatch ${list(invariant)}. The smallest split that changes the output: ubatch ${changing[0]} (mean KL up to ${fmt(worst(changing[0]), 3)}).`;
+  return h("p", { class: "floor-answer", "data-invariant": invariant.join(","), "data-smallest-changing": changing.length ? String(changing[0]) : "" }, text);
+}
+
 export function renderFloor(root: HTMLElement, doc: FloorDoc): void {
   const fas = uniq(doc.rows.map((r) => r.flash_attn));
   root.append(
     h(
       "section",
       { class: "kind-floor" },
+      answer(doc),
       h("p", null, `${doc.model.replace(/^.*[\\/]/, "")}, K ${doc.cache_type_k ?? "?"} / V ${doc.cache_type_v ?? "?"}, ${doc.chunks ?? "?"} chunk(s) of ${doc.chunk ?? "?"} tokens.`),
       h("div", { class: "floor-maps" }, ...fas.map((fa) => floorMap(doc, fa))),
       doc.patterns?.length

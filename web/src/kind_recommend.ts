@@ -111,6 +111,55 @@ function variantsTable(rows: Variant[]): HTMLElement {
   ).el;
 }
 
+/** The stock model the recipe is read against: the one the target names, else the smallest
+ *  not smaller than the recipe (as show picks it: recommend_view.cpp). */
+function sameSizeStock(r: RecommendDoc): HeldOutRow | null {
+  const [recipe, ...stock] = r.held_out;
+  if (!recipe) return null;
+  const named = stock.find((x) => x.name === r.target.size);
+  if (named) return named;
+  const bigger = stock.filter((x) => x.bytes >= recipe.bytes).sort((a, b) => a.bytes - b.bytes);
+  return bigger[0] ?? null;
+}
+
+/** What the page is for, first: the recipe's held-out KL against the stock type of its size,
+ *  its size, and the command that makes it. */
+function lead(r: RecommendDoc): HTMLElement | null {
+  const recipe = r.held_out[0];
+  if (!recipe) return null;
+  const stock = sameSizeStock(r);
+  const ratio = stock && isNum(recipe.kl_mean) && isNum(stock.kl_mean) && stock.kl_mean > 0 ? recipe.kl_mean / stock.kl_mean : null;
+  const mb = (b: number) => `${(b / 1e6).toFixed(2)} MB`;
+  return h(
+    "div",
+    { class: "recommend-lead", "data-ratio": ratio === null ? "" : String(ratio) },
+    h(
+      "p",
+      { class: "lead-kl" },
+      stock
+        ? `Held-out mean KL: the recipe ${fmt(recipe.kl_mean)} against ${stock.name} ${fmt(stock.kl_mean)}${ratio === null ? "" : ` (${fmt(ratio, 2)}×)`}.`
+        : `Held-out mean KL of the recipe: ${fmt(recipe.kl_mean)}.`,
+    ),
+    h(
+      "p",
+      { class: "lead-size" },
+      `The recipe: ${mb(recipe.bytes)}, ${fmt(recipe.bpw, 3)} bits per weight${stock ? `; ${stock.name}: ${mb(stock.bytes)}, ${fmt(stock.bpw, 3)}` : ""}.`,
+    ),
+  );
+}
+
+/** How to make the recipe's model with llama.cpp's own quantizer (tensor-types.txt is written
+ *  beside report.hdy). */
+function command(r: RecommendDoc): HTMLElement {
+  return h(
+    "p",
+    { class: "recommend-command" },
+    "Make it with llama.cpp: ",
+    h("code", null, `llama-quantize --tensor-type-file tensor-types.txt MODEL-F16.gguf out.gguf ${r.base}`),
+    " (tensor-types.txt is beside report.hdy).",
+  );
+}
+
 export function renderRecommend(root: HTMLElement, r: RecommendDoc): void {
   const target = r.target.bytes !== undefined ? `size ${r.target.size ?? ""} (${r.target.bytes} bytes)` : `mean KL ${fmt(r.target.kl)} on the calibration text`;
   const entries: LadderEntry[] = r.held_out.map((row, i) => ({
@@ -131,6 +180,7 @@ export function renderRecommend(root: HTMLElement, r: RecommendDoc): void {
     h(
       "section",
       { class: "kind-recommend" },
+      lead(r),
       h("p", null, `Base ${r.base}, target ${target}${r.target_met === false ? " — not met: the least KL reached is shown" : ""}.`),
       h("p", null, `Predicted ${p.file_bytes ?? "?"} bytes, mean KL ${fmt(p.kl_calibration)}; measured ${m.file_bytes ?? "?"} bytes, mean KL ${fmt(m.kl_calibration)}${off === null ? "" : ` (the prediction ${(off * 100).toFixed(1)} % off)`}.`),
       r.rank_correlation ? h("p", null, `Spearman rank correlation of the variants' KL, calibration vs held-out: ${fmt(r.rank_correlation.spearman, 3)} over ${r.rank_correlation.variants} variants.`) : null,
@@ -138,6 +188,7 @@ export function renderRecommend(root: HTMLElement, r: RecommendDoc): void {
       heldOutTable(r.held_out),
       h("h3", null, "Groups the recipe moves from the base"),
       groupsTable(r.groups),
+      command(r),
       r.sensitivity?.length ? h("details", { class: "variants-box" }, h("summary", null, `Every measured variant (${r.sensitivity.length})`), variantsTable(r.sensitivity)) : null,
     ),
   );

@@ -19,6 +19,8 @@ export interface LadderEntry {
   /** The run's floor: the upper end of its interval where the run stored one, else its mean. */
   floor: Num;
   highlight?: boolean;
+  /** The run's own colour (compare_view.ts's palette, the same in every chart of the page). */
+  color?: string;
 }
 
 type XKey = "bpw" | "bytes";
@@ -76,11 +78,11 @@ function draw(entries: LadderEntry[], xKey: XKey, metric: Metric, bpwLabel: stri
   if (sorted.length > 1) root.append(svg("polyline", { points: sorted.map((e) => `${px(e[xKey] as number)},${py(val(e))}`).join(" "), class: "ladder-line", fill: "none", stroke: "#2563eb", "stroke-opacity": 0.45 }));
   sorted.forEach((e, i) => {
     const x = px(e[xKey] as number), y = val(e);
-    const g = svg("g", { class: `ladder-point${e.highlight ? " highlight" : ""}`, "data-label": e.label, "data-x": e[xKey] as number, "data-y": y });
+    const g = svg("g", { class: `ladder-point${e.highlight ? " highlight" : ""}`, "data-label": e.label, "data-x": e[xKey] as number, "data-y": y, "data-color": e.color ?? "" });
     if (metric === "kl" && isNum(e.floor) && e.floor > 0) g.append(svg("line", { x1: x - 9, x2: x + 9, y1: py(e.floor), y2: py(e.floor), class: "floor-tick", stroke: "#6b7280", "stroke-width": 3 }));
     const wk = whisker(e);
     if (wk) g.append(svg("line", { x1: x, x2: x, y1: py(wk[0]), y2: py(wk[1]), class: "whisker", stroke: "currentColor" }));
-    g.append(svg("circle", { cx: x, cy: py(y), r: e.highlight ? 5.5 : 4, fill: e.highlight ? "#dc2626" : "#2563eb" }));
+    g.append(svg("circle", { cx: x, cy: py(y), r: e.highlight ? 5.5 : 4, fill: e.color ?? (e.highlight ? "#dc2626" : "#2563eb") }));
     g.append(svg("text", { x: x + 7, y: py(y) - (i % 2 ? -14 : 7), class: "point-label", fill: "currentColor", "font-size": 11 }, e.label));
     g.append(svg("title", {}, `${e.label}: ${metric === "kl" ? `mean KL ${fmt(e.kl)} ± ${fmt(e.kl_ci95)}` : `top-1 change ${fmtPct(e.top1, 3)}`}; ${fmt(e.bpw, 4)} bpw, ${fmtBytes(e.bytes)}; floor ${fmt(e.floor)}`));
     root.append(g);

@@ -2,6 +2,7 @@
 // axis logarithmic when the values span more than two decades (zeros then sit on the axis).
 import { svg as el } from "./dom";
 import { isNum, fmt } from "./format";
+import { LOG_MIN } from "./plot_specs";
 import type { Num } from "./types";
 
 export interface MiniSeries {
@@ -18,7 +19,7 @@ const B = 22;
 
 export function miniChart(title: string, x: string[], series: MiniSeries[]): SVGSVGElement {
   const vals = series.flatMap((s) => s.y.filter((v): v is number => isNum(v)));
-  const pos = vals.filter((v) => v > 0);
+  const pos = vals.filter((v) => v >= LOG_MIN);  // a log axis shows nothing below (plot_specs.ts)
   const hi = Math.max(...vals, 1e-12);
   const lo = pos.length ? Math.min(...pos) : hi / 10;
   const log = pos.length > 0 && hi / lo > 100;

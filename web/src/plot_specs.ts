@@ -164,11 +164,26 @@ function floorValues(spec: PlotSpec): number[] {
 }
 
 /** Every positive value of a plot, for choosing and fitting a log axis. */
+/** The smallest value a log y axis shows. A floor of exactly 0 (bitwise) or of rounding
+ *  (≈1e-15) would otherwise stretch the axis over a dozen empty decades below the data: what
+ *  lies below is drawn as a labelled baseline ("floor ≤ 1e-9"), never as a point. */
+export const LOG_MIN = 1e-9;
+
+/** The values a log axis places: those of LOG_MIN and above. */
 export function positiveValues(spec: PlotSpec): number[] {
   const out: number[] = [];
-  for (const l of spec.lines) for (const arr of [l.y, l.lo, l.hi]) for (const v of arr ?? []) if (v !== null && v > 0) out.push(v);
-  for (const v of floorValues(spec)) if (v > 0) out.push(v);
+  for (const l of spec.lines) for (const arr of [l.y, l.lo, l.hi]) for (const v of arr ?? []) if (v !== null && v >= LOG_MIN) out.push(v);
+  for (const v of floorValues(spec)) if (v >= LOG_MIN) out.push(v);
   return out;
+}
+
+/** Whether the plot's floor is below LOG_MIN somewhere (0 included): on a log axis it is then
+ *  the labelled baseline at the axis' bottom. */
+export function floorBelowLogMin(spec: PlotSpec): boolean {
+  const f = spec.floor;
+  if (!f) return false;
+  const his = Array.isArray(f.hi) ? f.hi : [f.hi];
+  return his.some((v) => v !== null && v < LOG_MIN);
 }
 
 /** Log y suits line plots of non-negative values spanning more than two decades. */
@@ -182,7 +197,7 @@ export function wantsLogY(spec: PlotSpec): boolean {
 export function yExtentLog(spec: PlotSpec): [number, number] {
   const v = positiveValues(spec);
   if (v.length === 0) return [1e-6, 1];
-  const lo = Math.pow(10, Math.floor(Math.log10(Math.min(...v))));
+  const lo = Math.max(LOG_MIN, Math.pow(10, Math.floor(Math.log10(Math.min(...v)))));
   const hi = Math.pow(10, Math.ceil(Math.log10(Math.max(...v))));
   return [lo, hi > lo ? hi : lo * 10];
 }

@@ -2,7 +2,7 @@
 // data as the uPlot chart (uPlot itself only renders to canvas).
 import { fmt } from "./format";
 import type { PlotSpec } from "./plot_specs";
-import { xTickLabel } from "./plot_specs";
+import { floorBelowLogMin, LOG_MIN, xTickLabel } from "./plot_specs";
 
 const W = 760;
 const H = 380;
@@ -53,7 +53,7 @@ export function toSvg(spec: PlotSpec, xr: [number, number], yr: [number, number]
   const ty = (v: number) => (log ? Math.log10(v) : v);
   const X = (v: number) => M.left + ((v - xr[0]) / (xr[1] - xr[0])) * pw;
   const Y = (v: number) => M.top + ph - ((ty(log ? Math.max(v, yr[0]) : v) - ty(yr[0])) / (ty(yr[1]) - ty(yr[0]))) * ph;
-  const shown = (v: number | null): v is number => v !== null && (!log || v > 0);
+  const shown = (v: number | null): v is number => v !== null && (!log || v >= LOG_MIN);
   const f = (v: number) => v.toFixed(1);
   const o: string[] = [];
   o.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="system-ui, sans-serif" font-size="12">`);
@@ -83,6 +83,12 @@ export function toSvg(spec: PlotSpec, xr: [number, number], yr: [number, number]
   o.push(`<text transform="translate(14 ${M.top + ph / 2}) rotate(-90)" text-anchor="middle">${esc(spec.yLabel)}</text>`);
   const band = floorBand(spec, X, Y, M.top + ph);
   if (band) o.push(band);
+  if (log && floorBelowLogMin(spec)) {
+    // As on screen: a floor of 0 or near it is a labelled line at the axis' bottom.
+    const y = M.top + ph - 1;
+    o.push(`<line x1="${M.left}" x2="${M.left + pw}" y1="${f(y)}" y2="${f(y)}" stroke="#6b7280" stroke-dasharray="6 4"/>`);
+    o.push(`<text x="${M.left + pw - 6}" y="${f(y - 6)}" text-anchor="end" fill="#4b5563">floor ≤ ${LOG_MIN.toExponential(0)}</text>`);
+  }
   if (!log && yr[0] < 0 && yr[1] > 0) o.push(`<line x1="${M.left}" x2="${M.left + pw}" y1="${f(Y(0))}" y2="${f(Y(0))}" stroke="#888"/>`);
 
   // Bands, then lines, so lines stay on top.

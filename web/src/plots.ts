@@ -3,11 +3,12 @@
 import uPlot from "uplot";
 import { h, downloadBlob, downloadURL, onSchemeChange } from "./dom";
 import { fmt } from "./format";
-import { type PlotSpec, wantsLogY, xExtent, xTickLabel, yExtent, yExtentLog } from "./plot_specs";
+import { floorBelowLogMin, LOG_MIN, type PlotSpec, wantsLogY, xExtent, xTickLabel, yExtent, yExtentLog } from "./plot_specs";
 import { toSvg } from "./plot_svg";
 
 const HEIGHT = 280;
 const AXIS_FONT = "12px system-ui, sans-serif";
+const FLOOR_BASELINE = `floor ≤ ${LOG_MIN.toExponential(0)}`;
 
 function withAlpha(hex: string, alpha: string): string {
   return hex + alpha; // "#rrggbb" + "aa"
@@ -97,6 +98,9 @@ export function makePlot(spec: PlotSpec): PlotHandle {
     opts.hooks = { ...opts.hooks, setScale: [(p: uPlot, key: string) => key === "y" && (chartBox.dataset.yRange = `${p.scales.y.min},${p.scales.y.max}`)] };
     u = new uPlot(opts, data, chartBox);
     chartBox.dataset.logY = String(log);
+    // The floor's baseline, where it is drawn (for tests and tools, as the y range).
+    if (log && floorBelowLogMin(spec)) chartBox.dataset.floorBaseline = FLOOR_BASELINE;
+    else delete chartBox.dataset.floorBaseline;
     // Band edges are series too; their legend rows would only repeat the band.
     const rows = u.root.querySelectorAll<HTMLElement>(".u-legend .u-series");
     for (const i of hiddenLegend) if (rows[i]) rows[i].style.display = "none";
@@ -141,8 +145,8 @@ function options(spec: PlotSpec, width: number, log: boolean): { opts: uPlot.Opt
   const hiddenLegend: number[] = [];
   const value = (_u: uPlot, v: number | null) => (v === null ? "—" : fmt(v));
 
-  // A log axis cannot place 0 or less: such points are left out, not moved.
-  const plotted = (arr: (number | null)[]) => (log ? arr.map((v) => (v !== null && v > 0 ? v : null)) : arr);
+  // A log axis places nothing below LOG_MIN (0 included): such points are left out, not moved.
+  const plotted = (arr: (number | null)[]) => (log ? arr.map((v) => (v !== null && v >= LOG_MIN ? v : null)) : arr);
   for (const l of spec.lines) {
     data.push(plotted(l.y));
     series.push({ label: l.label, stroke: l.color, width: 2, dash: l.dash, value, points: { show: true, size: 5 } });
@@ -269,6 +273,22 @@ function drawFloor(u: uPlot, spec: PlotSpec): void {
   ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
   ctx.clip();
   ctx.fillStyle = "rgba(107, 114, 128, 0.18)";
+  if (u.scales.y.distr === 3 && floorBelowLogMin(spec)) {
+    // A floor of 0 or near it is not a point on a log axis: a labelled line at the bottom.
+    const y = u.bbox.top + u.bbox.height - 1;
+    ctx.strokeStyle = "rgba(107, 114, 128, 0.9)";
+    ctx.setLineDash([6, 4]);
+    ctx.beginPath();
+    ctx.moveTo(u.bbox.left, y);
+    ctx.lineTo(u.bbox.left + u.bbox.width, y);
+    ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.fillStyle = "rgba(75, 85, 99, 1)";
+    ctx.font = AXIS_FONT;
+    ctx.textAlign = "right";
+    ctx.fillText(FLOOR_BASELINE, u.bbox.left + u.bbox.width - 6, y - 6);
+    ctx.fillStyle = "rgba(107, 114, 128, 0.18)";
+  }
   if (!Array.isArray(f.hi)) {
     const top = u.valToPos(f.hi, "y", true);
     if (f.hi > 0) ctx.fillRect(u.bbox.left, top, u.bbox.width, bottom(f.hi) - top);

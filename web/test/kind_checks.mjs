@@ -41,6 +41,18 @@ export async function checkFloor(page, check) {
   check(identical === r.rows.filter((x) => x.identical).length, "cells of bitwise-identical runs say so", `${identical}`);
   const fas = new Set(r.rows.map((x) => x.flash_attn)).size;
   check((await page.locator("figure.floor-map").count()) === fas, "one map per flash-attention setting", `${fas}`);
+  // The answer first: the ubatches where every run is bitwise the reference, and the smallest
+  // where one is not.
+  const order = await page.evaluate(() => {
+    const a = document.querySelector(".floor-answer"), m = document.querySelector(".floor-maps");
+    return a && m ? a.getBoundingClientRect().top < m.getBoundingClientRect().top : null;
+  });
+  check(order === true, "the floor page leads with its answer, above the maps", String(order));
+  const ubs = [...new Set(r.rows.map((x) => x.n_ubatch))].sort((a, b) => a - b);
+  const invariant = ubs.filter((u) => r.rows.filter((x) => x.n_ubatch === u).every((x) => x.identical));
+  const changing = ubs.filter((u) => !invariant.includes(u));
+  const got = await page.locator(".floor-answer").evaluate((p) => [p.dataset.invariant, p.dataset.smallestChanging]);
+  check(got[0] === invariant.join(",") && got[1] === (changing.length ? String(changing[0]) : ""), "it names the splits that change no bit and the smallest that does", `${JSON.stringify(got)} vs ${invariant} / ${changing[0]}`);
 }
 
 export async function checkRecommend(page, check) {
@@ -50,6 +62,20 @@ export async function checkRecommend(page, check) {
   const recipe = await page.locator(".ladder .ladder-point.highlight").getAttribute("data-label");
   check(recipe === r.held_out[0].name, "the recipe is the highlighted point", `${recipe}`);
   await checkSortsDescending(page, "table.held-out", "mean KL", r.held_out.map((x) => x.kl_mean), check);
+  // The answer first: the recipe's held-out KL against the stock type of its size, and the ratio.
+  const order = await page.evaluate(() => {
+    const a = document.querySelector(".recommend-lead"), l = document.querySelector(".kind-recommend .ladder");
+    return a && l ? a.getBoundingClientRect().top < l.getBoundingClientRect().top : null;
+  });
+  check(order === true, "the recipe page leads with its result, above the ladder", String(order));
+  const stock = r.held_out.slice(1).find((x) => x.name === r.target.size) ?? r.held_out.slice(1).filter((x) => x.bytes >= r.held_out[0].bytes).sort((a, b) => a.bytes - b.bytes)[0];
+  const ratio = Number(await page.locator(".recommend-lead").getAttribute("data-ratio"));
+  const want = stock ? r.held_out[0].kl_mean / stock.kl_mean : NaN;
+  check(!!stock && Math.abs(ratio - want) <= 1e-12 * Math.abs(want), "its ratio is the recipe's KL over the same-size stock type's", `${ratio} vs ${want} (${stock?.name})`);
+  const lead = (await page.locator(".recommend-lead .lead-kl").textContent()) ?? "";
+  check(!!stock && lead.includes(stock.name), "the lead names that stock type", lead);
+  const cmd = (await page.locator(".recommend-command code").textContent()) ?? "";
+  check(cmd.startsWith("llama-quantize --tensor-type-file tensor-types.txt ") && cmd.endsWith(` ${r.base}`), "the page gives the llama-quantize command", cmd);
 }
 
 export async function checkReference(page, check) {
@@ -76,6 +102,10 @@ export async function checkCompare(page, runs, check, shotDir, tag) {
   const want = runs.filter((r) => r.bpw !== null).map((r) => ({ x: r.bpw, y: r.kl }));
   const near = (a, b) => Math.abs(a - b) <= Math.abs(b) * 1e-9;
   check(pts.length === want.length && want.every((w) => pts.some((p) => near(p.x, w.x) && near(p.y, w.y))), "each run is a ladder point at its B's bpw and mean KL", JSON.stringify(pts));
+  // Each run named by what differs between the runs, and drawn in its own colour.
+  const named = await page.locator(".ladder .ladder-point").evaluateAll((els) => els.map((e) => ({ label: e.dataset.label, color: e.dataset.color })));
+  check(new Set(named.map((p) => p.label)).size === named.length, "every run has its own name on the ladder", JSON.stringify(named));
+  check(named.length < 2 || new Set(named.map((p) => p.color)).size === Math.min(named.length, 8), "every run has its own colour on the ladder", JSON.stringify(named));
   await page.locator('.ladder input[value="bytes"]').check();
   const xs = await page.locator(".ladder .ladder-point").evaluateAll((els) => els.map((e) => Number(e.dataset.x)));
   check(xs.length === want.length && xs.every((x) => x > 100), "the ladder switches to file size", JSON.stringify(xs));

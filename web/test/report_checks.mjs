@@ -48,6 +48,24 @@ export async function checkKeyboard(page, check) {
   check(!!got.cursor.pos && got.cursor.pos === got.panel.pos && got.cursor.chunk === got.panel.chunk, "arrow keys and Enter pin a token without the mouse", JSON.stringify(got));
 }
 
+/** No log axis reaches below 1e-9 (a floor of 0 or of rounding would stretch it over empty
+ *  decades): such a floor is the labelled baseline instead. Every chart is set to log first. */
+export async function checkLogAxes(page, check) {
+  const boxes = page.locator(".plot .plot-log:not([disabled])");
+  const n = await boxes.count();
+  const clicked = [];
+  for (let i = 0; i < n; i++) if (!(await boxes.nth(i).isChecked())) await boxes.nth(i).click(), clicked.push(i);
+  const charts = await page.evaluate(() =>
+    [...document.querySelectorAll(".plot-chart")].map((c) => ({ log: c.dataset.logY, range: c.dataset.yRange, baseline: c.dataset.floorBaseline ?? null })),
+  );
+  const logs = charts.filter((c) => c.log === "true");
+  const low = logs.filter((c) => !(Number((c.range ?? "0").split(",")[0]) >= 1e-9 * (1 - 1e-12)));
+  check(logs.length > 0 && low.length === 0, "no log axis reaches below 1e-9", `${logs.length} log charts; below: ${JSON.stringify(low)}`);
+  const baselines = logs.filter((c) => c.baseline !== null);
+  check(baselines.every((c) => c.baseline === "floor ≤ 1e-9"), "a floor below 1e-9 is the labelled baseline 'floor ≤ 1e-9'", JSON.stringify(baselines));
+  for (const i of clicked) await boxes.nth(i).click();  // back as the page chose
+}
+
 export async function checkLogToggle(page, check) {
   const plot = page.locator(".plot").filter({ has: page.locator(".plot-log:not([disabled])") }).first();
   if (!check((await plot.count()) === 1, "a line plot offers a log y toggle")) return;

@@ -14,7 +14,7 @@ import { resolve, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { checkCompare, checkFloor, checkGenerate, checkRecommend, checkReference, checkSweep } from "./kind_checks.mjs";
 import { pageTimingMode } from "./page_timing.mjs";
-import { checkContrast, checkFixedColours, checkKeyboard, checkLogToggle, checkWaterfall, checkWorstTokens } from "./report_checks.mjs";
+import { checkContrast, checkFixedColours, checkKeyboard, checkLogAxes, checkLogToggle, checkWaterfall, checkWorstTokens } from "./report_checks.mjs";
 
 const [mode, target, shotDir, modelA, quantType] = process.argv.slice(2);
 if (!(((mode === "report" || mode === "summary" || mode === "compare" || mode === "hostile") && target && shotDir) || (mode === "serve" && target && shotDir && modelA && quantType) || (mode === "timing" && target && shotDir && modelA))) {
@@ -185,6 +185,7 @@ async function checkResultView(page, facts, tag) {
   await checkWorstTokens(page, facts, check);
   await checkKeyboard(page, check);
   await checkLogToggle(page, check);
+  await checkLogAxes(page, check);
   await checkWaterfall(page, facts, check);
   await checkContrast(page, check, shotDir, tag);
 
@@ -210,6 +211,27 @@ async function refuseExternal(context, page) {
   return external;
 }
 
+/** The page at 1280 and at a phone's 390 px: nothing scrolls the page sideways at either
+ *  (tables scroll in their own box), every chart fits, and a screenshot of each (docs/serve.md
+ *  shows them). Back at 1280 after. */
+async function checkWidths(page, name) {
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.waitForTimeout(300);  // charts resize on the window's resize event
+    const got = await page.evaluate(() => ({
+      page: document.documentElement.scrollWidth,
+      view: window.innerWidth,
+      wide: [...document.querySelectorAll(".plot, .kind-recommend, .kind-floor, .cards, .arms, section")]
+        .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
+        .map((e) => `${e.tagName.toLowerCase()}.${[...e.classList].join(".")} ${Math.round(e.getBoundingClientRect().right)}`)
+        .slice(0, 5),
+    }));
+    check(got.page <= got.view + 1 && got.wide.length === 0, `${name} at ${width} px: nothing scrolls the page sideways`, `page ${got.page} px in ${got.view}; ${got.wide.join(", ")}`);
+    await page.screenshot({ path: join(shotDir, `${name}-${width}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
 async function reportMode(context, page) {
   const external = await refuseExternal(context, page);
   const t0 = Date.now();
@@ -224,6 +246,7 @@ async function reportMode(context, page) {
   const savedN = saved.chunks.reduce((s, c) => s + c.tokens.length, 0);
   check(savedN === facts.positions && !!saved.summary, "Download JSON saves the result", dl.suggestedFilename());
   await checkFixedColours(context, resolve(target), shotDir, check);
+  await checkWidths(page, "report");
   check(external.length === 0, "no request left the page", external.slice(0, 5).join(", "));
 }
 
@@ -278,6 +301,7 @@ async function summaryMode(context, page) {
   const errors = await page.locator(".error").allTextContents();
   check(errors.length === 0, "no .error on the page", errors.join(" | "));
   await page.screenshot({ path: join(shotDir, `summary-${got.kind}.png`), fullPage: true });
+  await checkWidths(page, `summary-${got.kind}`);
   check(external.length === 0, "no request left the page", external.slice(0, 5).join(", "));
 }
 
@@ -301,6 +325,7 @@ async function compareMode(context, page) {
   await page.goto(pathToFileURL(resolve(target)).href);
   const docs = await page.evaluate(() => window.HD_DATA.runs.map((r) => r.result));
   await checkCompare(page, compareFacts(docs), check, shotDir, "report");
+  await checkWidths(page, "compare");
   await checkContrast(page, check, shotDir, "compare");
   const errors = await page.locator(".error").allTextContents();
   check(errors.length === 0, "no .error on the page", errors.join(" | "));
