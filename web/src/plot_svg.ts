@@ -73,7 +73,9 @@ export function toSvg(spec: PlotSpec, xr: [number, number], yr: [number, number]
     o.push(`<line x1="${M.left}" x2="${M.left + pw}" y1="${f(Y(t))}" y2="${f(Y(t))}" stroke="#e5e7eb"/>`);
     o.push(`<text x="${M.left - 6}" y="${f(Y(t) + 4)}" text-anchor="end">${esc(fmt(t, 3))}</text>`);
   }
-  const every = Math.max(1, Math.ceil(spec.x.length / 16));
+  // As many labels as fit side by side (6.5 px a character at 12 px, as the legend reckons).
+  const widest = Math.max(1, ...spec.x.map((v) => xTickLabel(spec, v).length)) * 6.5 + 12;
+  const every = Math.max(1, Math.ceil(spec.x.length / 16), Math.ceil((spec.x.length * widest) / pw));
   spec.x.forEach((xv, i) => {
     if (i % every !== 0) return;
     o.push(`<text x="${f(X(xv))}" y="${M.top + ph + 16}" text-anchor="middle">${esc(xTickLabel(spec, xv))}</text>`);

@@ -95,7 +95,11 @@ export function makePlot(spec: PlotSpec): PlotHandle {
   function mountChart(): void {
     const { opts, data, hiddenLegend } = options(spec, width(), log);
     // The axes are drawn on the canvas; the box records the y range for tests and tools.
-    opts.hooks = { ...opts.hooks, setScale: [(p: uPlot, key: string) => key === "y" && (chartBox.dataset.yRange = `${p.scales.y.min},${p.scales.y.max}`)] };
+    opts.hooks = {
+      ...opts.hooks,
+      setScale: [(p: uPlot, key: string) => key === "y" && (chartBox.dataset.yRange = `${p.scales.y.min},${p.scales.y.max}`)],
+      draw: [...(opts.hooks?.draw ?? []), (p: uPlot) => recordTickClearance(p, chartBox)],
+    };
     u = new uPlot(opts, data, chartBox);
     chartBox.dataset.logY = String(log);
     // The floor's baseline, where it is drawn (for tests and tools, as the y range).
@@ -185,6 +189,10 @@ function options(spec: PlotSpec, width: number, log: boolean): { opts: uPlot.Opt
         grid: { stroke: grid },
         ticks: { stroke: grid },
         incrs: [1, 2, 5, 10, 20, 50, 100],
+        // Ticks at least the widest label apart (and 12 px more): 162 tap names or 57 restore
+        // points thin to what fits instead of overprinting; the legend names the point under
+        // the cursor in full.
+        space: xLabelWidth(spec) + 12,
         values: (_u, splits) => splits.map((v) => xTickLabel(spec, v)),
       },
       {
@@ -206,6 +214,37 @@ function options(spec: PlotSpec, width: number, log: boolean): { opts: uPlot.Opt
     },
   };
   return { opts, data: data as uPlot.AlignedData, hiddenLegend };
+}
+
+/** The widest x tick label of the plot, in CSS pixels of AXIS_FONT. */
+function xLabelWidth(spec: PlotSpec): number {
+  const ctx = document.createElement("canvas").getContext("2d");
+  if (!ctx) return 50;
+  ctx.font = AXIS_FONT;
+  let widest = 0;
+  for (const v of spec.x) widest = Math.max(widest, ctx.measureText(xTickLabel(spec, v)).width);
+  return Math.ceil(widest);
+}
+
+/** For tests and tools: the smallest gap between two drawn x tick labels, in CSS pixels (below
+ *  0: they overlap). uPlot keeps the ticks it drew on the axis (_splits, _values). */
+function recordTickClearance(u: uPlot, box: HTMLElement): void {
+  const axis = u.axes[0] as unknown as { _splits?: number[]; _values?: string[] };
+  const splits = axis._splits ?? [], values = axis._values ?? [];
+  const ctx = u.ctx;
+  ctx.save();
+  ctx.font = AXIS_FONT;
+  let clearance = Infinity;
+  let prevRight = -Infinity;
+  splits.forEach((v, i) => {
+    const label = values[i] ?? "";
+    if (!label) return;
+    const w = ctx.measureText(label).width, x = u.valToPos(v, "x");
+    clearance = Math.min(clearance, x - w / 2 - prevRight);
+    prevRight = x + w / 2;
+  });
+  ctx.restore();
+  box.dataset.xTickClearance = Number.isFinite(clearance) ? clearance.toFixed(1) : "";
 }
 
 /** Grouped bars with 95 % whiskers, in canvas pixels. */

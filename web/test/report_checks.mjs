@@ -66,6 +66,13 @@ export async function checkLogAxes(page, check) {
   for (const i of clicked) await boxes.nth(i).click();  // back as the page chose
 }
 
+/** No chart's x tick labels overprint one another (plots.ts records the smallest gap). */
+export async function checkTickLabels(page, check, name) {
+  const gaps = await page.evaluate(() => [...document.querySelectorAll(".plot-chart")].map((c) => c.dataset.xTickClearance ?? ""));
+  const drawn = gaps.filter((g) => g !== "").map(Number);
+  check(drawn.length > 0 && drawn.every((g) => g >= 0), `${name}: no chart's x tick labels overlap`, gaps.join(", "));
+}
+
 export async function checkLogToggle(page, check) {
   const plot = page.locator(".plot").filter({ has: page.locator(".plot-log:not([disabled])") }).first();
   if (!check((await plot.count()) === 1, "a line plot offers a log y toggle")) return;

@@ -14,7 +14,7 @@ import { resolve, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { checkCompare, checkFloor, checkGenerate, checkRecommend, checkReference, checkSweep } from "./kind_checks.mjs";
 import { pageTimingMode } from "./page_timing.mjs";
-import { checkContrast, checkFixedColours, checkKeyboard, checkLogAxes, checkLogToggle, checkWaterfall, checkWorstTokens } from "./report_checks.mjs";
+import { checkContrast, checkFixedColours, checkKeyboard, checkLogAxes, checkLogToggle, checkTickLabels, checkWaterfall, checkWorstTokens } from "./report_checks.mjs";
 
 const [mode, target, shotDir, modelA, quantType] = process.argv.slice(2);
 if (!(((mode === "report" || mode === "summary" || mode === "compare" || mode === "hostile") && target && shotDir) || (mode === "serve" && target && shotDir && modelA && quantType) || (mode === "timing" && target && shotDir && modelA))) {
@@ -218,6 +218,7 @@ async function checkWidths(page, name) {
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });
     await page.waitForTimeout(300);  // charts resize on the window's resize event
+    await checkTickLabels(page, check, `${name} at ${width} px`);
     const got = await page.evaluate(() => ({
       page: document.documentElement.scrollWidth,
       view: window.innerWidth,
