@@ -69,6 +69,7 @@ export async function checkLogAxes(page, check) {
 /** No chart's x tick labels overprint one another (plots.ts records the smallest gap). */
 export async function checkTickLabels(page, check, name) {
   const gaps = await page.evaluate(() => [...document.querySelectorAll(".plot-chart")].map((c) => c.dataset.xTickClearance ?? ""));
+  if (gaps.length === 0) return;  // a page without charts (serve's lists)
   const drawn = gaps.filter((g) => g !== "").map(Number);
   check(drawn.length > 0 && drawn.every((g) => g >= 0), `${name}: no chart's x tick labels overlap`, gaps.join(", "));
 }

@@ -394,11 +394,13 @@ async function serveMode(page) {
   check(listed, "the finished experiment is listed in #experiments", name);
   await page.screenshot({ path: join(shotDir, "serve-home.png"), fullPage: true });
   check(true, "screenshot serve-home.png");
+  await checkWidths(page, "serve-home");  // the lists, the form and the runs at 1280 and 390 px
   await link.click();
   await page.waitForSelector("#kl-strip .tok", { timeout: 60000 });
   const resultUrl = `/api/experiments/${encodeURIComponent(name)}/result`;
   const facts = await pageFacts(page, resultUrl);
   await checkResultView(page, facts, "serve");
+  await checkWidths(page, "serve-result");
   for (const f of ["hdy", "json", "csv"]) {
     const a = page.locator(`.downloads a.download-${f}`);
     const h = (await a.count()) ? await a.getAttribute("href") : null;
