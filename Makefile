@@ -138,7 +138,7 @@ bench: build
 	$(BUILD)/bench/heterodyne_bench
 
 # The llama3.2-3b pair at chunks of 512: time against the peer and peak RSS (issue 45; about an
-# hour on two cores, not in CI). docs/performance.md holds its figures.
+# hour on two cores, not in CI). docs/diff.md ("At scale") holds its figures.
 bench-3b: build
 	cmake --build $(BUILD) -j $(JOBS) --target heterodyne_bench_3b
 	$(BUILD)/bench/heterodyne_bench_3b

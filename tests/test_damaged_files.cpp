@@ -205,7 +205,8 @@ const std::vector<std::string> kSweepEdits = {
     "INSERT INTO sweep_flips SELECT -1, comparison, mask, flips FROM sweep_flips WHERE chunk = 0",
 };
 
-// One error line, the last (verify's progress lines, "integrity: ok", may come before it).
+// One error line on stderr, the last (verify's progress lines may come before it; its verdicts,
+// "integrity: ok", go to stdout).
 void expect_one_line(const CliResult& r, const std::string& what) {
   SCOPED_TRACE(what);
   ASSERT_TRUE(r.exit_code == 1 || r.exit_code == 2) << "exit " << r.exit_code << "\n" << r.err;

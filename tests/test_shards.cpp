@@ -98,7 +98,7 @@ TEST(Shards, MergedPartsAreTheSingleProcessRunBitwise) {
   EXPECT_EQ(prov["merged"]["allow_mixed_hosts"], false);
   const auto v = test::run_cli({"verify", merged});
   EXPECT_EQ(v.exit_code, 0) << v.err;
-  EXPECT_NE(v.err.find("rows sha256 " + e.rows_sha256()), std::string::npos) << v.err;
+  EXPECT_NE(v.out.find("rows sha256 " + e.rows_sha256()), std::string::npos) << v.out;
   // A part is a diff of its chunks: show and verify read it as any other, and say what it is.
   EXPECT_EQ(test::run_cli({"verify", f.parts[1]}).exit_code, 0);
   EXPECT_NE(test::run_cli({"show", f.parts[1]}).out.find("part 1/3 of a sharded run"),

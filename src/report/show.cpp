@@ -128,16 +128,21 @@ void print_summary(std::ostream& os, const Loaded& l) {
   if (l.integrity == store::kIntegrityMismatch) {
     os << "  WARNING: integrity check failed: this file was changed after the run sealed it\n";
   }
-  os << "  A  " << arm_line(arms["a"], arms["a"].value("model", "?")) << "\n";
+  const auto model_of = [&](const char* arm) {
+    return arms.is_object() && arms.contains(arm) && arms[arm].is_object()
+               ? arms[arm].value("model", "?")
+               : std::string("?");
+  };
+  os << "  A  " << arm_line(arms["a"], model_of("a")) << "\n";
   // B made by --b-quant: called what the user asked for; its cached file is a detail.
   const std::string quant = l.config.value("b_quant", "");
   if (quant.empty()) {
-    os << "  B  " << arm_line(arms["b"], arms["b"].value("model", "?")) << "\n";
+    os << "  B  " << arm_line(arms["b"], model_of("b")) << "\n";
   } else {
-    const std::string a = arms["a"].value("model", "?");
+    const std::string a = model_of("a");
     os << "  B  " << arm_line(arms["b"], a.substr(a.find_last_of('/') + 1) + " → " + quant) << "\n"
-       << "     (A quantized to " << quant << " by heterodyne, cached at "
-       << arms["b"].value("model", "?") << ")\n";
+       << "     (A quantized to " << quant << " by heterodyne, cached at " << model_of("b")
+       << ")\n";
   }
   if (s.n_chunks == 0) {
     os << "no chunk is stored yet\n";
@@ -156,14 +161,18 @@ static std::vector<std::string> run_labels(const std::vector<Loaded>& runs) {
   const auto base = [](const std::string& p) { return p.substr(p.find_last_of('/') + 1); };
   std::vector<std::vector<std::pair<std::string, std::string>>> facts;
   for (const Loaded& l : runs) {
-    const auto& arms = l.provenance["arms"];
-    const auto b = arms["b"];
+    const nlohmann::json arms = l.provenance.is_object()
+                                    ? l.provenance.value("arms", nlohmann::json::object())
+                                    : nlohmann::json::object();
+    const nlohmann::json none = nlohmann::json::object();
+    const nlohmann::json& a = arms.contains("a") && arms["a"].is_object() ? arms["a"] : none;
+    const nlohmann::json& b = arms.contains("b") && arms["b"].is_object() ? arms["b"] : none;
     const std::string quant = l.config.value("b_quant", "");
     const auto text = [&](const char* key) {
       const auto& v = b.is_object() && b.contains(key) ? b[key] : nlohmann::json();
       return v.is_string() ? v.get<std::string>() : v.is_number() ? v.dump() : std::string();
     };
-    facts.push_back({{"A", base(arms["a"].value("model", ""))},
+    facts.push_back({{"A", base(a.value("model", ""))},
                      {"", quant.empty() ? base(b.value("model", "")) : quant},
                      {"ctk", text("cache_type_k")},
                      {"ctv", text("cache_type_v")},

@@ -1,5 +1,7 @@
 #include "serve/server.h"
 
+#include "store/experiment.h"
+
 #include <httplib.h>
 #include <sys/socket.h>
 
@@ -220,7 +222,10 @@ class Api {
       const std::function<std::shared_ptr<EncodedBody>()>& make) {
     const auto stamp = stamp_of(path);
     if (!stamp) return make();  // make says why the file cannot be read
-    return bodies_.get(what + " " + path.string(), *stamp, make);
+    // A run killed does not change its file, but its page must stop saying "running": whether
+    // a writer holds it is part of what the body was made from (store/writer_lock.h).
+    const bool written = store::Experiment::being_written(path.string());
+    return bodies_.get(what + (written ? " written " : " ") + path.string(), *stamp, make);
   }
 
   // The result document with every path in it relative (public_paths.h).

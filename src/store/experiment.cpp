@@ -18,6 +18,7 @@
 #include "store/experiment_detail.h"
 #include "store/experiment_kind.h"
 #include "store/sqlite.h"
+#include "store/writer_lock.h"
 
 namespace hd::store {
 
@@ -87,13 +88,17 @@ static bool locked_by_another(const std::string& path) {
   return busy;
 }
 
-bool Experiment::being_written(const std::string& path) { return locked_by_another(path); }
+bool Experiment::being_written(const std::string& path) {
+  // Without opening the file where /proc/locks tells (writer_lock.h); the probe otherwise.
+  if (const auto flocked = flocked_by_another_process(path)) return *flocked;
+  return locked_by_another(path);
+}
 
 std::string Experiment::live_status() const {
   const std::string stored = meta("status").value_or("unknown");
   // Our own writer's lock is held on this descriptor: a writer reading itself is running.
   if (stored != "running" || lock_fd_ >= 0) return stored;
-  return locked_by_another(path_) ? "running" : "stopped";
+  return being_written(path_) ? "running" : "stopped";
 }
 
 void Experiment::check_creatable(const std::string& path, bool replace,

@@ -100,14 +100,19 @@ function answer(doc: FloorDoc): HTMLElement {
   const ubatches = uniq(doc.rows.map((r) => r.n_ubatch)).sort((a, b) => a - b);
   const invariant = ubatches.filter((u) => doc.rows.filter((r) => r.n_ubatch === u).every((r) => r.identical));
   const changing = ubatches.filter((u) => !invariant.includes(u));
-  const worst = (u: number) => Math.max(...doc.rows.filter((r) => r.n_ubatch === u && !r.identical).map((r) => (isNum(r.kl_mean) ? r.kl_mean : 0)));
+  const worst = (u: number) => {
+    const kls = doc.rows.filter((r) => r.n_ubatch === u && !r.identical && isNum(r.kl_mean)).map((r) => r.kl_mean as number);
+    return kls.length ? fmt(Math.max(...kls), 3) : "?";
+  };
   const list = (us: number[]) => (us.length > 12 ? `${us.slice(0, 12).join(", ")}, … (${us.length} in all)` : us.join(", "));
   const text =
-    changing.length === 0
+    ubatches.length === 0
+      ? "No run of the exploration is stored yet."
+      : changing.length === 0
       ? `No split changes a bit: every run, at all ${ubatches.length} ubatches tried, reproduces the reference bit for bit.`
       : invariant.length === 0
-        ? `Every split tried changes the output; the smallest, ubatch ${changing[0]}, by a mean KL of up to ${fmt(worst(changing[0]), 3)}.`
-        : `Splits that change no bit: ubatch ${list(invariant)}. The smallest split that changes the output: ubatch ${changing[0]} (mean KL up to ${fmt(worst(changing[0]), 3)}).`;
+        ? `Every split tried changes the output; the smallest, ubatch ${changing[0]}, by a mean KL of up to ${worst(changing[0])}.`
+        : `Splits that change no bit: ubatch ${list(invariant)}. The smallest split that changes the output: ubatch ${changing[0]} (mean KL up to ${worst(changing[0])}).`;
   return h("p", { class: "floor-answer", "data-invariant": invariant.join(","), "data-smallest-changing": changing.length ? String(changing[0]) : "" }, text);
 }
 

@@ -94,7 +94,7 @@ createServer((req, res) => {
   if (req.method === "POST" && (m = /^\/api\/runs\/([^/]+)\/cancel$/.exec(p))) {
     const r = runs.find((x) => String(x.id) === m[1]);
     if (!r) return send(res, 404, { error: "no such run" });
-    if (r.state === "queued" || r.state === "running") (r.state = "stopped"), (r.message = "cancelled before it started: nothing was written");
+    if (r.state === "queued" || r.state === "running") (r.message = r.state === "running" ? `stopped after 0 of ${r.chunks ?? 0} chunks; to finish it: heterodyne diff --resume ${r.experiment}.hdy` : "cancelled before it started: nothing was written"), (r.state = "stopped");
     return send(res, 200, { ok: true });
   }
   if (req.method === "POST" && p === "/api/runs") {

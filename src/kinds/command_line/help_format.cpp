@@ -15,8 +15,9 @@ size_t columns(const std::string& s) {
   return n;
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+std::set<std::string>& rare_groups() {
+  static std::set<std::string> groups;  // filled as the commands are added, before any help
+  return groups;
 }
 
 // llama.cpp's spellings of several letters (-ctk): "--ctk" here, as normalize_llama_flags reads
@@ -35,6 +36,9 @@ const std::set<std::string>& single_dash_names() {
 }
 
 }  // namespace
+
+void mark_rare_group(const std::string& heading) { rare_groups().insert(heading); }
+bool is_rare_group(const std::string& heading) { return rare_groups().count(heading) > 0; }
 
 std::string wrap_text(const std::string& text, size_t width) {
   std::string out;
@@ -103,7 +107,9 @@ std::string HelpFormatter::make_subcommand(const CLI::App* sub) const {
 
 std::string HelpFormatter::make_description(const CLI::App* app) const {
   const std::string d = CLI::Formatter::make_description(app);
-  return d.empty() ? d : wrap_text(d, kHelpWidth) + "\n";
+  // Under the whole program's --help-all each command is indented 2 more.
+  const size_t indent = mode_ == CLI::AppFormatMode::Sub ? 2 : 0;
+  return d.empty() ? d : wrap_text(d, kHelpWidth - indent) + "\n";
 }
 
 std::string HelpFormatter::make_footer(const CLI::App* app) const {
@@ -130,15 +136,12 @@ std::string HelpFormatter::make_help(const CLI::App* app, std::string name,
       return o->get_group() == group && o->nonpositional();
     });
     if (group.empty() || opts.empty()) continue;
-    const bool rare = ends_with(group, kRareGroup);
-    const std::string heading =
-        rare ? group.substr(0, group.size() - std::string(kRareGroup).size()) : group;
-    if (rare && mode != CLI::AppFormatMode::All) {
-      left_out += (left_out.empty() ? "" : "; ") + heading;
+    if (is_rare_group(group) && mode != CLI::AppFormatMode::All) {
+      left_out += (left_out.empty() ? "" : "; ") + group;
       continue;
     }
     // make_group starts with its blank line.
-    out << make_group(heading, false, opts);
+    out << make_group(group, false, opts);
   }
   out << make_subcommands(app, mode);
   mode_ = outer;

@@ -26,9 +26,10 @@ class HelpFormatter : public CLI::Formatter {
   mutable CLI::AppFormatMode mode_ = CLI::AppFormatMode::Normal;
 };
 
-// Headings whose flags --help leaves to --help-all: a group named with this mark at its end
-// (the mark itself is not printed).
-inline constexpr const char* kRareGroup = " (--help-all)";
+// Headings whose flags --help leaves to --help-all ("Arm A only"): said once, where the group
+// is made; every command's help then treats a group of that name so.
+void mark_rare_group(const std::string& heading);
+bool is_rare_group(const std::string& heading);
 
 // `text` wrapped into lines of at most `width` columns (code points), the paragraphs its
 // newlines start kept, each continuation indented as its paragraph's first line.

@@ -17,13 +17,15 @@ void in_group(CLI::App& cmd, const std::string& heading, const std::function<voi
 // are under --help-all (help_format.h), so that --help fits a screen.
 void add_two_arm_flags(CLI::App& cmd, ArmFlags& shared, ArmFlags& own_a, ArmFlags& own_b) {
   const std::string both = "Arms: both (llama.cpp's spellings)";
+  const std::string server = "Arms as llama-server runs them: both", a = "Arm A only",
+                    b = "Arm B only";
+  for (const std::string& g : {server, a, b}) mark_rare_group(g);
   in_group(cmd, both, [&] { add_arm_flags(cmd, shared, ""); });
   for (CLI::Option* o : cmd.get_options()) {
-    if (o->get_group() == both && is_server_flag(*o))
-      o->group(std::string("Arms as llama-server runs them: both") + kRareGroup);
+    if (o->get_group() == both && is_server_flag(*o)) o->group(server);
   }
-  in_group(cmd, std::string("Arm A only") + kRareGroup, [&] { add_arm_flags(cmd, own_a, "a-"); });
-  in_group(cmd, std::string("Arm B only") + kRareGroup, [&] { add_arm_flags(cmd, own_b, "b-"); });
+  in_group(cmd, a, [&] { add_arm_flags(cmd, own_a, "a-"); });
+  in_group(cmd, b, [&] { add_arm_flags(cmd, own_b, "b-"); });
 }
 
 run::InputPath InputFlags::given(const std::string& command) const {

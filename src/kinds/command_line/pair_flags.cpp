@@ -65,7 +65,8 @@ run::DiffConfig pair_config(const std::string& command, const PairFlags& f, run:
 }
 
 void add_shard_flag(CLI::App& cmd, std::string& spec) {
-  in_group(cmd, std::string("Cluster") + kRareGroup, [&] {
+  mark_rare_group("Cluster");
+  in_group(cmd, "Cluster", [&] {
     cmd.add_option("--shard", spec,
                    "K/N: only the chunks c with c mod N = K, a part for heterodyne merge "
                    "(docs/cluster.md)");

@@ -100,8 +100,13 @@ static RunEnd run_missing(store::Experiment& e, Session& s,
       if (now - last < std::chrono::seconds(5)) return;
       last = now;
       const double in_chunk = std::chrono::duration<double>(now - t0).count();
-      const double chunk_s = ran > 0 ? chunk_times.per_unit() : in_chunk / pass * passes;
-      const double left = std::max(0.0, chunk_s - in_chunk) + chunk_s * (to_run - ran - 1);
+      const double pace = in_chunk / pass * passes;  // this chunk at its passes' pace so far
+      const double chunk_s = ran > 0 ? chunk_times.per_unit() : pace;
+      // This chunk's rest: what the chunks' mean leaves of it; once it runs past the mean, its
+      // own pace over the passes to go (never "0:00 left" with passes to run).
+      const double rest =
+          in_chunk < chunk_s ? chunk_s - in_chunk : pace * (passes - pass) / passes;
+      const double left = rest + chunk_s * (to_run - ran - 1);
       const double elapsed = std::chrono::duration<double>(now - start).count();
       Progress p(fmt::format("chunk {}/{}: patched pass {}/{} ({} elapsed, about {} left)",
                              finished + 1, loop.total, pass, passes, duration_text(elapsed),
