@@ -16,8 +16,6 @@
 #include <vector>
 
 #include "build_info.h"
-#include "engine/model_maker.h"
-#include "engine/quantize.h"
 #include "support.h"
 
 namespace fs = std::filesystem;
@@ -27,20 +25,7 @@ namespace {
 
 constexpr int kChunk = 512;
 
-struct Pair {
-  std::string a, b;
-};
-
-const Pair& pair() {
-  static const Pair p = [] {
-    Pair x;
-    x.a = setup().dir + "/llama3.2-3b-f16.gguf";
-    if (!fs::exists(x.a)) hd::engine::make_model({"llama3.2-3b", 1, "f16"}, x.a);
-    x.b = hd::engine::ensure_quantized(x.a, "Q4_K_M", kThreads);
-    return x;
-  }();
-  return p;
-}
+const Pair& pair() { return llama3b_pair(); }
 
 std::map<int, long> g_rss_kb;  // the default diff's peak RSS by chunks
 

@@ -16,8 +16,6 @@
 #include <vector>
 
 #include "build_info.h"
-#include "engine/model_maker.h"
-#include "engine/quantize.h"
 #include "support.h"
 
 namespace fs = std::filesystem;
@@ -25,25 +23,12 @@ using namespace hd::bench;
 
 namespace {
 
-struct Mid {
-  std::string a, b;
-};
-
-const Mid& mid() {
-  static const Mid m = [] {
-    Mid x;
-    x.a = setup().dir + "/llama3.2-3b-f16.gguf";
-    if (!fs::exists(x.a)) hd::engine::make_model({"llama3.2-3b", 1, "f16"}, x.a);
-    x.b = hd::engine::ensure_quantized(x.a, "Q4_K_M", kThreads);
-    return x;
-  }();
-  return m;
-}
+const Pair& mid() { return llama3b_pair(); }
 
 long g_reuse_rss_kb = -1;
 
 void BM_MidPeer(benchmark::State& state) {
-  const Mid& m = mid();
+  const Pair& m = mid();
   const std::string kld = setup().dir + "/mid-base.kld";
   const std::vector<std::string> common = {"-f", setup().text, "-c", "128", "-b", "128", "-t",
                                            std::to_string(kThreads), "--chunks", "1",
@@ -60,7 +45,7 @@ void BM_MidPeer(benchmark::State& state) {
 }
 
 std::vector<std::string> mid_diff(const std::string& out) {
-  const Mid& m = mid();
+  const Pair& m = mid();
   return {setup().bin, "diff", "--a", m.a, "--b", m.b, "--text-file", setup().text, "--chunk",
           "128", "--max-chunks", "1", "-t", std::to_string(kThreads), "--no-floor", "-o", out,
           "--force"};

@@ -49,6 +49,17 @@ const Setup& setup() {
   return s;
 }
 
+const Pair& llama3b_pair() {
+  static const Pair p = [] {
+    Pair x;
+    x.a = setup().dir + "/llama3.2-3b-f16.gguf";
+    if (!fs::exists(x.a)) engine::make_model({"llama3.2-3b", 1, "f16"}, x.a);
+    x.b = engine::ensure_quantized(x.a, "Q4_K_M", kThreads);
+    return x;
+  }();
+  return p;
+}
+
 Child run(const std::vector<std::string>& args) {
   const pid_t pid = fork();
   if (pid == 0) {

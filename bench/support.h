@@ -16,6 +16,13 @@ struct Setup {
 // Makes the models on first use.
 const Setup& setup();
 
+// The llama3.2-3b preset (Llama-3.2-3B's shapes) f16 and its Q4_K_M, made on first use into the
+// benchmark cache (6.4 GB and 1.9 GB): bench_mid_size.cpp's and bench_3b.cpp's pair.
+struct Pair {
+  std::string a, b;
+};
+const Pair& llama3b_pair();
+
 struct Child {
   int status = 0;
   long max_rss_kb = 0;

@@ -22,6 +22,19 @@ std::string dir() {
   return d;
 }
 
+// A one-chunk diff of stories260K against its own quantization into dir()/NAME.hdy, with the
+// arm flags `b_flags`; "" where it failed (the test then says why).
+std::string small_run(const std::string& name, const std::vector<std::string>& b_flags) {
+  const std::string e = dir() + "/" + name + ".hdy";
+  std::vector<std::string> args = {"diff", "--a", shared_path("models/stories260K.gguf")};
+  args.insert(args.end(), b_flags.begin(), b_flags.end());
+  args.insert(args.end(), {"-f", shared_path("corpora/tom-sawyer.txt"), "--max-chunks", "1",
+                           "--chunk", "64", "--no-floor", "-o", e, "--force"});
+  const CliResult r = run_cli(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? e : "";
+}
+
 int lines_in(const std::string& s) {
   int n = 0;
   for (char c : s) n += c == '\n';
@@ -115,15 +128,10 @@ TEST(CliUser, MakeModelListsEveryPresetWithTheSizeOfTheFileItWrites) {
 
 TEST(CliUser, ShowOfSeveralRunsGivesEachBsFileSizeAndBitsPerWeight) {
   HD_REQUIRE_SHARED();
-  const std::string model = shared_path("models/stories260K.gguf");
   std::vector<std::string> runs;
   for (const char* type : {"Q8_0", "Q4_0"}) {
-    const std::string e = dir() + "/ladder-" + type + ".hdy";
-    const CliResult r = run_cli({"diff", "--a", model, "--b-quant", type, "-f",
-                                 shared_path("corpora/tom-sawyer.txt"), "--max-chunks", "1",
-                                 "--chunk", "64", "--no-floor", "-o", e, "--force"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    runs.push_back(e);
+    runs.push_back(small_run(std::string("ladder-") + type, {"--b-quant", type}));
+    ASSERT_FALSE(runs.back().empty());
   }
   const CliResult shown = run_cli({"show", runs[0], runs[1]});
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
@@ -208,15 +216,10 @@ TEST(CliUser, HelpFitsOneHundredColumnsListsLlamaCppsSpellingsAndLeavesTheRareFl
 // flash attention), not by B's type, which all share.
 TEST(CliUser, ShowNamesEachRunByWhatDiffersBetweenTheRuns) {
   HD_REQUIRE_SHARED();
-  const std::string model = shared_path("models/stories260K.gguf");
   std::vector<std::string> runs;
   for (const char* fa : {"off", "on"}) {
-    const std::string e = dir() + "/fa-" + fa + ".hdy";
-    const CliResult r = run_cli({"diff", "--a", model, "--b-quant", "Q8_0", "--b-fa", fa, "-f",
-                                 shared_path("corpora/tom-sawyer.txt"), "--max-chunks", "1",
-                                 "--chunk", "64", "--no-floor", "-o", e, "--force"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    runs.push_back(e);
+    runs.push_back(small_run(std::string("fa-") + fa, {"--b-quant", "Q8_0", "--b-fa", fa}));
+    ASSERT_FALSE(runs.back().empty());
   }
   const CliResult shown = run_cli({"show", runs[0], runs[1]});
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
