@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   setup();
   Medians m;
   benchmark::RunSpecifiedBenchmarks(&m);
+  if (m.seconds.empty()) return 0;  // --benchmark_list_tests, or a filter that ran none
   const Pair& p = pair();
   const double files = static_cast<double>(fs::file_size(p.a) + fs::file_size(p.b));
   std::printf("\nratios (same invocation; llama3.2-3b f16 vs Q4_K_M, chunks of %d, -t %d):\n",
