@@ -90,7 +90,7 @@ static bool locked_by_another(const std::string& path) {
 
 bool Experiment::being_written(const std::string& path) {
   // Without opening the file where /proc/locks tells (writer_lock.h); the probe otherwise.
-  if (const auto flocked = flocked_by_another_process(path)) return *flocked;
+  if (const auto held = flocked(path)) return *held;
   return locked_by_another(path);
 }
 

@@ -1,7 +1,6 @@
 #include "store/writer_lock.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -10,23 +9,22 @@ namespace hd::store {
 
 // A line of /proc/locks: "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF" (a waiter's has "->"
 // after the number: it holds nothing yet).
-std::optional<bool> flocked_by_another_process(const std::string& path) {
+std::optional<bool> flocked(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
   std::ifstream locks("/proc/locks");
   if (!locks) return std::nullopt;
   std::string inode(1, ':');
   inode += std::to_string(st.st_ino);
-  const long self = static_cast<long>(::getpid());
   for (std::string line; std::getline(locks, line);) {
     std::istringstream in(line);
     std::string number, kind, advisory, access, where;
-    long pid = 0;
+    std::string pid;
     if (!(in >> number >> kind) || kind != "FLOCK") continue;  // "->" or a POSIX/OFD lock
     if (!(in >> advisory >> access >> pid >> where)) continue;
     const bool same = where.size() > inode.size() &&
                       where.compare(where.size() - inode.size(), inode.size(), inode) == 0;
-    if (same && pid != self) return true;
+    if (same) return true;
   }
   return false;
 }

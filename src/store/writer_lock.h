@@ -9,10 +9,12 @@
 
 namespace hd::store {
 
-// From /proc/locks: a flock held by another process on the file `path` names (symbolic links
-// followed). nullopt where /proc/locks or the file cannot be read. Matched by inode number
-// alone (some filesystems show another device number there than stat gives): another file's
-// lock of the same number reads as "written", never the other way.
-std::optional<bool> flocked_by_another_process(const std::string& path);
+// From /proc/locks: a flock held on the file `path` names (symbolic links followed), by any
+// process, this one too (a writer of this process through another descriptor writes it as
+// much; Experiment::live_status answers for its own). nullopt where /proc/locks or the file
+// cannot be read. Matched by inode number alone (some filesystems show another device number
+// there than stat gives): another file's lock of the same number reads as "written", never the
+// other way.
+std::optional<bool> flocked(const std::string& path);
 
 }  // namespace hd::store
