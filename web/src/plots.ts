@@ -153,7 +153,12 @@ function options(spec: PlotSpec, width: number, log: boolean): { opts: uPlot.Opt
   const plotted = (arr: (number | null)[]) => (log ? arr.map((v) => (v !== null && v >= LOG_MIN ? v : null)) : arr);
   for (const l of spec.lines) {
     data.push(plotted(l.y));
-    series.push({ label: l.label, stroke: l.color, width: 2, dash: l.dash, value, points: { show: true, size: 5 } });
+    // The legend says the measured value, also where the log axis leaves the point out.
+    const measured = (_u: uPlot, _v: number | null, _s: number, i: number | null) => {
+      const raw = i === null || i === undefined ? null : l.y[i];
+      return raw === null || raw === undefined ? "—" : fmt(raw);
+    };
+    series.push({ label: l.label, stroke: l.color, width: 2, dash: l.dash, value: measured, points: { show: true, size: 5 } });
     if (l.lo && l.hi) {
       const hiIdx = series.length;
       data.push(plotted(l.hi), plotted(l.lo));
