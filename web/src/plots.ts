@@ -105,6 +105,7 @@ export function makePlot(spec: PlotSpec): PlotHandle {
     // The floor's baseline, where it is drawn (for tests and tools, as the y range).
     if (log && floorBelowLogMin(spec)) chartBox.dataset.floorBaseline = FLOOR_BASELINE;
     else delete chartBox.dataset.floorBaseline;
+    chartBox.dataset.floorBelowMin = String(floorBelowLogMin(spec));
     // Band edges are series too; their legend rows would only repeat the band.
     const rows = u.root.querySelectorAll<HTMLElement>(".u-legend .u-series");
     for (const i of hiddenLegend) if (rows[i]) rows[i].style.display = "none";
