@@ -98,9 +98,10 @@ static std::optional<nlohmann::json> catalog_line(const fs::path& real, const st
 // A run killed or cancelled does not change its file: whether it is still running is asked of
 // the writer's lock on every listing, not kept with the line.
 static nlohmann::json with_live_status(nlohmann::json line, const fs::path& real) {
+  // The file said "running" when the line was read ("stopped" is what that read as then).
   const std::string status = line.value("status", "");
   if (status == "running" || status == "stopped") {
-    line["status"] = store::Experiment::being_written(real.string()) ? "running" : "stopped";
+    line["status"] = store::Experiment::live_status("running", real.string());
   }
   return line;
 }

@@ -94,11 +94,15 @@ bool Experiment::being_written(const std::string& path) {
   return locked_by_another(path);
 }
 
+std::string Experiment::live_status(const std::string& stored, const std::string& path) {
+  if (stored != "running") return stored;
+  return being_written(path) ? "running" : "stopped";
+}
+
 std::string Experiment::live_status() const {
   const std::string stored = meta("status").value_or("unknown");
   // Our own writer's lock is held on this descriptor: a writer reading itself is running.
-  if (stored != "running" || lock_fd_ >= 0) return stored;
-  return being_written(path_) ? "running" : "stopped";
+  return lock_fd_ >= 0 ? stored : live_status(stored, path_);
 }
 
 void Experiment::check_creatable(const std::string& path, bool replace,

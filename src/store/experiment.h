@@ -54,6 +54,8 @@ class Experiment {
   // the file; "stopped" when it says running and nothing writes it (killed, cancelled: resumable);
   // "unknown" without one.
   std::string live_status() const;
+  // The same rule for a status read earlier: `stored` as the file at `path` has it now.
+  static std::string live_status(const std::string& stored, const std::string& path);
   // An existing file; `writable` takes the writer's lock (refused while another holds it).
   static Experiment open(const std::string& path, bool writable);
 

@@ -164,16 +164,20 @@ CLI::Validator finite_number(double lo, bool lo_allowed) {
       "", "finite number");
 }
 
-std::vector<std::string> normalize_llama_flags(int argc, char** argv) {
-  // Every arm setting's short spelling of several letters: -ctk -ctv -fa -ub -dev -ngl.
-  static const std::set<std::string> single_dash = [] {
-    std::set<std::string> names;
+const std::set<std::string>& llama_single_dash_flags() {
+  static const std::set<std::string> names = [] {
+    std::set<std::string> n;
     engine::for_each_arm_field([&](const auto& field) {
       const auto spellings = split_list(field.info.flags);
-      if (spellings.size() > 1 && spellings[0].size() > 1) names.insert("-" + spellings[0]);
+      if (spellings.size() > 1 && spellings[0].size() > 1) n.insert("-" + spellings[0]);
     });
-    return names;
+    return n;
   }();
+  return names;
+}
+
+std::vector<std::string> normalize_llama_flags(int argc, char** argv) {
+  const std::set<std::string>& single_dash = llama_single_dash_flags();
   std::vector<std::string> out;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];

@@ -52,5 +52,8 @@ CLI::Validator finite_number(double lo, bool lo_allowed);
 // llama.cpp spells some flags with one dash and several letters (-ctk); CLI11 wants those as
 // long options. Rewrites argv in place of the copy it returns.
 std::vector<std::string> normalize_llama_flags(int argc, char** argv);
+// Every arm setting's short spelling of several letters, as llama.cpp users type it: -ctk -ctv
+// -fa -ub -dev -ngl (CLI11 knows them as --ctk …; help_format.h lists them with one dash).
+const std::set<std::string>& llama_single_dash_flags();
 
 }  // namespace hd::cli

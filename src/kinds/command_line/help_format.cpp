@@ -3,7 +3,7 @@
 #include <set>
 #include <sstream>
 
-#include "engine/arm_settings.h"
+#include "kinds/command_line/arm_flags.h"
 
 namespace hd::cli {
 
@@ -18,21 +18,6 @@ size_t columns(const std::string& s) {
 std::set<std::string>& rare_groups() {
   static std::set<std::string> groups;  // filled as the commands are added, before any help
   return groups;
-}
-
-// llama.cpp's spellings of several letters (-ctk): "--ctk" here, as normalize_llama_flags reads
-// them.
-const std::set<std::string>& single_dash_names() {
-  static const std::set<std::string> names = [] {
-    std::set<std::string> n;
-    engine::for_each_arm_field([&](const auto& field) {
-      const std::string flags = field.info.flags;
-      const std::string first = flags.substr(0, flags.find(','));
-      if (flags.find(',') != std::string::npos && first.size() > 1) n.insert("--" + first);
-    });
-    return n;
-  }();
-  return names;
 }
 
 }  // namespace
@@ -72,10 +57,11 @@ HelpFormatter::HelpFormatter() { column_width(30); }
 
 std::string HelpFormatter::make_option_name(const CLI::Option* opt, bool is_positional) const {
   std::string names = CLI::Formatter::make_option_name(opt, is_positional);
-  for (const std::string& n : single_dash_names()) {
-    const size_t at = names.find(n);
-    const size_t end = at + n.size();
-    if (at == 0 && (end == names.size() || names[end] == ',')) names.erase(0, 1);
+  // llama.cpp's spellings (-ctk) are --ctk to CLI11 (normalize_llama_flags): shown as typed.
+  for (const std::string& one_dash : llama_single_dash_flags()) {
+    const std::string n = "-" + one_dash;
+    const size_t end = n.size();
+    if (names.rfind(n, 0) == 0 && (end == names.size() || names[end] == ',')) names.erase(0, 1);
   }
   return names;
 }
