@@ -119,6 +119,19 @@ void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<flo
   decode({tokens, {}, static_cast<int32_t>(tokens.size()), first_output, 0, {}}, hook, logits);
 }
 
+bool Arm::splits_in_place(int ubatch) const { return backend_->splits_in_place(ubatch); }
+
+void Arm::run_split(std::span<const int32_t> tokens, int ubatch, Hook* hook,
+                    std::vector<float>& logits, int first_output) {
+  if (!splits_in_place(ubatch)) {
+    throw RuntimeError("'" + settings_.model + "' cannot be split into ubatches of " +
+                       std::to_string(ubatch) + " in its own context");
+  }
+  DecodeInput in{tokens, {}, static_cast<int32_t>(tokens.size()), first_output, 0, {}};
+  in.split = ubatch;
+  decode(in, hook, logits);
+}
+
 void Arm::run_step(int32_t token, int32_t pos, Hook* hook, std::vector<float>& logits) {
   if (pos < 1) throw RuntimeError("a decode step needs a prompt before it");
   decode({std::span<const int32_t>(&token, 1), {}, 1, 0, pos, {}}, hook, logits);

@@ -38,6 +38,10 @@ struct DecodeInput {
   // Non-empty: the graph node the rows are the value of; the pass computes only what follows
   // it (llama_set_graph_start, scripts/llama-graph-start.patch). Empty: rows enter layer 0.
   std::string start;
+  // > 0: the tokens in pieces of `split`, one llama_decode each, in this arm's own context: the
+  // ubatches a context of -ub split cuts the batch into, bit for bit (tests/test_split_in_place),
+  // without a second context's compute and output buffers (ArmBackend::splits_in_place).
+  int32_t split = 0;
 };
 
 class Arm {
@@ -66,6 +70,13 @@ class Arm {
   // this decode only. `logits` keeps its allocation between calls.
   void run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<float>& logits,
                  int first_output = 0);
+
+  // Whether run_split can split a chunk into ubatches of `ubatch` in this arm's context: a plain
+  // arm of this process whose ubatch holds them. Elsewhere the floor makes an arm of its own.
+  bool splits_in_place(int ubatch) const;
+  // run_chunk as an arm of -ub `ubatch` (otherwise these settings) runs it.
+  void run_split(std::span<const int32_t> tokens, int ubatch, Hook* hook,
+                 std::vector<float>& logits, int first_output = 0);
 
   // One more token at position `pos`, continuing the sequence the previous call left in the
   // KV cache (no clearing): a single-token decode step, which runs other kernels than a
@@ -98,6 +109,8 @@ class ArmBackend {
   virtual nlohmann::json facts() const = 0;
   // false for a model without a KV cache, whose batch is always one ubatch (local_arm.h).
   virtual bool splits_batches() const { return true; }
+  // Whether a decode with DecodeInput::split = `ubatch` runs here (local_arm.h).
+  virtual bool splits_in_place(int /*ubatch*/) const { return false; }
 };
 
 }  // namespace hd::engine

@@ -51,6 +51,7 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
     cp.n_batch = settings_.n_batch > 0 ? static_cast<uint32_t>(settings_.n_batch) : cp.n_ctx;
     cp.n_ubatch = std::min(static_cast<uint32_t>(settings_.n_ubatch), cp.n_batch);
   }
+  n_ubatch_ = static_cast<int>(cp.n_ubatch);
   cp.n_threads = n_threads_;
   cp.n_threads_batch = n_threads_;
   cp.type_k = static_cast<ggml_type>(cache_ggml_type(settings_.cache_type_k));
@@ -199,41 +200,49 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
     throw InputError(no_split_reason(settings_.model) + ": it cannot continue a sequence (decode steps)");
   }
   if (pos0 == 0) llama_memory_clear(llama_get_memory(ctx_), true);
-  const int32_t width = from_rows ? model_->info().n_embd : 0;
-  if (from_rows ? in.rows.size() != static_cast<size_t>(n) * static_cast<size_t>(width)
+  const size_t width = from_rows ? static_cast<size_t>(model_->info().n_embd) : 0;
+  if (from_rows ? in.rows.size() != static_cast<size_t>(n) * width
                 : in.tokens.size() != static_cast<size_t>(n)) {
     throw RuntimeError("decode input does not match its length");
   }
-  llama_batch batch = llama_batch_init(n, width, 1);
-  if (from_rows) std::memcpy(batch.embd, in.rows.data(), in.rows.size() * sizeof(float));
-  for (int32_t i = 0; i < n; ++i) {
-    if (!from_rows) batch.token[i] = in.tokens[static_cast<size_t>(i)];
-    batch.pos[i] = pos0 + i;
-    batch.n_seq_id[i] = 1;
-    batch.seq_id[i][0] = 0;
-    batch.logits[i] = i >= first_output ? 1 : 0;
-  }
-  batch.n_tokens = n;
   if (!in.start.empty() && !from_rows) throw RuntimeError("a pass from a graph node needs its rows");
-#ifdef LLAMA_HAS_GRAPH_START
-  llama_set_graph_start(ctx_, in.start.empty() ? nullptr : in.start.c_str());
-#else
+#ifndef LLAMA_HAS_GRAPH_START
   if (!in.start.empty()) {
-    llama_batch_free(batch);
     throw RuntimeError("this llama.cpp has no llama_set_graph_start (scripts/llama-graph-start.patch "
                        "is not applied to it): a pass cannot start at '" + in.start + "'");
   }
 #endif
+  // A split pass is a batch's tokens in pieces of `split`, one llama_decode each: the ubatches a
+  // context of -ub split cuts the batch into, here in this context (splits_in_place).
+  const int32_t piece = in.split > 0 ? in.split : n;
+  if (in.split > 0 && (from_rows || !splits_in_place(in.split))) {
+    throw RuntimeError("'" + settings_.model + "' cannot be split into ubatches of " +
+                       std::to_string(in.split) + " in its own context");
+  }
   hook_ = hook != nullptr && !hook->empty() ? hook : nullptr;
   if (hook_ != nullptr) hook_->set_layout({});
   if (hook_ != nullptr) hook_->begin_decode(n, first_output, model_->info().n_layer);
-  fatal::set_activity("running '" + settings_.model + "'");
-  const int32_t rc = llama_decode(ctx_, batch);
-  fatal::set_activity("");
-#ifdef LLAMA_HAS_GRAPH_START
-  llama_set_graph_start(ctx_, nullptr);
-#endif
-  llama_batch_free(batch);
+  const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
+  int32_t rc = 0;
+  logits.resize(static_cast<size_t>(n - first_output) * n_vocab);
+  try {
+    for (int32_t lo = 0; lo < n && rc == 0; lo += piece) {
+      const int32_t hi = std::min(n, lo + piece);
+      rc = decode_piece(in, lo, hi);
+      // A hook that stops the graph (Hook::stop_after) stops every piece's: no logits.
+      if (rc != 0 || (hook_ != nullptr && !hook_->stop_point().empty())) continue;
+      for (int32_t i = std::max(lo, first_output); i < hi; ++i) {
+        const float* row = llama_get_logits_ith(ctx_, i - lo);
+        if (row == nullptr)
+          throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(i));
+        copy_logits(row, logits.data() + static_cast<size_t>(i - first_output) * n_vocab,
+                    n_vocab, settings_.model, pos0 + i);
+      }
+    }
+  } catch (...) {
+    hook_ = nullptr;
+    throw;
+  }
   Hook* used = hook_;
   hook_ = nullptr;
   if (used != nullptr) used->end_decode();  // a hook failure is the more precise message
@@ -242,19 +251,42 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
     throw RuntimeError("llama_decode failed (" + std::to_string(rc) + ")" +
                        (why.empty() ? "" : ": " + why));
   }
-  if (used != nullptr && !used->stop_point().empty()) {  // the graph stopped: no logits
-    logits.clear();
-    return;
+  if (used != nullptr && !used->stop_point().empty()) logits.clear();  // the graph stopped
+}
+
+// Tokens (or rows) lo..hi-1 of the input in one llama_decode: its return code.
+int32_t LocalArm::decode_piece(const DecodeInput& in, int32_t lo, int32_t hi) {
+  const bool from_rows = !in.rows.empty();
+  const int32_t width = from_rows ? model_->info().n_embd : 0;
+  const int32_t m = hi - lo;
+  llama_batch batch = llama_batch_init(m, width, 1);
+  if (from_rows) {
+    std::memcpy(batch.embd, in.rows.data() + static_cast<size_t>(lo) * static_cast<size_t>(width),
+                static_cast<size_t>(m) * static_cast<size_t>(width) * sizeof(float));
   }
-  const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
-  logits.resize(static_cast<size_t>(n - first_output) * n_vocab);
-  for (int32_t i = first_output; i < n; ++i) {
-    const float* row = llama_get_logits_ith(ctx_, i);
-    if (row == nullptr)
-      throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(i));
-    copy_logits(row, logits.data() + static_cast<size_t>(i - first_output) * n_vocab, n_vocab,
-                settings_.model, pos0 + i);
+  for (int32_t i = 0; i < m; ++i) {
+    if (!from_rows) batch.token[i] = in.tokens[static_cast<size_t>(lo + i)];
+    batch.pos[i] = in.pos0 + lo + i;
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = 0;
+    batch.logits[i] = lo + i >= in.first_output ? 1 : 0;
   }
+  batch.n_tokens = m;
+#ifdef LLAMA_HAS_GRAPH_START
+  llama_set_graph_start(ctx_, in.start.empty() ? nullptr : in.start.c_str());
+#endif
+  fatal::set_activity("running '" + settings_.model + "'");
+  const int32_t rc = llama_decode(ctx_, batch);
+  fatal::set_activity("");
+#ifdef LLAMA_HAS_GRAPH_START
+  llama_set_graph_start(ctx_, nullptr);
+#endif
+  llama_batch_free(batch);
+  return rc;
+}
+
+bool LocalArm::splits_in_place(int ubatch) const {
+  return composer_ == nullptr && splits_batches() && ubatch >= 1 && ubatch <= n_ubatch_;
 }
 
 nlohmann::json LocalArm::facts() const {

@@ -23,8 +23,12 @@ class LocalArm : public ArmBackend {
   nlohmann::json facts() const override;
   // false for a model without a KV cache: every batch is one ubatch, and there are no steps.
   bool splits_batches() const override;
+  // A plain arm whose context's ubatch holds `ubatch` tokens: a split pass needs no context of
+  // its own (DecodeInput::split).
+  bool splits_in_place(int ubatch) const override;
 
  private:
+  int32_t decode_piece(const DecodeInput& in, int32_t lo, int32_t hi);
   static bool eval_callback(ggml_tensor* t, bool ask, void* self);
   // A server arm's decode (local_arm_server.cpp): the measured tokens among the other slots'.
   void decode_server(const DecodeInput& in, Hook* hook, std::vector<float>& logits);
@@ -42,6 +46,7 @@ class LocalArm : public ArmBackend {
   ArmSettings settings_;
   int n_ctx_ = 0;
   int n_threads_ = 0;
+  int n_ubatch_ = 0;  // the context's
   // "on" or "off": what llama.cpp ran (-fa auto resolved); "" where its log did not say.
   std::string flash_attn_resolved_;
   llama_context* ctx_ = nullptr;

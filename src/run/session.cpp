@@ -78,7 +78,8 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
     floors_ = FloorArms(config_, model_a, model_b,
                         [this](std::shared_ptr<engine::Model> m, const engine::ArmSettings& s) {
                           return make_run(std::move(m), s);
-                        });
+                        },
+                        *a_.arm, *b_.arm);
   }
   for (const auto& [path, m] : models) sha256_[path] = sha256_file(path);
 }
@@ -101,11 +102,10 @@ static void parallel_for(int n, int threads, const std::function<void(int, int)>
 ArmRun Session::make_run(std::shared_ptr<engine::Model> model,
                                   const engine::ArmSettings& settings) const {
   ArmRun r;
-  const auto& info = model->info();
-  r.arm = std::make_unique<engine::Arm>(std::move(model), settings, config_.chunk);
+  if (model) r.arm = std::make_unique<engine::Arm>(std::move(model), settings, config_.chunk);
   engine::tell_rows(map_, r.hook);
   if (map_.residuals()) {
-    for (int l = 0; l < info.n_layer; ++l) r.hook.capture(residual_name(l));
+    for (int l = 0; l < map_.n_layer; ++l) r.hook.capture(residual_name(l));
   }
   for (const auto& p : points_) r.hook.capture(graph_name(p));  // the sources of transplants
   for (const auto* a : analyses_) {  // the floor's too: an analysis may compare it with A
@@ -194,7 +194,7 @@ nlohmann::json Session::prefix_reuse_report() const {
 }
 
 void Session::run(ArmRun& r, std::span<const int32_t> tokens, int first_output) {
-  r.arm->run_chunk(tokens, &r.hook, r.logits, first_output);
+  r.run(tokens, first_output);
 }
 
 // Positions first_output..n-2 (each predicts the next token); residuals at every position
@@ -270,8 +270,12 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
     floors_.at_chunk(chunk);
     run(floors_.a(), tokens, first_output);
     r.floor = compare(a_, floors_.a(), tokens, first_output);
+    // Only the analyses read A′'s rows after this: otherwise B′ runs in A′'s buffers.
+    const bool share = analyses_.empty();
+    if (share) floors_.swap_buffers();
     run(floors_.b(), tokens, first_output);
     r.floor_b = compare(b_, floors_.b(), tokens, first_output);
+    if (share) floors_.swap_buffers();
   }
   run_analyses(r, tokens, first_output);
   if (!points_.empty()) r.transplants = transplant(tokens, first_output);
@@ -295,12 +299,22 @@ std::map<int32_t, std::string> Session::pieces_of(const ChunkResult& c) const {
   return out;
 }
 
+// A floor arm's facts: those of the arm whose context it splits in, at the floor's ubatch.
+static nlohmann::json floor_facts(const ArmRun& r, const std::string& sha256) {
+  nlohmann::json j = arm_facts(r.runner(), sha256);
+  if (r.host != nullptr) {
+    j["n_ubatch"] = r.split;
+    j["split_in_place"] = true;  // no context of its own: Arm::run_split
+  }
+  return j;
+}
+
 nlohmann::json Session::arms_provenance() const {
   nlohmann::json j;
   j["a"] = arm_facts(*a_.arm, sha256_.at(config_.a.model));
   j["b"] = arm_facts(*b_.arm, sha256_.at(config_.b.model));
-  if (floors_.a().arm) j["floor"] = arm_facts(*floors_.a().arm, sha256_.at(config_.a.model));
-  if (floors_.b().arm) j["floor_b"] = arm_facts(*floors_.b().arm, sha256_.at(config_.b.model));
+  if (floors_.a().present()) j["floor"] = floor_facts(floors_.a(), sha256_.at(config_.a.model));
+  if (floors_.b().present()) j["floor_b"] = floor_facts(floors_.b(), sha256_.at(config_.b.model));
   return j;
 }
 

@@ -28,7 +28,7 @@ void Session::run_analyses(ChunkResult& r, std::span<const int32_t> tokens, int 
     // A chunk outside the floor's sample has no floor rows: the floor arms still hold those of
     // the last chunk that had them.
     const bool floor_arm = arm != 'a' && arm != 'b';
-    if (!from.arm || (floor_arm && !r.floor)) return analysis::ChunkInput::Rows{};
+    if (!from.present() || (floor_arm && !r.floor)) return analysis::ChunkInput::Rows{};
     return analysis::ChunkInput::Rows{from.hook.captured(point), from.hook.width(point),
                                       static_cast<int>(from.hook.first_row(point))};
   };
@@ -57,7 +57,7 @@ void Session::run_analyses(ChunkResult& r, std::span<const int32_t> tokens, int 
 void Session::same_widths(const std::vector<std::string>& points) const {
   for (const std::string& p : points) {
     for (const ArmRun* r : {&b_, &floors_.a()}) {
-      if (!r->arm || r->hook.width(p) == a_.hook.width(p)) continue;
+      if (!r->present() || r->hook.width(p) == a_.hook.width(p)) continue;
       throw InputError(fmt::format(
           "graph point '{}' is {} wide in arm {} and {} wide in A: the arms route to different "
           "numbers of experts, which the routing analyses cannot compare",

@@ -4,16 +4,27 @@
 
 namespace hd::run {
 
+void ArmRun::run(std::span<const int32_t> tokens, int first_output) {
+  if (arm) {
+    arm->run_chunk(tokens, &hook, logits, first_output);
+  } else {
+    host->run_split(tokens, split, &hook, logits, first_output);
+  }
+}
+
 FloorArms::FloorArms(const DiffConfig& config, std::shared_ptr<engine::Model> model_a,
-                     std::shared_ptr<engine::Model> model_b, MakeRun make)
+                     std::shared_ptr<engine::Model> model_b, MakeRun make, engine::Arm& main_a,
+                     engine::Arm& main_b)
     : config_(config),
       model_a_(std::move(model_a)),
       model_b_(std::move(model_b)),
-      make_(std::move(make)) {
-  a_ = make_(model_a_, floor_arm(config_, config_.a));
-  ub_a_[0] = a_.arm->settings().n_ubatch;
-  b_ = make_(model_b_, floor_arm(config_, config_.b));
-  ub_b_[0] = b_.arm->settings().n_ubatch;
+      make_(std::move(make)),
+      main_a_(&main_a),
+      main_b_(&main_b) {
+  a_ = make_floor(model_a_, config_.a, main_a_, 0);
+  ub_a_[0] = floor_arm(config_, config_.a).n_ubatch;
+  b_ = make_floor(model_b_, config_.b, main_b_, 0);
+  ub_b_[0] = floor_arm(config_, config_.b).n_ubatch;
   // --floor-ub names the one split (run/config.h second_floor_ubatch).
   const int second_a = floor_arm(config_, config_.a, 1).n_ubatch;
   const int second_b = floor_arm(config_, config_.b, 1).n_ubatch;
@@ -23,9 +34,20 @@ FloorArms::FloorArms(const DiffConfig& config, std::shared_ptr<engine::Model> mo
   }
 }
 
+ArmRun FloorArms::make_floor(const std::shared_ptr<engine::Model>& model,
+                             const engine::ArmSettings& arm, engine::Arm* main, int split) {
+  const engine::ArmSettings s = floor_arm(config_, arm, split);
+  if (!main->splits_in_place(s.n_ubatch)) return make_(model, s);
+  // The hook asks for what an arm of its own would (make_), without its context.
+  ArmRun r = make_(nullptr, s);
+  r.host = main;
+  r.split = s.n_ubatch;
+  return r;
+}
+
 void FloorArms::at_chunk(int chunk) {
   use_split(ub_a_[1] > 0 ? chunk % 2 : 0);
-  if (!a_.arm || !b_.arm)
+  if (!a_.present() || !b_.present())
     throw RuntimeError("the floor's arms could not be made for chunk " + std::to_string(chunk));
 }
 
@@ -34,10 +56,15 @@ void FloorArms::use_split(int split) {
   split_ = -1;  // until both are made: a failure leaves no arm at a stale split
   // The old context goes before the new one is made: one floor context per arm at a time.
   a_ = {};
-  a_ = make_(model_a_, floor_arm(config_, config_.a, split));
+  a_ = make_floor(model_a_, config_.a, main_a_, split);
   b_ = {};
-  b_ = make_(model_b_, floor_arm(config_, config_.b, split));
+  b_ = make_floor(model_b_, config_.b, main_b_, split);
   split_ = split;
+}
+
+void FloorArms::swap_buffers() {
+  std::swap(a_.hook, b_.hook);
+  std::swap(a_.logits, b_.logits);
 }
 
 std::optional<std::string> FloorArms::change(const nlohmann::json& provenance) const {
