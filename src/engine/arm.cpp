@@ -119,6 +119,12 @@ void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<flo
   decode({tokens, {}, static_cast<int32_t>(tokens.size()), first_output, 0, {}}, hook, logits);
 }
 
+std::span<const float> Arm::run_chunk_view(std::span<const int32_t> tokens, Hook* hook,
+                                           int first_output) {
+  return backend_->decode_view(
+      {tokens, {}, static_cast<int32_t>(tokens.size()), first_output, 0, {}}, hook);
+}
+
 bool Arm::splits_in_place(int ubatch) const { return backend_->splits_in_place(ubatch); }
 
 void Arm::run_split(std::span<const int32_t> tokens, int ubatch, Hook* hook,

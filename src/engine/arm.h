@@ -71,6 +71,11 @@ class Arm {
   void run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<float>& logits,
                  int first_output = 0);
 
+  // run_chunk without the copy: the logits where the arm holds them ([n - first_output][n_vocab]),
+  // valid until its next decode. A 128k vocabulary at 512 positions is 250 MiB a copy.
+  std::span<const float> run_chunk_view(std::span<const int32_t> tokens, Hook* hook,
+                                        int first_output = 0);
+
   // Whether run_split can split a chunk into ubatches of `ubatch` in this arm's context: a plain
   // arm of this process whose ubatch holds them. Elsewhere the floor makes an arm of its own.
   bool splits_in_place(int ubatch) const;
@@ -105,12 +110,21 @@ class ArmBackend {
   virtual ~ArmBackend() = default;
   // Runs one decode, filling `logits` ([n - first_output][n_vocab]) and the hook's captures.
   virtual void decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) = 0;
+  // The same decode, its logits where the backend holds them until its next decode (a copy in
+  // view_ unless the backend has them in order, local_arm.h).
+  virtual std::span<const float> decode_view(const DecodeInput& in, Hook* hook) {
+    decode(in, hook, view_);
+    return view_;
+  }
   virtual int n_threads() const = 0;
   virtual nlohmann::json facts() const = 0;
   // false for a model without a KV cache, whose batch is always one ubatch (local_arm.h).
   virtual bool splits_batches() const { return true; }
   // Whether a decode with DecodeInput::split = `ubatch` runs here (local_arm.h).
   virtual bool splits_in_place(int /*ubatch*/) const { return false; }
+
+ private:
+  std::vector<float> view_;
 };
 
 }  // namespace hd::engine

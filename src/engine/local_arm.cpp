@@ -141,20 +141,22 @@ bool LocalArm::eval_callback(ggml_tensor* t, bool ask, void* self) {
   return hook->on_eval(t, ask);
 }
 
-// Copies n floats and returns the index of the first that is NaN or +inf, or n. A -inf logit
-// is a token the model masks (probability exactly 0: the qwen3tts fixture pads ids 0..1023 of
-// its 4096 with -inf in front of its codec head), which the KL handles; every other non-finite
-// value means broken numbers. One pass with no early exit, which the compiler vectorizes: a
-// patched pass copies 19M logits at 128 positions of a 152k vocabulary, and a test per element
-// with a branch out cost about as much as the copy; a masking model stays on that pass.
-// `masked_all` is set where every logit is -inf (no token has any probability).
-static size_t copy_until_not_finite(const float* src, float* dst, size_t n, bool& masked_all) {
+// Scans n floats (copying them to dst with kCopy) and returns the index of the first that is NaN
+// or +inf, or n. A -inf logit is a token the model masks (probability exactly 0: the qwen3tts
+// fixture pads ids 0..1023 of its 4096 with -inf in front of its codec head), which the KL
+// handles; every other non-finite value means broken numbers. One pass with no early exit, which
+// the compiler vectorizes: a patched pass copies 19M logits at 128 positions of a 152k
+// vocabulary, and a test per element with a branch out cost about as much as the copy; a masking
+// model stays on that pass. `masked_all` is set where every logit is -inf (no token has any
+// probability).
+template <bool kCopy>
+static size_t scan_until_not_finite(const float* src, float* dst, size_t n, bool& masked_all) {
   constexpr uint32_t kExponent = 0x7f800000u, kMinusInf = 0xff800000u;
   uint32_t broken = 0, finite = 0;
   for (size_t k = 0; k < n; ++k) {
     uint32_t bits;
     std::memcpy(&bits, src + k, sizeof bits);
-    dst[k] = src[k];
+    if constexpr (kCopy) dst[k] = src[k];
     const uint32_t special = static_cast<uint32_t>((bits & kExponent) == kExponent);
     broken |= special & static_cast<uint32_t>(bits != kMinusInf);
     finite |= special ^ 1u;
@@ -166,12 +168,11 @@ static size_t copy_until_not_finite(const float* src, float* dst, size_t n, bool
   return k;
 }
 
-// One position's row of logits into `dst`. A NaN or +inf logit makes every number downstream
-// meaningless (KL would print as nan): refused here, where the position is still known; -inf
-// is a masked token, and a row of nothing else has no token to predict.
-void copy_logits(const float* row, float* dst, size_t n_vocab, const std::string& model, int pos) {
-  bool masked_all = false;
-  const size_t k = copy_until_not_finite(row, dst, n_vocab, masked_all);
+// A NaN or +inf logit makes every number downstream meaningless (KL would print as nan): refused
+// here, where the position is still known; -inf is a masked token, and a row of nothing else has
+// no token to predict.
+static void refuse_broken_row(const float* row, size_t k, size_t n_vocab, bool masked_all,
+                              const std::string& model, int pos) {
   if (k < n_vocab) {
     throw RuntimeError("'" + model + "' produced a non-finite logit (" + std::to_string(row[k]) +
                        ") at position " + std::to_string(pos) +
@@ -184,22 +185,44 @@ void copy_logits(const float* row, float* dst, size_t n_vocab, const std::string
   }
 }
 
+void copy_logits(const float* row, float* dst, size_t n_vocab, const std::string& model, int pos) {
+  bool masked_all = false;
+  const size_t k = scan_until_not_finite<true>(row, dst, n_vocab, masked_all);
+  refuse_broken_row(row, k, n_vocab, masked_all, model, pos);
+}
+
+// copy_logits without the copy: a row read where llama.cpp wrote it.
+static void check_logits(const float* row, size_t n_vocab, const std::string& model, int pos) {
+  bool masked_all = false;
+  const size_t k = scan_until_not_finite<false>(row, nullptr, n_vocab, masked_all);
+  refuse_broken_row(row, k, n_vocab, masked_all, model, pos);
+}
+
 void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) {
-  const int32_t n = in.n, pos0 = in.pos0;
-  const int first_output = in.first_output;
-  const bool from_rows = !in.rows.empty();
-  if (n < 1 || pos0 < 0 || pos0 + n > n_ctx_)
-    throw RuntimeError("chunk length out of range for this arm");
-  if (first_output < 0 || first_output >= n)
-    throw RuntimeError("first output position out of range");
   if (composer_ != nullptr) {
+    check_input(in);
     decode_server(in, hook, logits);
     return;
   }
+  decode_into(in, hook, &logits);
+}
+
+std::span<const float> LocalArm::decode_view(const DecodeInput& in, Hook* hook) {
+  if (composer_ != nullptr || in.split > 0) return ArmBackend::decode_view(in, hook);
+  return decode_into(in, hook, nullptr);
+}
+
+void LocalArm::check_input(const DecodeInput& in) const {
+  const int32_t n = in.n, pos0 = in.pos0;
+  if (n < 1 || pos0 < 0 || pos0 + n > n_ctx_)
+    throw RuntimeError("chunk length out of range for this arm");
+  if (in.first_output < 0 || in.first_output >= n)
+    throw RuntimeError("first output position out of range");
+  if (composer_ != nullptr) return;
   if (pos0 > 0 && !splits_batches()) {
     throw InputError(no_split_reason(settings_.model) + ": it cannot continue a sequence (decode steps)");
   }
-  if (pos0 == 0) llama_memory_clear(llama_get_memory(ctx_), true);
+  const bool from_rows = !in.rows.empty();
   const size_t width = from_rows ? static_cast<size_t>(model_->info().n_embd) : 0;
   if (from_rows ? in.rows.size() != static_cast<size_t>(n) * width
                 : in.tokens.size() != static_cast<size_t>(n)) {
@@ -214,17 +237,29 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
 #endif
   // A split pass is a batch's tokens in pieces of `split`, one llama_decode each: the ubatches a
   // context of -ub split cuts the batch into, here in this context (splits_in_place).
-  const int32_t piece = in.split > 0 ? in.split : n;
   if (in.split > 0 && (from_rows || !splits_in_place(in.split))) {
     throw RuntimeError("'" + settings_.model + "' cannot be split into ubatches of " +
                        std::to_string(in.split) + " in its own context");
   }
+}
+
+// The decode's logits copied into `*copy`, or with a null `copy` checked where llama.cpp wrote
+// them (one piece): a view of its output buffer, or of view_ where its rows are not in order.
+std::span<const float> LocalArm::decode_into(const DecodeInput& in, Hook* hook,
+                                             std::vector<float>* copy) {
+  check_input(in);
+  const int32_t n = in.n, first_output = in.first_output;
+  if (in.pos0 == 0) llama_memory_clear(llama_get_memory(ctx_), true);
+  const int32_t piece = in.split > 0 ? in.split : n;
   hook_ = hook != nullptr && !hook->empty() ? hook : nullptr;
   if (hook_ != nullptr) hook_->set_layout({});
   if (hook_ != nullptr) hook_->begin_decode(n, first_output, model_->info().n_layer);
   const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
+  const size_t n_values = static_cast<size_t>(n - first_output) * n_vocab;
   int32_t rc = 0;
-  logits.resize(static_cast<size_t>(n - first_output) * n_vocab);
+  const float* first_row = nullptr;
+  bool in_order = true;
+  if (copy != nullptr) copy->resize(n_values);
   try {
     for (int32_t lo = 0; lo < n && rc == 0; lo += piece) {
       const int32_t hi = std::min(n, lo + piece);
@@ -235,14 +270,28 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
         const float* row = llama_get_logits_ith(ctx_, i - lo);
         if (row == nullptr)
           throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(i));
-        copy_logits(row, logits.data() + static_cast<size_t>(i - first_output) * n_vocab,
-                    n_vocab, settings_.model, pos0 + i);
+        const size_t at = static_cast<size_t>(i - first_output) * n_vocab;
+        if (copy != nullptr) {
+          copy_logits(row, copy->data() + at, n_vocab, settings_.model, in.pos0 + i);
+          continue;
+        }
+        check_logits(row, n_vocab, settings_.model, in.pos0 + i);
+        if (i == first_output) first_row = row;
+        in_order = in_order && row == first_row + at;
       }
     }
   } catch (...) {
     hook_ = nullptr;
     throw;
   }
+  return end_decode(in, rc, copy != nullptr ? copy->data() : in_order ? first_row : nullptr,
+                    n_values, copy);
+}
+
+// After the pieces: the hook's verdict, then llama.cpp's; the logits' span (none where the graph
+// stopped; copied into view_ where they are not in order at `rows`).
+std::span<const float> LocalArm::end_decode(const DecodeInput& in, int32_t rc, const float* rows,
+                                            size_t n_values, std::vector<float>* copy) {
   Hook* used = hook_;
   hook_ = nullptr;
   if (used != nullptr) used->end_decode();  // a hook failure is the more precise message
@@ -251,7 +300,18 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
     throw RuntimeError("llama_decode failed (" + std::to_string(rc) + ")" +
                        (why.empty() ? "" : ": " + why));
   }
-  if (used != nullptr && !used->stop_point().empty()) logits.clear();  // the graph stopped
+  if (used != nullptr && !used->stop_point().empty()) {  // the graph stopped
+    if (copy != nullptr) copy->clear();
+    return {};
+  }
+  if (rows != nullptr) return {rows, n_values};
+  const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
+  view_.resize(n_values);
+  for (int32_t i = in.first_output; i < in.n; ++i) {
+    std::memcpy(view_.data() + static_cast<size_t>(i - in.first_output) * n_vocab,
+                llama_get_logits_ith(ctx_, i), n_vocab * sizeof(float));
+  }
+  return view_;
 }
 
 // Tokens (or rows) lo..hi-1 of the input in one llama_decode: its return code.

@@ -19,6 +19,8 @@ class LocalArm : public ArmBackend {
   ~LocalArm() override;
 
   void decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) override;
+  // A plain decode's logits where llama.cpp wrote them, checked as decode checks a copy.
+  std::span<const float> decode_view(const DecodeInput& in, Hook* hook) override;
   int n_threads() const override { return n_threads_; }
   nlohmann::json facts() const override;
   // false for a model without a KV cache: every batch is one ubatch, and there are no steps.
@@ -28,6 +30,10 @@ class LocalArm : public ArmBackend {
   bool splits_in_place(int ubatch) const override;
 
  private:
+  void check_input(const DecodeInput& in) const;
+  std::span<const float> decode_into(const DecodeInput& in, Hook* hook, std::vector<float>* copy);
+  std::span<const float> end_decode(const DecodeInput& in, int32_t rc, const float* rows,
+                                    size_t n_values, std::vector<float>* copy);
   int32_t decode_piece(const DecodeInput& in, int32_t lo, int32_t hi);
   static bool eval_callback(ggml_tensor* t, bool ask, void* self);
   // A server arm's decode (local_arm_server.cpp): the measured tokens among the other slots'.
@@ -51,6 +57,7 @@ class LocalArm : public ArmBackend {
   std::string flash_attn_resolved_;
   llama_context* ctx_ = nullptr;
   Hook* hook_ = nullptr;
+  std::vector<float> view_;  // decode_view's rows where llama.cpp's are not in order
   std::unique_ptr<ServerComposer> composer_;  // a server arm's other slots; null for a plain arm
 };
 

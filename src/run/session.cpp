@@ -207,7 +207,7 @@ analysis::Comparison Session::compare(const ArmRun& a, const ArmRun& b,
   const int n = static_cast<int>(tokens.size());
   c.positions.resize(static_cast<size_t>(n - 1 - first_output));
   const size_t v = static_cast<size_t>(info.n_vocab);
-  const PassRows rows{a.logits, b.logits, v, tokens, first_output};
+  const PassRows rows{a.out, b.out, v, tokens, first_output};
   parallel_for(n - 1 - first_output, a.arm->n_threads(), [&](int lo, int hi) {
     analysis::ScoreScratch scratch;
     score_positions(rows, first_output + lo, first_output + hi, scratch,
@@ -252,9 +252,26 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
   ChunkResult r;
   r.chunk = chunk;
   r.tokens.assign(tokens.begin(), tokens.end());
-  run(a_, tokens, first_output);
-  run(b_, tokens, first_output);
+  // The run has a floor: never a chunk of its sample without it.
+  const bool floor_here = floors_.present() && (!floor_on_ || floor_on_->count(chunk));
+  if (floor_here) floors_.at_chunk(chunk);
+  // Only the analyses read A′'s rows after A′ is compared: otherwise B′ runs in A′'s buffers.
+  const bool share = analyses_.empty();
+  // A floor arm may split in its arm's context, so it runs first: its arm's logits are then
+  // read where llama.cpp wrote them, undisturbed until the next chunk (or a patched pass).
+  if (floor_here) run(floors_.a(), tokens, first_output);
+  a_.run_in_place(tokens, first_output);
+  if (floor_here) {
+    r.floor = compare(a_, floors_.a(), tokens, first_output);
+    if (share) floors_.swap_buffers();
+    run(floors_.b(), tokens, first_output);
+  }
+  b_.run_in_place(tokens, first_output);
   r.diff = compare(a_, b_, tokens, first_output);
+  if (floor_here) {
+    r.floor_b = compare(b_, floors_.b(), tokens, first_output);
+    if (share) floors_.swap_buffers();
+  }
   if (config_.save_residuals && map_.residuals()) {
     // Arm-major, layer-minor: the order the store reads them back in.
     for (const ArmRun* ar : {&a_, &b_}) {
@@ -265,17 +282,10 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
       }
     }
   }
-  // The run has a floor: never a chunk of its sample without it.
-  if (floors_.present() && (!floor_on_ || floor_on_->count(chunk))) {
-    floors_.at_chunk(chunk);
-    run(floors_.a(), tokens, first_output);
-    r.floor = compare(a_, floors_.a(), tokens, first_output);
-    // Only the analyses read A′'s rows after this: otherwise B′ runs in A′'s buffers.
-    const bool share = analyses_.empty();
-    if (share) floors_.swap_buffers();
-    run(floors_.b(), tokens, first_output);
-    r.floor_b = compare(b_, floors_.b(), tokens, first_output);
-    if (share) floors_.swap_buffers();
+  // Patched passes decode in A's and B's contexts again: their logits are copied first.
+  if (!analyses_.empty() || !points_.empty()) {
+    a_.keep();
+    b_.keep();
   }
   run_analyses(r, tokens, first_output);
   if (!points_.empty()) r.transplants = transplant(tokens, first_output);

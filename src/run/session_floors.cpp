@@ -10,6 +10,17 @@ void ArmRun::run(std::span<const int32_t> tokens, int first_output) {
   } else {
     host->run_split(tokens, split, &hook, logits, first_output);
   }
+  out = logits;
+}
+
+void ArmRun::run_in_place(std::span<const int32_t> tokens, int first_output) {
+  out = arm->run_chunk_view(tokens, &hook, first_output);
+}
+
+void ArmRun::keep() {
+  if (out.data() == logits.data()) return;
+  logits.assign(out.begin(), out.end());
+  out = logits;
 }
 
 FloorArms::FloorArms(const DiffConfig& config, std::shared_ptr<engine::Model> model_a,
@@ -65,6 +76,7 @@ void FloorArms::use_split(int split) {
 void FloorArms::swap_buffers() {
   std::swap(a_.hook, b_.hook);
   std::swap(a_.logits, b_.logits);
+  std::swap(a_.out, b_.out);
 }
 
 std::optional<std::string> FloorArms::change(const nlohmann::json& provenance) const {

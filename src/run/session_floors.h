@@ -32,12 +32,19 @@ struct ArmRun {
   engine::Arm* host = nullptr;       // a floor split in this arm's context (run_split)
   int split = 0;                     // with a host: the ubatch
   engine::Hook hook;
-  std::vector<float> logits;  // positions first_output..n-1
+  std::vector<float> logits;  // positions first_output..n-1, where they are copied
+  // The chunk's logits: `logits`, or (run_in_place) where the arm holds them.
+  std::span<const float> out;
 
   bool present() const { return arm != nullptr || host != nullptr; }
   const engine::Arm& runner() const { return arm ? *arm : *host; }
-  // The chunk's pass into `logits` and the hook's captures.
+  // The chunk's pass: its logits copied into `logits`, the hook's captures.
   void run(std::span<const int32_t> tokens, int first_output);
+  // The same pass read where the arm's llama.cpp wrote it (Arm::run_chunk_view): valid until
+  // the arm's context decodes again. A 3B model's 128k vocabulary at 512 positions is 250 MiB.
+  void run_in_place(std::span<const int32_t> tokens, int first_output);
+  // Copies `out` into `logits` before the arm's context decodes again (patched passes).
+  void keep();
 };
 
 class FloorArms {
