@@ -151,6 +151,14 @@ void Arm::run_from(const std::string& start, std::span<const float> rows, int n_
   decode({{}, rows, n_tokens, first_output, 0, start}, hook, logits);
 }
 
+std::span<const float> Arm::run_from_view(const std::string& start, std::span<const float> rows,
+                                          int n_tokens, Hook* hook, int first_output) {
+  if (rows.size() != static_cast<size_t>(n_tokens) * static_cast<size_t>(model_->info().n_embd)) {
+    throw RuntimeError("rows for '" + start + "' do not match the model's width");
+  }
+  return backend_->decode_view({{}, rows, n_tokens, first_output, 0, start}, hook);
+}
+
 // The ranges are checked by LocalArm, in this process or in the worker, where the context is.
 void Arm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) {
   backend_->decode(in, hook, logits);

@@ -76,6 +76,10 @@ class Arm {
   std::span<const float> run_chunk_view(std::span<const int32_t> tokens, Hook* hook,
                                         int first_output = 0);
 
+  // run_from without the copy, as run_chunk_view; empty where a hook stopped the graph.
+  std::span<const float> run_from_view(const std::string& start, std::span<const float> rows,
+                                       int n_tokens, Hook* hook, int first_output = 0);
+
   // Whether run_split can split a chunk into ubatches of `ubatch` in this arm's context: a plain
   // arm of this process whose ubatch holds them. Elsewhere the floor makes an arm of its own.
   bool splits_in_place(int ubatch) const;

@@ -54,7 +54,6 @@ class PrefixReuse {
   std::vector<int> state_;  // 0 unknown, 1 proven, -1 not a start
   std::vector<std::string> why_;
   bool whole_proven_ = false;  // a start of this arm reproduced the logits
-  std::vector<float> logits_;
 };
 
 }  // namespace hd::run

@@ -139,7 +139,7 @@ analysis::Transplants Session::transplant(std::span<const int32_t> tokens, int f
     t.points.push_back(points_[k].label);
     const std::string name = graph_name(points_[k]);
     for (const bool denoise : {true, false}) {
-      patched_pass(denoise, k, tokens, first_output);
+      const std::span<const float> patched = patched_pass(denoise, k, tokens, first_output);
       auto& rows = denoise ? t.denoise : t.noise;
       const size_t base = rows.size();
       rows.resize(base + static_cast<size_t>(n - 1 - first_output));
@@ -148,7 +148,7 @@ analysis::Transplants Session::transplant(std::span<const int32_t> tokens, int f
           const int p = first_output + i;  // every position from first_output on is scored
           const auto row = static_cast<size_t>(i);
           rows[base + row] = {static_cast<int>(k) + 1, p,
-                              kl_from_a_.kl_to(row, {patched_logits_.data() + row * v, v})};
+                              kl_from_a_.kl_to(row, patched.subspan(row * v, v))};
         }
       });
       if (on_pass_) on_pass_(++done, total);
@@ -161,8 +161,8 @@ analysis::Transplants Session::transplant(std::span<const int32_t> tokens, int f
 // latest proven start at or before the point (the same numbers, bit for bit, without computing
 // the prefix again): at the point itself the source's rows are the start's value; at an earlier
 // start the target's own rows are, and the source's tensor is written at the point.
-void Session::patched_pass(bool denoise, size_t k, std::span<const int32_t> tokens,
-                           int first_output) {
+std::span<const float> Session::patched_pass(bool denoise, size_t k,
+                                            std::span<const int32_t> tokens, int first_output) {
   ArmRun& target = denoise ? b_ : a_;
   const ArmRun& source = denoise ? a_ : b_;
   PrefixReuse* reuse = denoise ? reuse_b_.get() : reuse_a_.get();
@@ -172,20 +172,14 @@ void Session::patched_pass(bool denoise, size_t k, std::span<const int32_t> toke
                                          first_output)
                       : -1;
   if (s == static_cast<int>(k)) {
-    target.arm->run_from(name, source.hook.captured(name), n, nullptr, patched_logits_,
-                         first_output);
-    return;
+    return target.arm->run_from_view(name, source.hook.captured(name), n, nullptr, first_output);
   }
   engine::Hook patch;
   engine::tell_rows(map_, patch);
   patch.overwrite(name, source.hook.first_row(name), source.hook.captured(name));
-  if (s < 0) {
-    target.arm->run_chunk(tokens, &patch, patched_logits_, first_output);
-    return;
-  }
+  if (s < 0) return target.arm->run_chunk_view(tokens, &patch, first_output);
   const std::string& start = reuse->point(s);
-  target.arm->run_from(start, target.hook.captured(start), n, &patch, patched_logits_,
-                       first_output);
+  return target.arm->run_from_view(start, target.hook.captured(start), n, &patch, first_output);
 }
 
 nlohmann::json Session::prefix_reuse_report() const {

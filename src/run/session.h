@@ -86,8 +86,9 @@ class Session {
                                int first_output) const;
   ArmRun make_run(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings) const;
   analysis::Transplants transplant(std::span<const int32_t> tokens, int first_output);
-  // The patched pass at points_[k]; its logits in patched_logits_.
-  void patched_pass(bool denoise, size_t k, std::span<const int32_t> tokens, int first_output);
+  // The patched pass at points_[k]; its logits where the target arm holds them (until its next
+  // decode).
+  std::span<const float> patched_pass(bool denoise, size_t k, std::span<const int32_t> tokens, int first_output);
   std::string graph_name(const analysis::RestorePoint& p) const;
   const std::string& residual_name(int layer) const;
   void run_analyses(analysis::ChunkResult& r, std::span<const int32_t> tokens, int first_output);
@@ -109,7 +110,6 @@ class Session {
   std::vector<const analysis::ChunkAnalysis*> analyses_;  // the plug-ins asked for
   engine::PointMap map_;
   analysis::ModelPoints model_points_;  // map_'s points as analyses see them
-  std::vector<float> patched_logits_;
   analysis::KlReference kl_from_a_;  // A's chunk, what every patched pass is scored against
   std::unique_ptr<PrefixReuse> reuse_a_, reuse_b_;  // with --transplants, --components
   std::function<void(int, int)> on_pass_;

@@ -83,8 +83,7 @@ std::span<const float> Session::run_patched(ArmRun& to, engine::Hook& patch,
   // The points the arm's own pass asks for too: the scheduler cuts the graph at every node
   // asked for, and a backend that fuses kernels would otherwise fuse the rerun differently.
   for (const std::string& p : to.hook.captures()) patch.capture(p);
-  to.arm->run_chunk(tokens, &patch, patched_logits_, first_output);
-  return patched_logits_;
+  return to.arm->run_chunk_view(tokens, &patch, first_output);
 }
 
 std::span<const float> Session::rewrite_own(char arm, const std::string& into,
