@@ -28,7 +28,7 @@ ASAN_TESTS ?= .
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 
-.PHONY: all deps deps-build configure build bin test test-asan fuzz demo demo-ladder bench bench-3b bench-pages rpc-server fixtures worker records-ts clean
+.PHONY: all deps deps-build configure build bin test test-asan fuzz demo demo-ladder bench bench-3b bench-pages rpc-server fixtures worker records-ts screenshots clean
 
 all: build
 
@@ -60,6 +60,17 @@ test:
 # web/src/records.ts again from the C++ field tables (after changing a typed record).
 records-ts: build
 	$(BUILD)/heterodyne-records-ts > web/src/records.ts
+
+# docs/screenshots/ again from the browser tests' shots (run `make test` first): every view at
+# 1280 and 390 px, the first screen of each, as docs/serve.md shows them.
+SHOT_VIEWS := report summary-sweep summary-floor summary-generate summary-reference \
+  summary-recommend compare serve-home serve-result
+screenshots:
+	@for v in $(SHOT_VIEWS); do for w in 1280 390; do \
+	  f=$$(find $(BUILD)/test-artifacts/ui -name "$$v-$$w.jpg" | head -1); \
+	  [ -n "$$f" ] || { echo "no $$v-$$w.jpg under $(BUILD)/test-artifacts/ui: make test first" >&2; exit 1; }; \
+	  cp "$$f" docs/screenshots/; done; done
+	@echo "docs/screenshots/: $(words $(SHOT_VIEWS)) views at 1280 and 390 px"
 
 # The whole suite with AddressSanitizer + UndefinedBehaviorSanitizer on every target of ours
 # (docs/reliability.md). Leak reports are off: llama.cpp's backends keep process-lifetime

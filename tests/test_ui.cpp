@@ -231,3 +231,35 @@ TEST(WebUi, AReportWhoseStringsHoldMarkupDrawsThemAsTextAndRunsNothing) {
   EXPECT_NE(report.err.find("fails its integrity check"), std::string::npos) << report.err;
   EXPECT_EQ(browser_check("hostile", "'" + html + "'", "hostile"), 0);
 }
+
+// docs/serve.md shows every view the Makefile's `screenshots` target copies (SHOT_VIEWS), at
+// 1280 and 390 px, and each is a JPEG in docs/screenshots/ (a shot the browser tests took).
+TEST(UiDocs, ServeShowsEveryViewAt1280And390) {
+  const std::string root = HD_SOURCE_DIR;
+  std::ifstream make(root + "/Makefile");
+  std::string line, views;
+  bool in_list = false;
+  while (std::getline(make, line)) {
+    if (line.rfind("SHOT_VIEWS :=", 0) == 0) in_list = true, line = line.substr(13);
+    if (!in_list) continue;
+    const bool more = !line.empty() && line.back() == '\\';
+    views += " " + (more ? line.substr(0, line.size() - 1) : line);
+    if (!more) break;
+  }
+  std::istringstream names(views);
+  std::ifstream doc_in(root + "/docs/serve.md");
+  const std::string doc((std::istreambuf_iterator<char>(doc_in)), {});
+  int n = 0;
+  for (std::string v; names >> v; ++n) {
+    for (const char* w : {"1280", "390"}) {
+      const std::string shot = "screenshots/" + v + "-" + w + ".jpg";
+      EXPECT_NE(doc.find("(" + shot + ")"), std::string::npos) << "docs/serve.md lacks " << shot;
+      std::ifstream f(root + "/docs/" + shot, std::ios::binary);
+      unsigned char magic[3] = {0, 0, 0};
+      f.read(reinterpret_cast<char*>(magic), 3);
+      EXPECT_TRUE(magic[0] == 0xFF && magic[1] == 0xD8 && magic[2] == 0xFF)
+          << "docs/" << shot << " is missing or not a JPEG (make test, then make screenshots)";
+    }
+  }
+  EXPECT_GE(n, 9) << "the Makefile's SHOT_VIEWS: " << views;
+}

@@ -229,6 +229,8 @@ async function checkWidths(page, name) {
     }));
     check(got.page <= got.view + 1 && got.wide.length === 0, `${name} at ${width} px: nothing scrolls the page sideways`, `page ${got.page} px in ${got.view}; ${got.wide.join(", ")}`);
     await page.screenshot({ path: join(shotDir, `${name}-${width}.png`), fullPage: true });
+    // What docs/serve.md shows (`make screenshots` copies it there): the first screen, small.
+    await page.screenshot({ path: join(shotDir, `${name}-${width}.jpg`), type: "jpeg", quality: 70 });
   }
   await page.setViewportSize({ width: 1280, height: 900 });
 }
