@@ -219,11 +219,18 @@ TEST(NonFinite, AnUndefinedResidualErrorIsRefusedNotStored) {
   std::string text;
   for (int i = 0; i < 8; ++i) text += "Once upon a time there was a little model.\n";
   hd::test::write_file(dir() + "/t.txt", text);
-  const std::string out = dir() + "/zero.hdy";
-  const CliResult r = run_cli({"diff", "--a", zero, "--b", seed, "-f", dir() + "/t.txt", "--chunk",
-                               "16", "--no-floor", "-o", out});
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.err.find("non-finite relative error"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("heterodyne: error: "), r.err.rfind("heterodyne: error: ")) << r.err;
-  EXPECT_FALSE(fs::exists(out));
+  // With the floor too, whose arms split in A's and B's contexts: the floor's comparison, which
+  // runs first, meets the zero (and names the models without an arm of its own).
+  for (const bool floor : {false, true}) {
+    const std::string out = dir() + (floor ? "/zero-floor.hdy" : "/zero.hdy");
+    std::vector<std::string> args = {"diff", "--a", zero, "--b", seed, "-f", dir() + "/t.txt",
+                                     "--chunk", "16", "-o", out};
+    if (!floor) args.push_back("--no-floor");
+    const CliResult r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("non-finite relative error"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(zero), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("heterodyne: error: "), r.err.rfind("heterodyne: error: ")) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+  }
 }

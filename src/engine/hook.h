@@ -78,7 +78,8 @@ class Hook {
   int64_t width(const std::string& point) const;
   int64_t first_row(const std::string& point) const;  // the position of captured row 0
 
-  // Called by the arm around one llama_decode of `n_rows` tokens whose logits are wanted from
+  // Called by the arm around one pass of `n_rows` tokens (one llama_decode, or several for a
+  // split pass in pieces: DecodeInput::split) whose logits are wanted from
   // position `first_output` on, in a model of `n_layer` layers.
   void begin_decode(int64_t n_rows, int64_t first_output, int n_layer);
   void end_decode();  // throws RuntimeError on missing or short points, or a failed callback

@@ -251,6 +251,9 @@ std::span<const float> LocalArm::decode_into(const DecodeInput& in, Hook* hook,
   const int32_t n = in.n, first_output = in.first_output;
   if (in.pos0 == 0) llama_memory_clear(llama_get_memory(ctx_), true);
   const int32_t piece = in.split > 0 ? in.split : n;
+  // A view is of one piece's output: llama.cpp's buffer holds the last decode's rows alone.
+  if (copy == nullptr && piece < n)
+    throw RuntimeError("a split pass's logits are copied, not viewed");
   hook_ = hook != nullptr && !hook->empty() ? hook : nullptr;
   if (hook_ != nullptr) hook_->set_layout({});
   if (hook_ != nullptr) hook_->begin_decode(n, first_output, model_->info().n_layer);
@@ -259,13 +262,16 @@ std::span<const float> LocalArm::decode_into(const DecodeInput& in, Hook* hook,
   int32_t rc = 0;
   const float* first_row = nullptr;
   bool in_order = true;
+  std::string failure;
   if (copy != nullptr) copy->resize(n_values);
   try {
-    for (int32_t lo = 0; lo < n && rc == 0; lo += piece) {
+    for (int32_t lo = 0; lo < n; lo += piece) {
       const int32_t hi = std::min(n, lo + piece);
       rc = decode_piece(in, lo, hi);
+      // A failed callback ends its graph early with rc 0: the logits are not computed.
+      if (rc != 0 || (hook_ != nullptr && hook_->failed())) break;
       // A hook that stops the graph (Hook::stop_after) stops every piece's: no logits.
-      if (rc != 0 || (hook_ != nullptr && !hook_->stop_point().empty())) continue;
+      if (hook_ != nullptr && !hook_->stop_point().empty()) continue;
       for (int32_t i = std::max(lo, first_output); i < hi; ++i) {
         const float* row = llama_get_logits_ith(ctx_, i - lo);
         if (row == nullptr)
@@ -277,29 +283,34 @@ std::span<const float> LocalArm::decode_into(const DecodeInput& in, Hook* hook,
         }
         check_logits(row, n_vocab, settings_.model, in.pos0 + i);
         if (i == first_output) first_row = row;
-        in_order = in_order && row == first_row + at;
+        // Offsets, not pointers: a row out of order may lie outside the first row's buffer.
+        in_order = in_order && reinterpret_cast<uintptr_t>(row) ==
+                                   reinterpret_cast<uintptr_t>(first_row) + at * sizeof(float);
       }
     }
-  } catch (...) {
-    hook_ = nullptr;
-    throw;
+  } catch (const std::exception& e) {
+    failure = e.what();
   }
-  return end_decode(in, rc, copy != nullptr ? copy->data() : in_order ? first_row : nullptr,
-                    n_values, copy);
+  const float* rows = copy != nullptr ? copy->data() : in_order ? first_row : nullptr;
+  return end_decode(in, rc, failure, rows, n_values, copy);
 }
 
-// After the pieces: the hook's verdict, then llama.cpp's; the logits' span (none where the graph
-// stopped; copied into view_ where they are not in order at `rows`).
-std::span<const float> LocalArm::end_decode(const DecodeInput& in, int32_t rc, const float* rows,
+// After the pieces: the hook's verdict first (its failure is the more precise message: anything
+// else left its rows short), then llama.cpp's or the logits' failure; the logits' span (none
+// where the graph stopped; copied into view_ where they are not in order at `rows`).
+std::span<const float> LocalArm::end_decode(const DecodeInput& in, int32_t rc,
+                                            const std::string& failure, const float* rows,
                                             size_t n_values, std::vector<float>* copy) {
   Hook* used = hook_;
   hook_ = nullptr;
-  if (used != nullptr) used->end_decode();  // a hook failure is the more precise message
-  if (rc != 0) {
+  const bool hook_failed = used != nullptr && used->failed();
+  if (!failure.empty() && !hook_failed) throw RuntimeError(failure);
+  if (rc != 0 && !hook_failed) {
     const std::string why = last_llama_error();
     throw RuntimeError("llama_decode failed (" + std::to_string(rc) + ")" +
                        (why.empty() ? "" : ": " + why));
   }
+  if (used != nullptr) used->end_decode();  // throws where the hook failed
   if (used != nullptr && !used->stop_point().empty()) {  // the graph stopped
     if (copy != nullptr) copy->clear();
     return {};

@@ -32,8 +32,8 @@ class LocalArm : public ArmBackend {
  private:
   void check_input(const DecodeInput& in) const;
   std::span<const float> decode_into(const DecodeInput& in, Hook* hook, std::vector<float>* copy);
-  std::span<const float> end_decode(const DecodeInput& in, int32_t rc, const float* rows,
-                                    size_t n_values, std::vector<float>* copy);
+  std::span<const float> end_decode(const DecodeInput& in, int32_t rc, const std::string& failure,
+                                    const float* rows, size_t n_values, std::vector<float>* copy);
   int32_t decode_piece(const DecodeInput& in, int32_t lo, int32_t hi);
   static bool eval_callback(ggml_tensor* t, bool ask, void* self);
   // A server arm's decode (local_arm_server.cpp): the measured tokens among the other slots'.

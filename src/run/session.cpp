@@ -195,7 +195,7 @@ void Session::run(ArmRun& r, std::span<const int32_t> tokens, int first_output) 
 // the point has rows for (the last layer keeps only first_output..n-1).
 analysis::Comparison Session::compare(const ArmRun& a, const ArmRun& b,
                                       std::span<const int32_t> tokens, int first_output) const {
-  const auto& info = a.arm->model_info();
+  const auto& info = a.runner().model_info();
   const int first_target = first_scored_target(config_.score_from, static_cast<int>(tokens.size()));
   Comparison c;
   const int n = static_cast<int>(tokens.size());
@@ -230,7 +230,8 @@ analysis::Comparison Session::compare(const ArmRun& a, const ArmRun& b,
             std::to_string(p) + " give a non-finite relative error (" +
             std::to_string(d.rel_err) +
             "): arm A's residual there is zero, or an arm's holds NaN or inf; the weights of '" +
-            a.arm->settings().model + "' or '" + b.arm->settings().model + "' may be corrupt");
+            a.runner().settings().model + "' or '" + b.runner().settings().model +
+            "' may be corrupt");
       }
       c.layers.push_back({l, p, d});
     }

@@ -88,7 +88,8 @@ class Session {
   analysis::Transplants transplant(std::span<const int32_t> tokens, int first_output);
   // The patched pass at points_[k]; its logits where the target arm holds them (until its next
   // decode).
-  std::span<const float> patched_pass(bool denoise, size_t k, std::span<const int32_t> tokens, int first_output);
+  std::span<const float> patched_pass(bool denoise, size_t k, std::span<const int32_t> tokens,
+                                      int first_output);
   std::string graph_name(const analysis::RestorePoint& p) const;
   const std::string& residual_name(int layer) const;
   void run_analyses(analysis::ChunkResult& r, std::span<const int32_t> tokens, int first_output);

@@ -1,5 +1,7 @@
 #include "run/session_floors.h"
 
+#include <tuple>
+
 #include "errors.h"
 
 namespace hd::run {
@@ -65,11 +67,17 @@ void FloorArms::at_chunk(int chunk) {
 void FloorArms::use_split(int split) {
   if (split == split_) return;
   split_ = -1;  // until both are made: a failure leaves no arm at a stale split
-  // The old context goes before the new one is made: one floor context per arm at a time.
-  a_ = {};
-  a_ = make_floor(model_a_, config_.a, main_a_, split);
-  b_ = {};
-  b_ = make_floor(model_b_, config_.b, main_b_, split);
+  for (auto [run, model, arm, main] : {std::tuple{&a_, &model_a_, &config_.a, main_a_},
+                                       std::tuple{&b_, &model_b_, &config_.b, main_b_}}) {
+    const int ubatch = floor_arm(config_, *arm, split).n_ubatch;
+    if (run->host != nullptr && main->splits_in_place(ubatch)) {
+      run->split = ubatch;  // no context to make: its hook and buffers stay, chunk after chunk
+      continue;
+    }
+    // The old context goes before the new one is made: one floor context per arm at a time.
+    *run = {};
+    *run = make_floor(*model, *arm, main, split);
+  }
   split_ = split;
 }
 

@@ -54,6 +54,8 @@ export interface RecommendDoc {
   rank_correlation?: { spearman: Num; variants: number };
   held_out: HeldOutRow[];
   sensitivity?: Variant[];
+  /** The stock model of the recipe's size (held_out's name), null where none is. */
+  stock_at_size?: string | null;
 }
 
 function heldOutTable(rows: HeldOutRow[]): HTMLElement {
@@ -111,15 +113,11 @@ function variantsTable(rows: Variant[]): HTMLElement {
   ).el;
 }
 
-/** The stock model the recipe is read against: the one the target names, else the smallest
- *  not smaller than the recipe (as show picks it: recommend_view.cpp). */
+/** The stock model the recipe is read against: the one the server named (stock_at_size, chosen
+ *  in recommend_view.cpp as show chooses it). */
 function sameSizeStock(r: RecommendDoc): HeldOutRow | null {
-  const [recipe, ...stock] = r.held_out;
-  if (!recipe) return null;
-  const named = stock.find((x) => x.name === r.target.size);
-  if (named) return named;
-  const bigger = stock.filter((x) => x.bytes >= recipe.bytes).sort((a, b) => a.bytes - b.bytes);
-  return bigger[0] ?? null;
+  if (!r.stock_at_size) return null;
+  return r.held_out.slice(1).find((x) => x.name === r.stock_at_size) ?? null;
 }
 
 /** What the page is for, first: the recipe's held-out KL against the stock type of its size,

@@ -69,6 +69,7 @@ export async function checkRecommend(page, check) {
   });
   check(order === true, "the recipe page leads with its result, above the ladder", String(order));
   const stock = r.held_out.slice(1).find((x) => x.name === r.target.size) ?? r.held_out.slice(1).filter((x) => x.bytes >= r.held_out[0].bytes).sort((a, b) => a.bytes - b.bytes)[0];
+  check(!!stock && r.stock_at_size === stock.name, "the document names the stock type of the recipe's size", `${r.stock_at_size} vs ${stock?.name}`);
   const ratio = Number(await page.locator(".recommend-lead").getAttribute("data-ratio"));
   const want = stock ? r.held_out[0].kl_mean / stock.kl_mean : NaN;
   check(!!stock && Math.abs(ratio - want) <= 1e-12 * Math.abs(want), "its ratio is the recipe's KL over the same-size stock type's", `${ratio} vs ${want} (${stock?.name})`);

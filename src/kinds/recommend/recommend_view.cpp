@@ -98,6 +98,9 @@ void add_recommend_rows(const store::Experiment& e, nlohmann::json& result) {
     }
   }
   result["sensitivity"] = rows;
+  // The page reads the recipe against this stock model: chosen here, once, as show chooses it.
+  const nlohmann::json* stock = stock_at_equal_size(result);
+  result["stock_at_size"] = stock != nullptr ? (*stock)["name"] : nlohmann::json();
 }
 
 
