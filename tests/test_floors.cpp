@@ -171,6 +171,32 @@ TEST(Floors, AFloorUbatchThatIsAnArmsOwnSplitIsRefused) {
                        "splits a 64-token chunk as arm B itself does");
 }
 
+// A floor arm splits in its arm's own context where that context's ubatch holds the split; B's
+// of 16 cannot hold a floor ubatch of 33, so B′ gets a context of its own while A′ splits in A's,
+// and B′ runs in A′'s buffers all the same. The file says which, and verifies bitwise.
+TEST(Floors, AFloorItsArmCannotSplitInPlaceHasAContextOfItsOwn) {
+  HD_REQUIRE_SHARED();
+  const std::string dir = test::temp_dir("floors-own");
+  const std::string m = test::shared_path("models/stories260K.gguf"), out = dir + "/x.hdy";
+  const auto r = test::run_cli({"diff", "--a", m, "--b-quant", "Q8_0", "--b-ub", "16",
+                                "--floor-ub", "33", "-f",
+                                test::shared_path("corpora/tom-sawyer.txt"), "--chunk", "64",
+                                "--max-chunks", "3", "-t", "1", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto e = store::Experiment::open(out, false);
+  const json arms = json::parse(e.meta("provenance").value_or("{}")).at("arms");
+  EXPECT_EQ(arms["floor"].value("split_in_place", false), true) << arms["floor"].dump();
+  EXPECT_EQ(arms["floor"].value("n_ubatch", 0), 33);
+  EXPECT_FALSE(arms["floor_b"].contains("split_in_place")) << arms["floor_b"].dump();
+  EXPECT_EQ(arms["floor_b"].value("n_ubatch", 0), 33);
+  for (int c : e.finished_chunks()) {
+    const auto chunk = e.read_chunk(c);
+    EXPECT_TRUE(chunk.floor.has_value() && chunk.floor_b.has_value()) << "chunk " << c;
+  }
+  const auto v = test::run_cli({"verify", out});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+}
+
 namespace {
 
 // The chunks of a stored diff that hold a floor (A's and B's both), and every chunk's diff rows

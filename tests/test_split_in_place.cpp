@@ -12,6 +12,7 @@
 #include "engine/fixtures.h"
 #include "engine/point_survey.h"
 #include "engine/quantize.h"
+#include "errors.h"
 #include "run/config.h"
 #include "test_support.h"
 
@@ -120,4 +121,46 @@ TEST(SplitInPlace, IsTheUbatchSplitOfARepackedQuantWithFlashAttention) {
   // The known answer is not vacuous: here the split is noise (the floor is not 0), and the two
   // ways of splitting make the same noise.
   EXPECT_TRUE(split_changes_bits);
+}
+
+// A hook that fails in a split pass (rows of the wrong width written at a point) is what the
+// pass reports: not the logits its graph left uncomputed, not llama_decode, not a later piece.
+TEST(SplitInPlace, AHooksFailureIsWhatASplitPassReports) {
+  HD_REQUIRE_SHARED();
+  const std::string path = test::shared_path("models/stories260K.gguf");
+  auto model = engine::model_load(path);
+  const engine::PointMap m = engine::survey_points(model);
+  ASSERT_TRUE(m.residuals());
+  engine::ArmSettings s;
+  s.model = path;
+  s.n_threads = 1;
+  s.n_ubatch = 32;
+  engine::Arm arm(model, s, 32);
+  std::vector<int32_t> tokens = model->tokenize("Once upon a time there was a cat.", true);
+  tokens.resize(32, tokens.back());
+  const std::string point = m.name(engine::Role::kResidual, 1);
+  const std::vector<float> bad(7, 1.0f);  // no residual of this model is 7 wide
+  for (const int split : {0, 11}) {
+    engine::Hook h;
+    engine::tell_rows(m, h);
+    h.overwrite(point, 0, bad);
+    std::vector<float> logits;
+    try {
+      if (split > 0) {
+        arm.run_split(tokens, split, &h, logits);
+      } else {
+        arm.run_chunk(tokens, &h, logits);
+      }
+      ADD_FAILURE() << "a pass with rows of the wrong width ran (split " << split << ")";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("the rows written at graph point '" + point + "'"),
+                std::string::npos)
+          << "split " << split << ": " << e.what();
+    }
+    // The arm is whole after it: the next pass is the pass of an arm that never failed.
+    const std::span<const float> next = arm.run_chunk_view(tokens, nullptr);
+    engine::Arm fresh(model, s, 32);
+    fresh.run_chunk(tokens, nullptr, logits);
+    EXPECT_TRUE(same_bits(std::vector<float>(next.begin(), next.end()), logits)) << split;
+  }
 }

@@ -219,8 +219,9 @@ TEST(NonFinite, AnUndefinedResidualErrorIsRefusedNotStored) {
   std::string text;
   for (int i = 0; i < 8; ++i) text += "Once upon a time there was a little model.\n";
   hd::test::write_file(dir() + "/t.txt", text);
-  // With the floor too, whose arms split in A's and B's contexts: the floor's comparison, which
-  // runs first, meets the zero (and names the models without an arm of its own).
+  // With the floor too, whose arms split in A's and B's contexts and whose comparisons run
+  // first (A's zero rows against A′'s identical ones are no error: the relative error of equal
+  // rows is 0), and the message names both models.
   for (const bool floor : {false, true}) {
     const std::string out = dir() + (floor ? "/zero-floor.hdy" : "/zero.hdy");
     std::vector<std::string> args = {"diff", "--a", zero, "--b", seed, "-f", dir() + "/t.txt",

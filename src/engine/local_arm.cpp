@@ -218,6 +218,12 @@ void LocalArm::check_input(const DecodeInput& in) const {
     throw RuntimeError("chunk length out of range for this arm");
   if (in.first_output < 0 || in.first_output >= n)
     throw RuntimeError("first output position out of range");
+  // A split pass is a batch's tokens in pieces of `split`, one llama_decode each: the ubatches a
+  // context of -ub split cuts the batch into, here in this context (splits_in_place).
+  if (in.split > 0 && (!in.rows.empty() || !splits_in_place(in.split))) {
+    throw RuntimeError("'" + settings_.model + "' cannot be split into ubatches of " +
+                       std::to_string(in.split) + " in its own context");
+  }
   if (composer_ != nullptr) return;
   if (pos0 > 0 && !splits_batches()) {
     throw InputError(no_split_reason(settings_.model) + ": it cannot continue a sequence (decode steps)");
@@ -235,12 +241,6 @@ void LocalArm::check_input(const DecodeInput& in) const {
                        "is not applied to it): a pass cannot start at '" + in.start + "'");
   }
 #endif
-  // A split pass is a batch's tokens in pieces of `split`, one llama_decode each: the ubatches a
-  // context of -ub split cuts the batch into, here in this context (splits_in_place).
-  if (in.split > 0 && (from_rows || !splits_in_place(in.split))) {
-    throw RuntimeError("'" + settings_.model + "' cannot be split into ubatches of " +
-                       std::to_string(in.split) + " in its own context");
-  }
 }
 
 // The decode's logits copied into `*copy`, or with a null `copy` checked where llama.cpp wrote
@@ -249,22 +249,22 @@ std::span<const float> LocalArm::decode_into(const DecodeInput& in, Hook* hook,
                                              std::vector<float>* copy) {
   check_input(in);
   const int32_t n = in.n, first_output = in.first_output;
-  if (in.pos0 == 0) llama_memory_clear(llama_get_memory(ctx_), true);
   const int32_t piece = in.split > 0 ? in.split : n;
   // A view is of one piece's output: llama.cpp's buffer holds the last decode's rows alone.
   if (copy == nullptr && piece < n)
     throw RuntimeError("a split pass's logits are copied, not viewed");
-  hook_ = hook != nullptr && !hook->empty() ? hook : nullptr;
-  if (hook_ != nullptr) hook_->set_layout({});
-  if (hook_ != nullptr) hook_->begin_decode(n, first_output, model_->info().n_layer);
   const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
   const size_t n_values = static_cast<size_t>(n - first_output) * n_vocab;
+  if (copy != nullptr) copy->resize(n_values);  // before the hook is set: nothing to reset
+  if (in.pos0 == 0) llama_memory_clear(llama_get_memory(ctx_), true);
   int32_t rc = 0;
   const float* first_row = nullptr;
   bool in_order = true;
   std::string failure;
-  if (copy != nullptr) copy->resize(n_values);
+  hook_ = hook != nullptr && !hook->empty() ? hook : nullptr;
   try {
+    if (hook_ != nullptr) hook_->set_layout({});
+    if (hook_ != nullptr) hook_->begin_decode(n, first_output, model_->info().n_layer);
     for (int32_t lo = 0; lo < n; lo += piece) {
       const int32_t hi = std::min(n, lo + piece);
       rc = decode_piece(in, lo, hi);

@@ -9,7 +9,7 @@
 //
 // A floor arm runs in its arm's own context where it can (Arm::run_split: the same bits as a
 // context of the floor's ubatch, tests/test_split_in_place.cpp): a second context costs its KV
-// cache, compute and output buffers, 570 MiB for a 3B model of a 128k vocabulary at chunks of
+// cache, compute and output buffers, 440 MiB for a 3B model of a 128k vocabulary at chunks of
 // 512. Elsewhere (a worker or server arm, a --floor-ub above the arm's ubatch) it has a context
 // of its own, made anew when the split changes, one per arm at a time.
 #pragma once
@@ -63,8 +63,6 @@ class FloorArms {
             engine::Arm& main_b);
 
   bool present() const { return ub_a_[0] > 0; }
-  // Whether both floor arms split in their arm's context (no context of their own).
-  bool in_place() const { return a_.host != nullptr && b_.host != nullptr; }
   // The arms at chunk `chunk`'s split, made anew when it is not the current one: RuntimeError
   // when they cannot be (never a chunk without its floor).
   void at_chunk(int chunk);

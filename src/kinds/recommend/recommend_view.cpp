@@ -56,9 +56,10 @@ void print_held_out(std::ostream& os, const nlohmann::json& rows) {
 // The stock type a user compares the recipe with: the one the target size names, else the
 // smallest stock file at least the recipe's size (held-out rows: the recipe first).
 const nlohmann::json* stock_at_equal_size(const nlohmann::json& r) {
-  const auto& rows = r["held_out"];
+  if (!r.is_object() || !r.contains("held_out")) return nullptr;
+  const auto& rows = r.at("held_out");
   if (!rows.is_array() || rows.size() < 2) return nullptr;
-  const auto& target = r["target"];
+  const nlohmann::json target = r.value("target", nlohmann::json());
   const std::string named = target.is_object() ? target.value("size", "") : "";
   const nlohmann::json* best = nullptr;
   for (size_t i = 1; i < rows.size(); ++i) {
@@ -100,7 +101,8 @@ void add_recommend_rows(const store::Experiment& e, nlohmann::json& result) {
   result["sensitivity"] = rows;
   // The page reads the recipe against this stock model: chosen here, once, as show chooses it.
   const nlohmann::json* stock = stock_at_equal_size(result);
-  result["stock_at_size"] = stock != nullptr ? (*stock)["name"] : nlohmann::json();
+  result["stock_at_size"] = stock != nullptr && stock->contains("name") ? stock->at("name")
+                                                                        : nlohmann::json();
 }
 
 
