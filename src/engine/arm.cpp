@@ -114,15 +114,21 @@ bool Arm::splits_batches() const { return backend_->splits_batches(); }
 
 nlohmann::json Arm::facts() const { return backend_->facts(); }
 
+// A chunk's tokens from an empty cache (split: 0, or the pieces of a split pass).
+static DecodeInput chunk_input(std::span<const int32_t> tokens, int first_output, int split = 0) {
+  DecodeInput in{tokens, {}, static_cast<int32_t>(tokens.size()), first_output, 0, {}};
+  in.split = split;
+  return in;
+}
+
 void Arm::run_chunk(std::span<const int32_t> tokens, Hook* hook, std::vector<float>& logits,
                     int first_output) {
-  decode({tokens, {}, static_cast<int32_t>(tokens.size()), first_output, 0, {}}, hook, logits);
+  decode(chunk_input(tokens, first_output), hook, logits);
 }
 
 std::span<const float> Arm::run_chunk_view(std::span<const int32_t> tokens, Hook* hook,
                                            int first_output) {
-  return backend_->decode_view(
-      {tokens, {}, static_cast<int32_t>(tokens.size()), first_output, 0, {}}, hook);
+  return backend_->decode_view(chunk_input(tokens, first_output), hook);
 }
 
 bool Arm::splits_in_place(int ubatch) const { return backend_->splits_in_place(ubatch); }
@@ -133,9 +139,7 @@ void Arm::run_split(std::span<const int32_t> tokens, int ubatch, Hook* hook,
     throw RuntimeError("'" + settings_.model + "' cannot be split into ubatches of " +
                        std::to_string(ubatch) + " in its own context");
   }
-  DecodeInput in{tokens, {}, static_cast<int32_t>(tokens.size()), first_output, 0, {}};
-  in.split = ubatch;
-  decode(in, hook, logits);
+  decode(chunk_input(tokens, first_output, ubatch), hook, logits);
 }
 
 void Arm::run_step(int32_t token, int32_t pos, Hook* hook, std::vector<float>& logits) {
@@ -143,20 +147,22 @@ void Arm::run_step(int32_t token, int32_t pos, Hook* hook, std::vector<float>& l
   decode({std::span<const int32_t>(&token, 1), {}, 1, 0, pos, {}}, hook, logits);
 }
 
-void Arm::run_from(const std::string& start, std::span<const float> rows, int n_tokens,
-                   Hook* hook, std::vector<float>& logits, int first_output) {
+DecodeInput Arm::from_input(const std::string& start, std::span<const float> rows, int n_tokens,
+                            int first_output) const {
   if (rows.size() != static_cast<size_t>(n_tokens) * static_cast<size_t>(model_->info().n_embd)) {
     throw RuntimeError("rows for '" + start + "' do not match the model's width");
   }
-  decode({{}, rows, n_tokens, first_output, 0, start}, hook, logits);
+  return {{}, rows, n_tokens, first_output, 0, start};
+}
+
+void Arm::run_from(const std::string& start, std::span<const float> rows, int n_tokens,
+                   Hook* hook, std::vector<float>& logits, int first_output) {
+  decode(from_input(start, rows, n_tokens, first_output), hook, logits);
 }
 
 std::span<const float> Arm::run_from_view(const std::string& start, std::span<const float> rows,
                                           int n_tokens, Hook* hook, int first_output) {
-  if (rows.size() != static_cast<size_t>(n_tokens) * static_cast<size_t>(model_->info().n_embd)) {
-    throw RuntimeError("rows for '" + start + "' do not match the model's width");
-  }
-  return backend_->decode_view({{}, rows, n_tokens, first_output, 0, start}, hook);
+  return backend_->decode_view(from_input(start, rows, n_tokens, first_output), hook);
 }
 
 // The ranges are checked by LocalArm, in this process or in the worker, where the context is.

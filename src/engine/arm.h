@@ -102,6 +102,9 @@ class Arm {
 
  private:
   void decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits);
+  // run_from's input, its rows checked against the model's width.
+  DecodeInput from_input(const std::string& start, std::span<const float> rows, int n_tokens,
+                         int first_output) const;
 
   std::shared_ptr<Model> model_;  // this process's copy: tokenization and shape facts
   ArmSettings settings_;
@@ -127,8 +130,8 @@ class ArmBackend {
   // Whether a decode with DecodeInput::split = `ubatch` runs here (local_arm.h).
   virtual bool splits_in_place(int /*ubatch*/) const { return false; }
 
- private:
-  std::vector<float> view_;
+ protected:
+  std::vector<float> view_;  // decode_view's copy, where the backend's logits are not in order
 };
 
 }  // namespace hd::engine

@@ -218,12 +218,6 @@ void LocalArm::check_input(const DecodeInput& in) const {
     throw RuntimeError("chunk length out of range for this arm");
   if (in.first_output < 0 || in.first_output >= n)
     throw RuntimeError("first output position out of range");
-  // A split pass is a batch's tokens in pieces of `split`, one llama_decode each: the ubatches a
-  // context of -ub split cuts the batch into, here in this context (splits_in_place).
-  if (in.split > 0 && (!in.rows.empty() || !splits_in_place(in.split))) {
-    throw RuntimeError("'" + settings_.model + "' cannot be split into ubatches of " +
-                       std::to_string(in.split) + " in its own context");
-  }
   if (composer_ != nullptr) return;
   if (pos0 > 0 && !splits_batches()) {
     throw InputError(no_split_reason(settings_.model) + ": it cannot continue a sequence (decode steps)");
@@ -249,6 +243,8 @@ std::span<const float> LocalArm::decode_into(const DecodeInput& in, Hook* hook,
                                              std::vector<float>* copy) {
   check_input(in);
   const int32_t n = in.n, first_output = in.first_output;
+  // A split pass is the tokens in pieces of `split`, one llama_decode each: the ubatches a context
+  // of -ub split cuts the batch into, here in this context (Arm::run_split checked that it can).
   const int32_t piece = in.split > 0 ? in.split : n;
   // A view is of one piece's output: llama.cpp's buffer holds the last decode's rows alone.
   if (copy == nullptr && piece < n)

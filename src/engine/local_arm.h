@@ -57,7 +57,6 @@ class LocalArm : public ArmBackend {
   std::string flash_attn_resolved_;
   llama_context* ctx_ = nullptr;
   Hook* hook_ = nullptr;
-  std::vector<float> view_;  // decode_view's rows where llama.cpp's are not in order
   std::unique_ptr<ServerComposer> composer_;  // a server arm's other slots; null for a plain arm
 };
 

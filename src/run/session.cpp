@@ -187,10 +187,6 @@ nlohmann::json Session::prefix_reuse_report() const {
   return {{"enabled", true}, {"a", reuse_a_->report()}, {"b", reuse_b_->report()}};
 }
 
-void Session::run(ArmRun& r, std::span<const int32_t> tokens, int first_output) {
-  r.run(tokens, first_output);
-}
-
 // Positions first_output..n-2 (each predicts the next token); residuals at every position
 // the point has rows for (the last layer keeps only first_output..n-1).
 analysis::Comparison Session::compare(const ArmRun& a, const ArmRun& b,
@@ -202,7 +198,7 @@ analysis::Comparison Session::compare(const ArmRun& a, const ArmRun& b,
   c.positions.resize(static_cast<size_t>(n - 1 - first_output));
   const size_t v = static_cast<size_t>(info.n_vocab);
   const PassRows rows{a.out, b.out, v, tokens, first_output};
-  parallel_for(n - 1 - first_output, a.arm->n_threads(), [&](int lo, int hi) {
+  parallel_for(n - 1 - first_output, a.runner().n_threads(), [&](int lo, int hi) {
     analysis::ScoreScratch scratch;
     score_positions(rows, first_output + lo, first_output + hi, scratch,
                     [&](int p, const analysis::PositionScore& s) {
@@ -254,12 +250,12 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
   const bool share = analyses_.empty();
   // A floor arm may split in its arm's context, so it runs first: its arm's logits are then
   // read where llama.cpp wrote them, undisturbed until the next chunk (or a patched pass).
-  if (floor_here) run(floors_.a(), tokens, first_output);
+  if (floor_here) floors_.a().run(tokens, first_output);
   a_.run_in_place(tokens, first_output);
   if (floor_here) {
     r.floor = compare(a_, floors_.a(), tokens, first_output);
     if (share) floors_.swap_buffers();
-    run(floors_.b(), tokens, first_output);
+    floors_.b().run(tokens, first_output);
   }
   b_.run_in_place(tokens, first_output);
   r.diff = compare(a_, b_, tokens, first_output);

@@ -81,7 +81,6 @@ class Session {
   std::optional<std::string> points_change(const nlohmann::json& provenance) const;
 
  private:
-  void run(ArmRun& r, std::span<const int32_t> tokens, int first_output);
   analysis::Comparison compare(const ArmRun& a, const ArmRun& b, std::span<const int32_t> tokens,
                                int first_output) const;
   ArmRun make_run(std::shared_ptr<engine::Model> model, const engine::ArmSettings& settings) const;
