@@ -126,19 +126,32 @@ TEST(FlagSlips, AMalformedPositionIsRefusedBeforeAnythingIsPrinted) {
 TEST(FlagSlips, TwoWritersOfOneOutputAtOnceGetTheRightCause) {
   HD_REQUIRE_SHARED();
   const std::string out = dir() + "/busy.hdy";
-  fs::copy_file(experiment(), out, fs::copy_options::overwrite_existing);
-  const std::string before = read_file(out);
-  // A first writer (components at every point), held still with SIGSTOP while the others try:
-  // the order of events is then not left to timing. Its chunks take a few tens of ms now, and
-  // it must not finish between publishing its file and the SIGSTOP (a loaded CI machine once
-  // let 20 of them run out there): 200 chunks, watched every 2 ms.
-  const int first = hd::test::spawn_cli({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(),
-                                         "--chunk", "64", "--max-chunks", "200", "--components",
-                                         "-o", out, "--force"},
-                                        "/dev/null", dir() + "/first.err");
-  for (int i = 0; i < 3000 && !fs::exists(out + ".part"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  ::kill(first, SIGSTOP);
+  const std::string before = read_file(experiment());
+  // A first writer, held still with SIGSTOP while the others try: the order of events is then
+  // not left to timing. Its part exists from its start until its first chunk is stored, so that
+  // chunk is made slow (256 tokens, components at every point: about 1.6 s unloaded; 64 tokens
+  // gave 0.15 s, which a loaded CI machine once let pass unseen); and should the part still be
+  // missed, the old file is put back and the writer started again. Its 4 chunks after the first
+  // (about 6 s) leave the SIGSTOP after publishing time enough, and the resume at the end short.
+  int first = -1;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    fs::copy_file(experiment(), out, fs::copy_options::overwrite_existing);
+    first = hd::test::spawn_cli({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(), "--chunk",
+                                 "256", "--max-chunks", "5", "--components", "-o", out,
+                                 "--force"},
+                                "/dev/null", dir() + "/first.err");
+    bool exited = false;
+    for (int i = 0; i < 60000 && !fs::exists(out + ".part") && !exited; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      exited = ::waitpid(first, nullptr, WNOHANG) == first;
+    }
+    ASSERT_FALSE(exited) << read_file(dir() + "/first.err");
+    ::kill(first, SIGSTOP);
+    if (fs::exists(out + ".part")) break;
+    ::kill(first, SIGKILL);
+    ::waitpid(first, nullptr, 0);
+    ::unlink((out + ".part").c_str());
+  }
   ASSERT_TRUE(fs::exists(out + ".part")) << read_file(dir() + "/first.err");
   // Before the first has published: its part is locked.
   expect_refused({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(), "--chunk", "64",
