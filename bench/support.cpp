@@ -55,6 +55,13 @@ const Pair& llama3b_pair() {
     x.a = setup().dir + "/llama3.2-3b-f16.gguf";
     if (!fs::exists(x.a)) engine::make_model({"llama3.2-3b", 1, "f16"}, x.a);
     x.b = engine::ensure_quantized(x.a, "Q4_K_M", kThreads);
+    x.text = setup().dir + "/long-3b.txt";
+    std::ofstream out(x.text, std::ios::binary | std::ios::trunc);
+    for (const std::string& f :
+         {setup().long_text, std::string(build::kLlamaSource) + "/tools/server/README.md"}) {
+      std::ifstream in(f, std::ios::binary);
+      out << in.rdbuf() << "\n";
+    }
     return x;
   }();
   return p;
