@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "analysis/stats.h"
 #include "errors.h"
 
 namespace hd::analysis {
@@ -15,12 +16,6 @@ double quantize(double x, double scale, double qmax) {
   if (scale == 0) return 0;
   const double q = std::clamp(std::round(x / scale), -qmax, qmax);
   return q * scale;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace

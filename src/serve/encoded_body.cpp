@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "errors.h"
+#include "serve/request_head.h"
 
 namespace hd::serve {
 namespace {
@@ -20,19 +21,12 @@ namespace {
 constexpr int kBrotliQuality = 3;
 constexpr int kGzipLevel = 1;
 
-std::string trim(std::string s) {
-  const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
-  s.erase(s.begin(), std::find_if_not(s.begin(), s.end(), space));
-  s.erase(std::find_if_not(s.rbegin(), s.rend(), space).base(), s.end());
-  return s;
-}
-
 // A q value of zero (q=0, q=0.0, q=0.000) refuses the coding.
 bool refused(const std::string& params) {
   std::istringstream in(params);
   std::string p;
   while (std::getline(in, p, ';')) {
-    p = trim(p);
+    p = trim_ows(p);
     if (p.size() < 2 || std::tolower(static_cast<unsigned char>(p[0])) != 'q' || p[1] != '=')
       continue;
     const std::string q = p.substr(2);
@@ -83,12 +77,14 @@ Encoding accepted_encoding(const std::string& accept_encoding) {
   std::string item;
   while (std::getline(in, item, ',')) {
     const size_t semi = item.find(';');
-    std::string coding = trim(item.substr(0, semi));
+    std::string coding = trim_ows(item.substr(0, semi));
     std::transform(coding.begin(), coding.end(), coding.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     const bool offered = semi == std::string::npos || !refused(item.substr(semi + 1));
-    if (coding == "*") any = offered;
-    else if (!coding.empty()) named[coding == "x-gzip" ? "gzip" : coding] = offered;
+    if (coding == "*")
+      any = offered;
+    else if (!coding.empty())
+      named[coding == "x-gzip" ? "gzip" : coding] = offered;
   }
   const auto ok = [&](const std::string& c) {
     const auto it = named.find(c);
@@ -130,15 +126,16 @@ void send(const httplib::Request& req, httplib::Response& res,
                          ? Encoding::kPlain
                          : accepted_encoding(req.get_header_value("Accept-Encoding"));
   const std::string& bytes = body->bytes(e);
-  if (e != Encoding::kPlain) res.set_header("Content-Encoding", e == Encoding::kBrotli ? "br" : "gzip");
+  if (e != Encoding::kPlain)
+    res.set_header("Content-Encoding", e == Encoding::kBrotli ? "br" : "gzip");
   // A provider with a length: httplib writes the bytes as they are (it compresses only bodies
   // set whole and chunked providers). The body is held until the last byte is written.
-  res.set_content_provider(
-      bytes.size(), body->content_type().c_str(),
-      [body, &bytes](size_t offset, size_t length, httplib::DataSink& sink) {
-        if (offset >= bytes.size()) return false;
-        return sink.write(bytes.data() + offset, std::min(length, bytes.size() - offset));
-      });
+  res.set_content_provider(bytes.size(), body->content_type().c_str(),
+                           [body, &bytes](size_t offset, size_t length, httplib::DataSink& sink) {
+                             if (offset >= bytes.size()) return false;
+                             return sink.write(bytes.data() + offset,
+                                               std::min(length, bytes.size() - offset));
+                           });
 }
 
 std::shared_ptr<const EncodedBody> BodyCache::get(

@@ -5,26 +5,15 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/utf8.h"
 #include "errors.h"
 #include "serve/request_head.h"
 
 namespace hd::serve {
 namespace {
 
-std::string trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
-}
-
-// A header value quoted in a message: short, printable.
-std::string quoted(const std::string& v) {
-  std::string out = v.substr(0, 80);
-  for (char& c : out) {
-    if (!std::isprint(static_cast<unsigned char>(c))) c = '?';
-  }
-  return "'" + out + (v.size() > 80 ? "...'" : "'");
-}
+// A header value a refusal quotes: its first 80 bytes, printable.
+constexpr size_t kQuotedHeader = 80;
 
 std::string bracketed(const std::string& address) {
   return address.find(':') != std::string::npos && address.front() != '[' ? "[" + address + "]"
@@ -81,7 +70,7 @@ std::string cookie_value(const httplib::Request& req, const std::string& name) {
     size_t start = 0;
     while (start <= header.size()) {
       const size_t end = std::min(header.find(';', start), header.size());
-      const std::string pair = trim(header.substr(start, end - start));
+      const std::string pair = trim_ows(header.substr(start, end - start));
       const size_t eq = pair.find('=');
       if (eq != std::string::npos && pair.substr(0, eq) == name) return pair.substr(eq + 1);
       start = end + 1;
@@ -139,7 +128,8 @@ std::optional<Refusal> RequestGuard::check_host(const httplib::Request& req) con
   const bool named = hp && (hp->name == "localhost" || hp->name == host_option_ ||
                             hp->name == local || (!local_v4.empty() && hp->name == local_v4));
   if (!named || hp->port != req.local_port) {
-    return Refusal{421, "Host " + quoted(value) + " is not this server (http://" + local + ":" +
+    return Refusal{421, "Host " + single_quoted(value, kQuotedHeader) +
+                            " is not this server (http://" + local + ":" +
                             std::to_string(req.local_port) +
                             "/): requests for other names are refused (DNS rebinding)"};
   }
@@ -166,14 +156,16 @@ std::optional<Refusal> RequestGuard::check_change(const httplib::Request& req) c
   if (req.has_header("Sec-Fetch-Site")) {
     const std::string site = req.get_header_value("Sec-Fetch-Site");
     if (lower(site) != "same-origin") {
-      return Refusal{403, "refused: a page of another site (Sec-Fetch-Site: " + quoted(site) +
+      return Refusal{403, "refused: a page of another site (Sec-Fetch-Site: " +
+                              single_quoted(site, kQuotedHeader) +
                               ") may not change anything here"};
     }
   }
   if (req.has_header("Origin")) {
     const std::string origin = req.get_header_value("Origin");
     if (lower(origin) != "http://" + lower(req.get_header_value("Host"))) {
-      return Refusal{403, "refused: a page of another origin (Origin: " + quoted(origin) +
+      return Refusal{403, "refused: a page of another origin (Origin: " +
+                              single_quoted(origin, kQuotedHeader) +
                               ") may not change anything here"};
     }
   }
@@ -183,20 +175,22 @@ std::optional<Refusal> RequestGuard::check_change(const httplib::Request& req) c
   if (!req.has_header("Content-Length")) {
     return Refusal{411, "a " + req.method + " needs a Content-Length"};
   }
-  const std::string length = trim(req.get_header_value("Content-Length"));
+  const std::string length = trim_ows(req.get_header_value("Content-Length"));
   const bool digits = !length.empty() && length.size() <= 18 &&
                       std::all_of(length.begin(), length.end(), [](char c) {
                         return std::isdigit(static_cast<unsigned char>(c));
                       });
-  if (!digits) return Refusal{400, "Content-Length " + quoted(length) + " is not a number"};
+  if (!digits)
+    return Refusal{400,
+                   "Content-Length " + single_quoted(length, kQuotedHeader) + " is not a number"};
   if (std::stoull(length) > max_body_) {
     return Refusal{413, "the request body is " + length + " bytes; the limit is " +
                             std::to_string(max_body_ >> 20) + " MiB"};
   }
   const std::string type = req.get_header_value("Content-Type");
-  if (lower(trim(type.substr(0, type.find(';')))) != "application/json") {
-    return Refusal{415,
-                   "the body must be JSON (Content-Type: application/json), not " + quoted(type)};
+  if (lower(trim_ows(type.substr(0, type.find(';')))) != "application/json") {
+    return Refusal{415, "the body must be JSON (Content-Type: application/json), not " +
+                            single_quoted(type, kQuotedHeader)};
   }
   return std::nullopt;
 }

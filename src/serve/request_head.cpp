@@ -10,6 +10,12 @@ std::string lower(std::string s) {
   return s;
 }
 
+std::string trim_ows(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
+
 std::vector<HeaderLine> header_lines(const std::string& head) {
   std::vector<HeaderLine> out;
   size_t at = head.find("\r\n");

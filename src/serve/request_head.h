@@ -10,6 +10,9 @@ namespace hd::serve {
 // `s` in ASCII lower case (header names and host names compare case-blind).
 std::string lower(std::string s);
 
+// `s` without HTTP's optional white space (spaces and tabs) around it.
+std::string trim_ows(const std::string& s);
+
 // One header line of a request head: its name in lower case, its value without the white space
 // around it, the offset of the line and its length with its CRLF.
 struct HeaderLine {
