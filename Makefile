@@ -75,10 +75,11 @@ screenshots:
 # The whole suite with AddressSanitizer + UndefinedBehaviorSanitizer on every target of ours
 # (docs/reliability.md). Leak reports are off: llama.cpp's backends keep process-lifetime
 # allocations by design. Warnings are not errors here: GCC 12 warns falsely inside <regex> when
-# the sanitizers instrument it.
+# the sanitizers instrument it. Built file by file (no unity batches), so that a source whose
+# includes a batch-mate supplies fails here.
 test-asan:
 	@$(MAKE) --no-print-directory deps
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DHETERODYNE_SANITIZE=address,undefined -DHETERODYNE_WERROR=OFF $(CMAKE_FLAGS)
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DHETERODYNE_SANITIZE=address,undefined -DHETERODYNE_WERROR=OFF -DHETERODYNE_UNITY=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j 1 -R '$(ASAN_TESTS)'

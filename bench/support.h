@@ -18,8 +18,8 @@ const Setup& setup();
 
 // The llama3.2-3b preset (Llama-3.2-3B's shapes) f16 and its Q4_K_M, made on first use into the
 // benchmark cache (6.4 GB and 1.9 GB): bench_mid_size.cpp's and bench_3b.cpp's pair. `text` is
-// the long text with the server's README after it (106 KB): room for 32 chunks of 512, the
-// first 16 of them the long text's own.
+// the long text with llama.cpp's server README (106 KB) after it, 155 KB: room for 32 chunks of
+// 512, the first 16 of them the long text's own.
 struct Pair {
   std::string a, b, text;
 };

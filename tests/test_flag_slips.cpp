@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "store/experiment.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -39,9 +40,9 @@ const std::string& experiment() {
 TEST(FlagSlips, CalibrateRefusesNumbersThatAreNotFiniteAndKeepsItsTolerances) {
   HD_REQUIRE_SHARED();
   const std::string ref = dir() + "/ref";
-  ASSERT_EQ(run_cli({"capture", "--model", m(), "-f", t(), "--max-tokens", "32", "-o", ref})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      run_cli({"capture", "--model", m(), "-f", t(), "--max-tokens", "32", "-o", ref}).exit_code,
+      0);
   ASSERT_EQ(run_cli({"calibrate", "--reference", ref}).exit_code, 0);
   const std::string tolerances = read_file(ref + "/tolerances.json");
   ASSERT_FALSE(tolerances.empty());
@@ -64,8 +65,8 @@ TEST(FlagSlips, CalibrateRefusesNumbersThatAreNotFiniteAndKeepsItsTolerances) {
 TEST(FlagSlips, AnEmptyValueIsASlipNotAllOrTheDefault) {
   HD_REQUIRE_SHARED();
   const std::string out = dir() + "/empty.hdy";
-  for (const std::string flag : {"--max-chunks", "--chunk", "--b-quant", "-o", "--score-from",
-                                 "-ub", "--b-ctk", "-t"}) {
+  for (const std::string flag :
+       {"--max-chunks", "--chunk", "--b-quant", "-o", "--score-from", "-ub", "--b-ctk", "-t"}) {
     std::vector<std::string> args = {"diff", "--a", m(), "-f", t(), "--chunk", "64"};
     if (flag != "--b-quant") args.insert(args.end(), {"--b-quant", "Q8_0"});
     if (flag != "-o") args.insert(args.end(), {"-o", out});
@@ -84,9 +85,9 @@ TEST(FlagSlips, AnEmptyValueIsASlipNotAllOrTheDefault) {
 TEST(FlagSlips, ListsWithEmptyEntriesAreNamed) {
   HD_REQUIRE_SHARED();
   for (const std::string list : {",", "127.0.0.1:1,", ",127.0.0.1:1", "a:1,,b:2"}) {
-    expect_refused({"diff", "--a", m(), "--b", m(), "--b-rpc", list, "-f", t(), "-o",
-                    dir() + "/rpc.hdy"},
-                   "has an empty entry");
+    expect_refused(
+        {"diff", "--a", m(), "--b", m(), "--b-rpc", list, "-f", t(), "-o", dir() + "/rpc.hdy"},
+        "has an empty entry");
   }
   // The list takes one argument: the flag after it is a flag, not a server.
   expect_refused({"diff", "--a", m(), "--b", m(), "--b-rpc", "127.0.0.1:1", "127.0.0.1:2", "-f",
@@ -98,16 +99,17 @@ TEST(FlagSlips, BytesThatAreNotUtf8AreRefusedBeforeAnythingIsStored) {
   HD_REQUIRE_SHARED();
   expect_refused({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(), "-o", dir() + "/\xff.hdy"},
                  "is not valid UTF-8");
-  expect_refused({"diff", "--a", m() + "\xc0\xaf", "--b-quant", "Q8_0", "-f", t(), "-o",
-                  dir() + "/x.hdy"},
-                 "('" + m() + "\\xc0\\xaf') is not valid UTF-8");
+  expect_refused(
+      {"diff", "--a", m() + "\xc0\xaf", "--b-quant", "Q8_0", "-f", t(), "-o", dir() + "/x.hdy"},
+      "('" + m() + "\\xc0\\xaf') is not valid UTF-8");
   expect_refused({"show", std::string("\xed\xa0\x80.hdy")}, "is not valid UTF-8");
   EXPECT_FALSE(fs::exists(dir() + "/\xff.hdy"));
 }
 
 TEST(FlagSlips, AMalformedPositionIsRefusedBeforeAnythingIsPrinted) {
   HD_REQUIRE_SHARED();
-  for (const std::string p : {"abc", "3x:5", "1:2:3", "-1:5", "1:", ":4", "99999999999:1", "1:5x"}) {
+  for (const std::string p :
+       {"abc", "3x:5", "1:2:3", "-1:5", "1:", ":4", "99999999999:1", "1:5x"}) {
     expect_refused({"show", experiment(), "--position", p}, "--position wants CHUNK:POS");
   }
   // Well formed, but no scored position is stored there (the last token predicts nothing; there
@@ -133,26 +135,43 @@ TEST(FlagSlips, TwoWritersOfOneOutputAtOnceGetTheRightCause) {
   // gave 0.15 s, which a loaded CI machine once let pass unseen); and should the part still be
   // missed, the old file is put back and the writer started again. Its 4 chunks after the first
   // (about 6 s) leave the SIGSTOP after publishing time enough, and the resume at the end short.
+  // The writer makes its part, then locks it, then locks the file it replaces: it is stopped
+  // only once all of that is done (being_written: the target's lock, taken last).
   int first = -1;
-  for (int attempt = 0; attempt < 4; ++attempt) {
+  struct Reaped {  // a failed assertion leaves no writer behind
+    int& pid;
+    ~Reaped() {
+      if (pid > 0 && ::waitpid(pid, nullptr, WNOHANG) == 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+  } reaped{first};
+  bool held = false;
+  for (int attempt = 0; attempt < 4 && !held; ++attempt) {
     fs::copy_file(experiment(), out, fs::copy_options::overwrite_existing);
     first = hd::test::spawn_cli({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(), "--chunk",
-                                 "256", "--max-chunks", "5", "--components", "-o", out,
-                                 "--force"},
+                                 "256", "--max-chunks", "5", "--components", "-o", out, "--force"},
                                 "/dev/null", dir() + "/first.err");
+    ASSERT_GT(first, 0);
     bool exited = false;
-    for (int i = 0; i < 60000 && !fs::exists(out + ".part") && !exited; ++i) {
+    for (int i = 0; i < 60000 && !held && !exited; ++i) {
+      if (fs::exists(out + ".part")) {
+        ::kill(first, SIGSTOP);
+        held = fs::exists(out + ".part") && hd::store::Experiment::being_written(out);
+        if (held) break;
+        ::kill(first, SIGCONT);
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       exited = ::waitpid(first, nullptr, WNOHANG) == first;
     }
     ASSERT_FALSE(exited) << read_file(dir() + "/first.err");
-    ::kill(first, SIGSTOP);
-    if (fs::exists(out + ".part")) break;
+    if (held) break;
     ::kill(first, SIGKILL);
     ::waitpid(first, nullptr, 0);
-    ::unlink((out + ".part").c_str());
+    for (const char* left : {".part", ".part-journal", "-journal"}) ::unlink((out + left).c_str());
   }
-  ASSERT_TRUE(fs::exists(out + ".part")) << read_file(dir() + "/first.err");
+  ASSERT_TRUE(held) << read_file(dir() + "/first.err");
   // Before the first has published: its part is locked.
   expect_refused({"diff", "--a", m(), "--b-quant", "Q8_0", "-f", t(), "--chunk", "64",
                   "--max-chunks", "1", "-o", out, "--force"},

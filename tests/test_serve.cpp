@@ -483,6 +483,11 @@ TEST_F(Serve, RefusesHostsThatAreNotItself) {
     }
   }
   const std::string runs = "/api/runs?" + token;
+  // A Host a page chose to be drawn (a right-to-left override, 200 bytes): the refusal quotes
+  // its first 80 bytes, each byte outside printable ASCII as '?'.
+  const std::string drawn = "evil\xe2\x80\xae" + std::string(200, 'a');
+  expect_refusal(get_with(port_, runs, "Host: " + drawn + "\r\n"), 421,
+                 "Host 'evil???" + std::string(73, 'a') + "...' is not this server", "drawn Host");
   expect_refusal(get_with(port_, runs, ""), 400, "Host", "no Host");
   expect_refusal(get_with(port_, runs, "Host: " + host() + "\r\nHost: evil.example\r\n"), 400,
                  "Host", "two Hosts");

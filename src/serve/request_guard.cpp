@@ -5,15 +5,22 @@
 #include <algorithm>
 #include <cctype>
 
-#include "common/utf8.h"
 #include "errors.h"
 #include "serve/request_head.h"
 
 namespace hd::serve {
 namespace {
 
-// A header value a refusal quotes: its first 80 bytes, printable.
-constexpr size_t kQuotedHeader = 80;
+// A header value as a refusal quotes it: its first 80 bytes, each byte outside printable ASCII
+// (a control, a byte of UTF-8: a bidirectional override, a line separator) as '?'. A header
+// carries ASCII; the refusal then shows nothing a hostile page chose to be drawn.
+std::string header_quoted(const std::string& v) {
+  std::string out = v.substr(0, 80);
+  for (char& c : out) {
+    if (!std::isprint(static_cast<unsigned char>(c))) c = '?';
+  }
+  return "'" + out + (v.size() > 80 ? "...'" : "'");
+}
 
 std::string bracketed(const std::string& address) {
   return address.find(':') != std::string::npos && address.front() != '[' ? "[" + address + "]"
@@ -128,9 +135,8 @@ std::optional<Refusal> RequestGuard::check_host(const httplib::Request& req) con
   const bool named = hp && (hp->name == "localhost" || hp->name == host_option_ ||
                             hp->name == local || (!local_v4.empty() && hp->name == local_v4));
   if (!named || hp->port != req.local_port) {
-    return Refusal{421, "Host " + single_quoted(value, kQuotedHeader) +
-                            " is not this server (http://" + local + ":" +
-                            std::to_string(req.local_port) +
+    return Refusal{421, "Host " + header_quoted(value) + " is not this server (http://" + local +
+                            ":" + std::to_string(req.local_port) +
                             "/): requests for other names are refused (DNS rebinding)"};
   }
   return std::nullopt;
@@ -157,15 +163,13 @@ std::optional<Refusal> RequestGuard::check_change(const httplib::Request& req) c
     const std::string site = req.get_header_value("Sec-Fetch-Site");
     if (lower(site) != "same-origin") {
       return Refusal{403, "refused: a page of another site (Sec-Fetch-Site: " +
-                              single_quoted(site, kQuotedHeader) +
-                              ") may not change anything here"};
+                              header_quoted(site) + ") may not change anything here"};
     }
   }
   if (req.has_header("Origin")) {
     const std::string origin = req.get_header_value("Origin");
     if (lower(origin) != "http://" + lower(req.get_header_value("Host"))) {
-      return Refusal{403, "refused: a page of another origin (Origin: " +
-                              single_quoted(origin, kQuotedHeader) +
+      return Refusal{403, "refused: a page of another origin (Origin: " + header_quoted(origin) +
                               ") may not change anything here"};
     }
   }
@@ -180,17 +184,15 @@ std::optional<Refusal> RequestGuard::check_change(const httplib::Request& req) c
                       std::all_of(length.begin(), length.end(), [](char c) {
                         return std::isdigit(static_cast<unsigned char>(c));
                       });
-  if (!digits)
-    return Refusal{400,
-                   "Content-Length " + single_quoted(length, kQuotedHeader) + " is not a number"};
+  if (!digits) return Refusal{400, "Content-Length " + header_quoted(length) + " is not a number"};
   if (std::stoull(length) > max_body_) {
     return Refusal{413, "the request body is " + length + " bytes; the limit is " +
                             std::to_string(max_body_ >> 20) + " MiB"};
   }
   const std::string type = req.get_header_value("Content-Type");
   if (lower(trim_ows(type.substr(0, type.find(';')))) != "application/json") {
-    return Refusal{415, "the body must be JSON (Content-Type: application/json), not " +
-                            single_quoted(type, kQuotedHeader)};
+    return Refusal{
+        415, "the body must be JSON (Content-Type: application/json), not " + header_quoted(type)};
   }
   return std::nullopt;
 }
