@@ -70,13 +70,4 @@ std::string printable(std::string_view s, size_t max) {
   return cut ? out + "…" : out;
 }
 
-std::string single_quoted(std::string_view s, size_t max) {
-  // Appended, not `"'" + ... + "'"`: GCC 12 warns of an overlapping memcpy (-Wrestrict, a false
-  // positive) when that expression is inlined beside printable().
-  std::string out = "'";
-  out += printable(s, max);
-  out += '\'';
-  return out;
-}
-
 }  // namespace hd

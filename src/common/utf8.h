@@ -22,7 +22,4 @@ std::string escape_invalid_utf8(std::string_view s);
 // cut after `max` bytes of the input with "…".
 std::string printable(std::string_view s, size_t max = 200);
 
-// `s` printable as above, in single quotes: a value a message names ("unknown field 'x'").
-std::string single_quoted(std::string_view s, size_t max = 200);
-
 }  // namespace hd

@@ -13,13 +13,17 @@
 namespace hd::serve {
 namespace {
 
+// A string from the request as a message quotes it: a NUL or a line break in it is shown, and
+// nothing after it is lost.
+std::string quoted(const std::string& s) { return "'" + printable(s) + "'"; }
+
 // Fields the page sends; anything else is a mistake (a misspelt field would be ignored).
 void require_known_fields(const nlohmann::json& j, const std::string& where,
                           std::initializer_list<const char*> known) {
   for (const auto& item : j.items()) {
     const std::string& key = item.key();
     if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) {
-      throw InputError(where + "unknown field " + single_quoted(key));
+      throw InputError(where + "unknown field " + quoted(key));
     }
   }
 }
@@ -31,11 +35,10 @@ std::filesystem::path regular_file(const std::optional<std::filesystem::path>& r
                                    const std::string& what) {
   std::error_code ec;
   if (!real || !std::filesystem::is_regular_file(*real, ec)) {
-    throw InputError(field + ": " + single_quoted(rel) + " is not " + what +
-                     " in the models folder");
+    throw InputError(field + ": " + quoted(rel) + " is not " + what + " in the models folder");
   }
   if (std::filesystem::file_size(*real, ec) == 0 || ec) {
-    throw InputError(field + ": " + single_quoted(rel) + " is empty");
+    throw InputError(field + ": " + quoted(rel) + " is empty");
   }
   return *real;
 }
@@ -81,7 +84,7 @@ std::string model(const nlohmann::json& form, const char* key, const Sandbox& mo
   const std::string rel = str(form, key);
   const auto real = models.resolve(rel);
   if (!real || real->extension() != ".gguf") {
-    throw InputError(std::string(key) + ": " + single_quoted(rel) +
+    throw InputError(std::string(key) + ": " + quoted(rel) +
                      " is not a GGUF file in the models folder");
   }
   const std::string path = regular_file(real, key, rel, "a GGUF file").string();
@@ -104,7 +107,7 @@ void arm_settings(const nlohmann::json& form, const char* key, const std::string
     const std::string v = str(s, ct);
     if (v.empty()) continue;
     if (std::find(types.begin(), types.end(), v) == types.end()) {
-      throw InputError(std::string(key) + "." + ct + ": unknown cache type " + single_quoted(v));
+      throw InputError(std::string(key) + "." + ct + ": unknown cache type " + quoted(v));
     }
     args.insert(args.end(), {"--" + prefix + ct, v});
   }
@@ -140,7 +143,7 @@ RunPlan plan_run(const nlohmann::json& form, const Sandbox& models) {
   } else {
     const auto& ok = form_quant_types();
     if (std::find(ok.begin(), ok.end(), quant) == ok.end()) {
-      throw InputError("b_quant: unknown quant type " + single_quoted(quant));
+      throw InputError("b_quant: unknown quant type " + quoted(quant));
     }
     plan.args.insert(plan.args.end(), {"--b-quant", quant});
     b_label = quant;
