@@ -83,9 +83,10 @@ void check_settings(const ArmSettings& s, const ModelInfo& m, int n_ctx) {
   // llama_init_from_model forces flash attention off for Grok whatever -fa says, and then
   // refuses a quantized V cache with "requires flash_attn", which reads as if -fa were off.
   if (ggml_is_quantized(tv) && m.architecture == "grok") {
-    throw InputError("llama.cpp turns flash attention off for the grok architecture, so a "
-                     "quantized V cache (" + s.cache_type_v +
-                     ") cannot be used with it: use an f16 V cache");
+    throw InputError(
+        "llama.cpp turns flash attention off for the grok architecture, so a "
+        "quantized V cache (" +
+        s.cache_type_v + ") cannot be used with it: use an f16 V cache");
   }
   if (ggml_is_quantized(tv) && s.flash_attn == "off") {
     throw InputError("a quantized V cache (" + s.cache_type_v +
@@ -142,6 +143,21 @@ void Arm::run_split(std::span<const int32_t> tokens, int ubatch, Hook* hook,
   decode(chunk_input(tokens, first_output, ubatch), hook, logits);
 }
 
+void Arm::run_pieces(std::span<const int32_t> tokens, int ubatch, Hook* hook, int first_output,
+                     PieceFn piece) {
+  if (ubatch > 0 && !splits_in_place(ubatch)) {
+    throw RuntimeError("'" + settings_.model + "' cannot be split into ubatches of " +
+                       std::to_string(ubatch) + " in its own context");
+  }
+  DecodeInput in = chunk_input(tokens, first_output, ubatch);
+  in.on_piece = std::move(piece);
+  backend_->decode_view(in, hook);
+}
+
+void Arm::release_context() { backend_->release_context(); }
+
+void Arm::share_vocabulary() { backend_->share_vocabulary(); }
+
 void Arm::run_step(int32_t token, int32_t pos, Hook* hook, std::vector<float>& logits) {
   if (pos < 1) throw RuntimeError("a decode step needs a prompt before it");
   decode({std::span<const int32_t>(&token, 1), {}, 1, 0, pos, {}}, hook, logits);
@@ -155,8 +171,8 @@ DecodeInput Arm::from_input(const std::string& start, std::span<const float> row
   return {{}, rows, n_tokens, first_output, 0, start};
 }
 
-void Arm::run_from(const std::string& start, std::span<const float> rows, int n_tokens,
-                   Hook* hook, std::vector<float>& logits, int first_output) {
+void Arm::run_from(const std::string& start, std::span<const float> rows, int n_tokens, Hook* hook,
+                   std::vector<float>& logits, int first_output) {
   decode(from_input(start, rows, n_tokens, first_output), hook, logits);
 }
 

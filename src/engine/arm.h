@@ -2,12 +2,12 @@
 // chunk of tokens at a time from an empty KV cache, with an optional hook on the graph.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/arm_settings.h"
 #include "engine/hook.h"
@@ -42,6 +42,12 @@ struct DecodeInput {
   // ubatches a context of -ub split cuts the batch into, bit for bit (tests/test_split_in_place),
   // without a second context's compute and output buffers (ArmBackend::splits_in_place).
   int32_t split = 0;
+  // Set: each piece's logits (rows from position `pos` on, [rows][n_vocab]) handed over where
+  // the arm holds them, before the next piece's decode overwrites them, and none kept (a pass
+  // compared piece by piece needs no copy of its own: run/lean_pass.h). A backend without
+  // pieces of its own hands the whole pass as one.
+  using PieceFn = std::function<void(int32_t pos, std::span<const float> logits)>;
+  PieceFn on_piece = nullptr;
 };
 
 class Arm {
@@ -86,6 +92,18 @@ class Arm {
   // run_chunk as an arm of -ub `ubatch` (otherwise these settings) runs it.
   void run_split(std::span<const int32_t> tokens, int ubatch, Hook* hook,
                  std::vector<float>& logits, int first_output = 0);
+  // run_split (ubatch 0: run_chunk) with its logits handed to `piece` one llama_decode at a
+  // time, where the arm holds them (DecodeInput::on_piece): no copy of the pass is made.
+  using PieceFn = DecodeInput::PieceFn;
+  void run_pieces(std::span<const int32_t> tokens, int ubatch, Hook* hook, int first_output,
+                  PieceFn piece);
+
+  // Frees the arm's llama.cpp context (its KV cache, compute and output buffers) until its next
+  // decode makes it again, the weights kept: a run that needs one context at a time (a 3B
+  // model's is 570 MiB at chunks of 512). The same bits either way (tests/test_lean_pass.cpp).
+  void release_context();
+  // Model::share_vocabulary with this arm's weights where they are in this process.
+  void share_vocabulary();
 
   // One more token at position `pos`, continuing the sequence the previous call left in the
   // KV cache (no clearing): a single-token decode step, which runs other kernels than a
@@ -121,6 +139,7 @@ class ArmBackend {
   // view_ unless the backend has them in order, local_arm.h).
   virtual std::span<const float> decode_view(const DecodeInput& in, Hook* hook) {
     decode(in, hook, view_);
+    if (in.on_piece) in.on_piece(in.first_output, view_);
     return view_;
   }
   virtual int n_threads() const = 0;
@@ -129,6 +148,9 @@ class ArmBackend {
   virtual bool splits_batches() const { return true; }
   // Whether a decode with DecodeInput::split = `ubatch` runs here (local_arm.h).
   virtual bool splits_in_place(int /*ubatch*/) const { return false; }
+  // Arm::release_context; nothing where the context is not this process's.
+  virtual void release_context() {}
+  virtual void share_vocabulary() {}
 
  protected:
   std::vector<float> view_;  // decode_view's copy, where the backend's logits are not in order

@@ -12,6 +12,10 @@ namespace hd::engine {
 
 void Hook::capture(const std::string& point) { points_[point].keep = true; }
 
+void Hook::watch(const std::string& point, Watcher watcher) {
+  points_[point].watcher = std::move(watcher);
+}
+
 void Hook::overwrite(const std::string& point, int64_t row_begin, std::span<const float> rows) {
   points_[point].patches.push_back({row_begin, std::vector<float>(rows.begin(), rows.end())});
 }
@@ -247,6 +251,11 @@ void Hook::handle(Point& p, const std::string& name, ggml_tensor* t) {
     if (p.data.size() < need) p.data.resize(need);
     get_rows(t, p.data.data() + first * width, 0, rows, width);
   }
+  if (p.watcher) {
+    watched_.resize(static_cast<size_t>(rows * width));
+    get_rows(t, watched_.data(), 0, rows, width);
+    p.watcher(pos, watched_, width);
+  }
   p.rows_seen += rows;
 }
 
@@ -264,11 +273,14 @@ void Hook::handle_mapped(Point& p, const std::string& name, ggml_tensor* t, int6
   if (p.ubatches_seen >= layout_.size()) {
     throw RuntimeError("graph point '" + name + "' came in more ubatches than the batch has");
   }
+  if (p.watcher)
+    throw RuntimeError("graph point '" + name + "' is watched in a decode of several sequences");
   const std::vector<int32_t>& map = map_of(p.ubatches_seen++);
   if (static_cast<int64_t>(map.size()) != rows) {
-    throw RuntimeError("graph point '" + name + "' has " + std::to_string(rows) + " rows in ubatch " +
-                       std::to_string(p.ubatches_seen - 1) + ", where llama.cpp's split as " +
-                       "heterodyne reads it has " + std::to_string(map.size()) +
+    throw RuntimeError("graph point '" + name + "' has " + std::to_string(rows) +
+                       " rows in ubatch " + std::to_string(p.ubatches_seen - 1) +
+                       ", where llama.cpp's split as " + "heterodyne reads it has " +
+                       std::to_string(map.size()) +
                        ": this llama.cpp splits batches otherwise (engine/server_schedule.h)");
   }
   for (int64_t r = 0; r < rows;) {
@@ -283,7 +295,9 @@ void Hook::handle_mapped(Point& p, const std::string& name, ggml_tensor* t, int6
       const int64_t n_patch = static_cast<int64_t>(patch.rows.size()) / width;
       const int64_t lo = std::max(at, patch.row_begin);
       const int64_t hi = std::min(at + len, patch.row_begin + n_patch);
-      if (lo < hi) set_rows(t, patch.rows.data() + (lo - patch.row_begin) * width, r + (lo - at), hi - lo, width);
+      if (lo < hi)
+        set_rows(t, patch.rows.data() + (lo - patch.row_begin) * width, r + (lo - at), hi - lo,
+                 width);
     }
     if (p.keep) {
       const size_t need = static_cast<size_t>((at - p.first_row + len) * width);

@@ -19,6 +19,7 @@
 // written as floats, which hold its ids exactly.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <span>
@@ -33,6 +34,12 @@ class Hook {
  public:
   // Keep every row of `point` (the whole batch).
   void capture(const std::string& point);
+  // Hand `point`'s rows to `watcher` as each ubatch computes them, keeping none: `pos` is the
+  // batch position of row 0 of `rows` ([n][width]), valid during the call. A run that compares
+  // a pass with another's rows as it goes needs no copy of its own (run/lean_pass.h). A watcher
+  // that throws fails the decode, as a failed capture does. Not for a decode with a layout.
+  using Watcher = std::function<void(int64_t pos, std::span<const float> rows, int64_t width)>;
+  void watch(const std::string& point, Watcher watcher);
   // The width `point`'s rows have (floats): needed only where a decode may show a 3-D point one
   // row at a time before any wider piece (a decode step of a hyper-connection model).
   // Also a 3-D point whose rows are one wide ([1, n_used, rows]: the mixing weights of a MoE
@@ -48,7 +55,7 @@ class Hook {
     std::string name;
     bool readable = false;  // f32 contiguous at most 3-D, or i32 2-D: a point can be taken here
     int64_t width = 0, rows = 0;
-    int count = 1;  // nodes of this name per ubatch: more than one is no point (arctic, grok)
+    int count = 1;   // nodes of this name per ubatch: more than one is no point (arctic, grok)
     std::string op;  // the ggml op that writes it (ggml_op_desc: MUL_MAT, RMS_NORM, …)
   };
   void list_nodes(std::vector<Node>* out) { nodes_ = out; }
@@ -102,6 +109,7 @@ class Hook {
  private:
   struct Point {
     bool keep = false;
+    Watcher watcher;  // or null
     std::vector<Patch> patches;
     std::vector<float> data;
     int64_t width = 0;
@@ -122,6 +130,7 @@ class Hook {
   std::map<std::string, int64_t, std::less<>> widths_;  // expect_width's
   std::vector<UbatchRows> layout_;
   int64_t n_rows_ = 0;
+  std::vector<float> watched_;  // one piece of a watched point's rows, reused
   std::string error_;
   std::string stop_;
 };

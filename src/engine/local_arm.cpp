@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/fatal.h"
+#include "engine/logit_rows.h"
 #include "engine/system.h"
 #include "engine/threads.h"
 #include "errors.h"
@@ -36,6 +37,27 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
     : model_(std::move(model)), settings_(settings), n_ctx_(n_ctx) {
   weights_ = load_weights(model_->info().path, placement_of(settings_));
   n_threads_ = settings_.n_threads > 0 ? settings_.n_threads : default_threads();
+  open_context();
+  if (composer_ != nullptr) {
+    if (const std::string why = server_refusal(); !why.empty()) {
+      llama_free(ctx_);
+      ctx_ = nullptr;
+      throw InputError(why);
+    }
+  }
+  // A model without a KV cache (the diffusion models dream, llada, rnd1) is encoded: llama.cpp
+  // asserts (aborts) unless the whole batch is one ubatch.
+  if (!splits_batches() && n_ubatch_ < n_ctx_) {
+    llama_free(ctx_);
+    ctx_ = nullptr;
+    throw InputError(no_split_reason(settings_.model) +
+                     ": its ubatch must hold the whole chunk (-ub " + std::to_string(n_ctx_) +
+                     " or more)");
+  }
+}
+
+// The context the settings ask for, made at construction and again after release_context.
+void LocalArm::open_context() {
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = static_cast<uint32_t>(n_ctx_);
   cp.n_batch = static_cast<uint32_t>(n_ctx_);
@@ -44,7 +66,10 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
   if (is_server_arm(settings_)) {  // slots as llama-server holds them (server_schedule.h)
     const int cells = server_cells_per_slot(settings_, n_ctx_);
     // A neighbour generates no further than the model's positions go (learned position tables).
-    composer_ = std::make_unique<ServerComposer>(settings_, std::min(cells, model_->info().n_ctx_train));
+    if (composer_ == nullptr) {
+      composer_ =
+          std::make_unique<ServerComposer>(settings_, std::min(cells, model_->info().n_ctx_train));
+    }
     cp.n_seq_max = static_cast<uint32_t>(settings_.slots);
     cp.n_ctx = static_cast<uint32_t>(cells * settings_.slots);
     cp.kv_unified = settings_.kv_unified == "on";
@@ -68,9 +93,9 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
     ctx_ = llama_init_from_model(weights_->handle(), cp);
     // -fa on and off are what ran unless llama.cpp said otherwise (Grok); auto is what it chose,
     // and stays unknown ("") where it said nothing.
-    flash_attn_resolved_ = !watch.logged().empty()       ? watch.logged()
+    flash_attn_resolved_ = !watch.logged().empty()          ? watch.logged()
                            : settings_.flash_attn != "auto" ? settings_.flash_attn
-                                                          : "";
+                                                            : "";
   }
   fatal::set_activity("");
   if (ctx_ == nullptr) {
@@ -78,39 +103,35 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
     throw InputError("llama.cpp refused the settings for '" + settings_.model + "'" +
                      (why.empty() ? "" : ": " + why));
   }
-  if (composer_ != nullptr) {
-    if (const std::string why = server_refusal(); !why.empty()) {
-      llama_free(ctx_);
-      ctx_ = nullptr;
-      throw InputError(why);
-    }
-  }
-  // A model without a KV cache (the diffusion models dream, llada, rnd1) is encoded: llama.cpp
-  // asserts (aborts) unless the whole batch is one ubatch.
-  if (!splits_batches() && static_cast<int>(cp.n_ubatch) < n_ctx_) {
-    llama_free(ctx_);
-    ctx_ = nullptr;
-    throw InputError(no_split_reason(settings_.model) + ": its ubatch must hold the whole chunk (-ub " +
-                     std::to_string(n_ctx_) + " or more)");
-  }
+  has_memory_ = llama_get_memory(ctx_) != nullptr;
+}
+
+void LocalArm::release_context() {
+  if (composer_ != nullptr || ctx_ == nullptr) return;  // a server arm's cache is its state
+  llama_free(ctx_);
+  ctx_ = nullptr;
 }
 
 // Why this model cannot be a server arm with these settings ("" where it can).
 std::string LocalArm::server_refusal() const {
-  if (!splits_batches()) return no_split_reason(settings_.model) + ": it has no slots to share a batch with";
+  if (!splits_batches())
+    return no_split_reason(settings_.model) + ": it has no slots to share a batch with";
   // llama-server runs a sliding-window model with swa_full off, where its cache cannot shift.
   if (settings_.cache_reuse > 0 && llama_model_n_swa(weights_->handle()) > 0) {
-    return "'" + settings_.model + "' attends through a sliding window, and llama-server (which "
+    return "'" + settings_.model +
+           "' attends through a sliding window, and llama-server (which "
            "keeps only the window's cells) turns --cache-reuse off for it: drop --cache-reuse";
   }
   if (settings_.cache_reuse > 0 && !llama_memory_can_shift(llama_get_memory(ctx_))) {
-    return "'" + settings_.model + "' cannot shift its KV cache (llama_memory_can_shift), so "
+    return "'" + settings_.model +
+           "' cannot shift its KV cache (llama_memory_can_shift), so "
            "llama-server turns --cache-reuse off for it: drop --cache-reuse";
   }
   const llama_model* handle = weights_->handle();
   const bool recurrent = llama_model_is_recurrent(handle) || model_is_hybrid(handle, 0);
   if (recurrent && (settings_.cache_reuse > 0 || settings_.prompt_cache == "hit")) {
-    return "'" + settings_.model + "' keeps a recurrent state, which cannot drop the end of a "
+    return "'" + settings_.model +
+           "' keeps a recurrent state, which cannot drop the end of a "
            "sequence (llama_memory_seq_rm): a prompt-cache hit or --cache-reuse cannot be taken "
            "there (--prompt-cache prefix can)";
   }
@@ -118,7 +139,8 @@ std::string LocalArm::server_refusal() const {
   // (split_equal, non-sequential with unified KV): a split server_schedule.h does not mirror,
   // so the hook could not tell the measured rows apart.
   if (settings_.slots > 1 && recurrent) {
-    return "'" + settings_.model + "' keeps a recurrent state, whose batches llama.cpp splits per "
+    return "'" + settings_.model +
+           "' keeps a recurrent state, whose batches llama.cpp splits per "
            "sequence: server arms of more than one slot are not supported for it yet "
            "(docs/server.md)";
   }
@@ -129,7 +151,7 @@ std::string no_split_reason(const std::string& model) {
   return "'" + model + "' keeps no KV cache, so llama.cpp evaluates a batch in one piece";
 }
 
-bool LocalArm::splits_batches() const { return llama_get_memory(ctx_) != nullptr; }
+bool LocalArm::splits_batches() const { return has_memory_; }
 
 LocalArm::~LocalArm() {
   if (ctx_ != nullptr) llama_free(ctx_);
@@ -139,63 +161,6 @@ bool LocalArm::eval_callback(ggml_tensor* t, bool ask, void* self) {
   Hook* hook = static_cast<LocalArm*>(self)->hook_;
   if (hook == nullptr) return !ask;  // want nothing; keep computing
   return hook->on_eval(t, ask);
-}
-
-// Scans n floats (copying them to dst with kCopy) and returns the index of the first that is NaN
-// or +inf, or n. A -inf logit is a token the model masks (probability exactly 0: the qwen3tts
-// fixture pads ids 0..1023 of its 4096 with -inf in front of its codec head), which the KL
-// handles; every other non-finite value means broken numbers. One pass with no early exit, which
-// the compiler vectorizes: a patched pass copies 19M logits at 128 positions of a 152k
-// vocabulary, and a test per element with a branch out cost about as much as the copy; a masking
-// model stays on that pass. `masked_all` is set where every logit is -inf (no token has any
-// probability).
-template <bool kCopy>
-static size_t scan_until_not_finite(const float* src, float* dst, size_t n, bool& masked_all) {
-  constexpr uint32_t kExponent = 0x7f800000u, kMinusInf = 0xff800000u;
-  uint32_t broken = 0, finite = 0;
-  for (size_t k = 0; k < n; ++k) {
-    uint32_t bits;
-    std::memcpy(&bits, src + k, sizeof bits);
-    if constexpr (kCopy) dst[k] = src[k];
-    const uint32_t special = static_cast<uint32_t>((bits & kExponent) == kExponent);
-    broken |= special & static_cast<uint32_t>(bits != kMinusInf);
-    finite |= special ^ 1u;
-  }
-  masked_all = finite == 0;
-  if (broken == 0) return n;
-  size_t k = 0;
-  while (k < n && (std::isfinite(src[k]) || src[k] < 0)) ++k;
-  return k;
-}
-
-// A NaN or +inf logit makes every number downstream meaningless (KL would print as nan): refused
-// here, where the position is still known; -inf is a masked token, and a row of nothing else has
-// no token to predict.
-static void refuse_broken_row(const float* row, size_t k, size_t n_vocab, bool masked_all,
-                              const std::string& model, int pos) {
-  if (k < n_vocab) {
-    throw RuntimeError("'" + model + "' produced a non-finite logit (" + std::to_string(row[k]) +
-                       ") at position " + std::to_string(pos) +
-                       ": its weights may be corrupt, or a setting overflows");
-  }
-  // After NaN and +inf, which set no finite bit either: a row of -inf alone is masked_all.
-  if (masked_all) {
-    throw RuntimeError("'" + model + "' gives every token a logit of -inf at position " +
-                       std::to_string(pos) + ": no token has any probability there");
-  }
-}
-
-void copy_logits(const float* row, float* dst, size_t n_vocab, const std::string& model, int pos) {
-  bool masked_all = false;
-  const size_t k = scan_until_not_finite<true>(row, dst, n_vocab, masked_all);
-  refuse_broken_row(row, k, n_vocab, masked_all, model, pos);
-}
-
-// copy_logits without the copy: a row read where llama.cpp wrote it.
-static void check_logits(const float* row, size_t n_vocab, const std::string& model, int pos) {
-  bool masked_all = false;
-  const size_t k = scan_until_not_finite<false>(row, nullptr, n_vocab, masked_all);
-  refuse_broken_row(row, k, n_vocab, masked_all, model, pos);
 }
 
 void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) {
@@ -208,7 +173,8 @@ void LocalArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& log
 }
 
 std::span<const float> LocalArm::decode_view(const DecodeInput& in, Hook* hook) {
-  if (composer_ != nullptr || in.split > 0) return ArmBackend::decode_view(in, hook);
+  if (composer_ != nullptr || (in.split > 0 && !in.on_piece))
+    return ArmBackend::decode_view(in, hook);
   return decode_into(in, hook, nullptr);
 }
 
@@ -220,7 +186,8 @@ void LocalArm::check_input(const DecodeInput& in) const {
     throw RuntimeError("first output position out of range");
   if (composer_ != nullptr) return;
   if (pos0 > 0 && !splits_batches()) {
-    throw InputError(no_split_reason(settings_.model) + ": it cannot continue a sequence (decode steps)");
+    throw InputError(no_split_reason(settings_.model) +
+                     ": it cannot continue a sequence (decode steps)");
   }
   const bool from_rows = !in.rows.empty();
   const size_t width = from_rows ? static_cast<size_t>(model_->info().n_embd) : 0;
@@ -228,13 +195,35 @@ void LocalArm::check_input(const DecodeInput& in) const {
                 : in.tokens.size() != static_cast<size_t>(n)) {
     throw RuntimeError("decode input does not match its length");
   }
-  if (!in.start.empty() && !from_rows) throw RuntimeError("a pass from a graph node needs its rows");
+  if (!in.start.empty() && !from_rows)
+    throw RuntimeError("a pass from a graph node needs its rows");
 #ifndef LLAMA_HAS_GRAPH_START
   if (!in.start.empty()) {
-    throw RuntimeError("this llama.cpp has no llama_set_graph_start (scripts/llama-graph-start.patch "
-                       "is not applied to it): a pass cannot start at '" + in.start + "'");
+    throw RuntimeError(
+        "this llama.cpp has no llama_set_graph_start (scripts/llama-graph-start.patch "
+        "is not applied to it): a pass cannot start at '" +
+        in.start + "'");
   }
 #endif
+}
+
+// One piece's rows (positions pos..pos + n_out - 1, the decode's rows from pos - lo on) handed
+// over where llama.cpp wrote them, or from view_ where they are not in order there.
+void LocalArm::hand_piece(int32_t pos, int32_t n_rows, int32_t lo, const float* first_row,
+                          bool in_order, const DecodeInput::PieceFn& fn) {
+  const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
+  const size_t n_out = static_cast<size_t>(lo + n_rows - pos);
+  if (in_order) {
+    fn(pos, {first_row, n_out * n_vocab});
+    return;
+  }
+  view_.resize(n_out * n_vocab);
+  for (size_t r = 0; r < n_out; ++r) {
+    std::memcpy(view_.data() + r * n_vocab,
+                llama_get_logits_ith(ctx_, pos - lo + static_cast<int32_t>(r)),
+                n_vocab * sizeof(float));
+  }
+  fn(pos, view_);
 }
 
 // The decode's logits copied into `*copy`, or with a null `copy` checked where llama.cpp wrote
@@ -242,13 +231,15 @@ void LocalArm::check_input(const DecodeInput& in) const {
 std::span<const float> LocalArm::decode_into(const DecodeInput& in, Hook* hook,
                                              std::vector<float>* copy) {
   check_input(in);
+  if (ctx_ == nullptr) open_context();  // released since the last decode
   const int32_t n = in.n, first_output = in.first_output;
   // A split pass is the tokens in pieces of `split`, one llama_decode each: the ubatches a context
   // of -ub split cuts the batch into, here in this context (Arm::run_split checked that it can).
   const int32_t piece = in.split > 0 ? in.split : n;
   // A view is of one piece's output: llama.cpp's buffer holds the last decode's rows alone.
-  if (copy == nullptr && piece < n)
-    throw RuntimeError("a split pass's logits are copied, not viewed");
+  const bool by_piece = copy == nullptr && in.on_piece;
+  if (copy == nullptr && !by_piece && piece < n)
+    throw RuntimeError("a split pass's logits are copied or handed over by piece, not viewed");
   const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
   const size_t n_values = static_cast<size_t>(n - first_output) * n_vocab;
   if (copy != nullptr) copy->resize(n_values);  // before the hook is set: nothing to reset
@@ -268,24 +259,34 @@ std::span<const float> LocalArm::decode_into(const DecodeInput& in, Hook* hook,
       if (rc != 0 || (hook_ != nullptr && hook_->failed())) break;
       // A hook that stops the graph (Hook::stop_after) stops every piece's: no logits.
       if (hook_ != nullptr && !hook_->stop_point().empty()) continue;
+      // By piece, offsets count from this piece's first output row.
+      const int32_t base = by_piece ? std::max(lo, first_output) : first_output;
+      if (by_piece) {
+        first_row = nullptr;
+        in_order = true;
+      }
       for (int32_t i = std::max(lo, first_output); i < hi; ++i) {
         const float* row = llama_get_logits_ith(ctx_, i - lo);
         if (row == nullptr)
           throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(i));
-        const size_t at = static_cast<size_t>(i - first_output) * n_vocab;
+        const size_t at = static_cast<size_t>(i - base) * n_vocab;
         if (copy != nullptr) {
           copy_logits(row, copy->data() + at, n_vocab, settings_.model, in.pos0 + i);
           continue;
         }
         check_logits(row, n_vocab, settings_.model, in.pos0 + i);
-        if (i == first_output) first_row = row;
+        if (i == base) first_row = row;
         // Offsets, not pointers: a row out of order may lie outside the first row's buffer.
         in_order = in_order && reinterpret_cast<uintptr_t>(row) ==
                                    reinterpret_cast<uintptr_t>(first_row) + at * sizeof(float);
       }
+      if (by_piece && hi > base) hand_piece(base, hi - lo, lo, first_row, in_order, in.on_piece);
     }
   } catch (const std::exception& e) {
     failure = e.what();
+  }
+  if (by_piece) {  // nothing to return: every piece was handed over
+    return end_decode(in, rc, failure, nullptr, 0, nullptr);
   }
   const float* rows = copy != nullptr ? copy->data() : in_order ? first_row : nullptr;
   return end_decode(in, rc, failure, rows, n_values, copy);
@@ -306,12 +307,12 @@ std::span<const float> LocalArm::end_decode(const DecodeInput& in, int32_t rc,
     throw RuntimeError("llama_decode failed (" + std::to_string(rc) + ")" +
                        (why.empty() ? "" : ": " + why));
   }
-  if (used != nullptr) used->end_decode();  // throws where the hook failed
+  if (used != nullptr) used->end_decode();               // throws where the hook failed
   if (used != nullptr && !used->stop_point().empty()) {  // the graph stopped
     if (copy != nullptr) copy->clear();
     return {};
   }
-  if (rows != nullptr) return {rows, n_values};
+  if (rows != nullptr || n_values == 0) return {rows, n_values};  // 0: handed over by piece
   const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
   view_.resize(n_values);
   for (int32_t i = in.first_output; i < in.n; ++i) {

@@ -28,8 +28,14 @@ class LocalArm : public ArmBackend {
   // A plain arm whose context's ubatch holds `ubatch` tokens: a split pass needs no context of
   // its own (DecodeInput::split).
   bool splits_in_place(int ubatch) const override;
+  // Frees the context; the next decode makes it again (a server arm's stays: its slots' cache).
+  void release_context() override;
+  void share_vocabulary() override { model_->share_vocabulary(weights_); }
 
  private:
+  void open_context();
+  void hand_piece(int32_t pos, int32_t n_rows, int32_t lo, const float* first_row, bool in_order,
+                  const DecodeInput::PieceFn& fn);
   void check_input(const DecodeInput& in) const;
   std::span<const float> decode_into(const DecodeInput& in, Hook* hook, std::vector<float>* copy);
   std::span<const float> end_decode(const DecodeInput& in, int32_t rc, const std::string& failure,
@@ -55,13 +61,11 @@ class LocalArm : public ArmBackend {
   int n_ubatch_ = 0;  // the context's
   // "on" or "off": what llama.cpp ran (-fa auto resolved); "" where its log did not say.
   std::string flash_attn_resolved_;
-  llama_context* ctx_ = nullptr;
+  llama_context* ctx_ = nullptr;  // null after release_context, until the next decode
+  bool has_memory_ = true;        // llama_get_memory: false for a model without a KV cache
   Hook* hook_ = nullptr;
   std::unique_ptr<ServerComposer> composer_;  // a server arm's other slots; null for a plain arm
 };
-
-// One position's row of logits into `dst`, refusing NaN, +inf and a row of -inf alone.
-void copy_logits(const float* row, float* dst, size_t n_vocab, const std::string& model, int pos);
 
 // The ggml_type of a KV cache type name (GGML_TYPE_COUNT when unknown), as an int so this
 // header needs no ggml.h.

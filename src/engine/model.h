@@ -39,6 +39,8 @@ struct ModelInfo {
   bool has_vocab = true;
 };
 
+class Weights;
+
 class Model {
  public:
   ~Model();
@@ -47,6 +49,11 @@ class Model {
 
   const ModelInfo& info() const { return info_; }
   llama_model* handle() const { return model_; }  // vocabulary and hyperparameters only
+
+  // Reads the vocabulary from `w` (this file's weights, loaded by an arm in this process, which
+  // hold it too) and frees its own vocabulary-only copy: 55 MiB for a 128k vocabulary, twice in
+  // a diff of two 3B files. The weights then live as long as this model.
+  void share_vocabulary(std::shared_ptr<Weights> w);
 
   // Tokenizes with the model's own rules; `add_bos` as the model asks. Throws InputError for
   // text the vocabulary cannot encode (naming the first line that fails), and for any text
@@ -63,7 +70,8 @@ class Model {
  private:
   friend std::shared_ptr<Model> model_load(const std::string& path);
   Model() = default;
-  llama_model* model_ = nullptr;  // vocabulary and hyperparameters only
+  llama_model* model_ = nullptr;      // vocabulary and hyperparameters only
+  std::shared_ptr<Weights> weights_;  // model_'s owner after share_vocabulary
   ModelInfo info_;
 };
 
@@ -87,7 +95,8 @@ class Weights {
   llama_model* model_ = nullptr;
   Placement placement_;
   std::string path_;
-  bool mapping_resident_ = false;  // nothing was copied out of the file's mapping: it is the weights
+  bool mapping_resident_ =
+      false;  // nothing was copied out of the file's mapping: it is the weights
 };
 
 // Loads the weights, or hands out the ones already loaded for the same file and placement

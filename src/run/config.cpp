@@ -57,22 +57,23 @@ engine::ArmSettings arm_settings_from_json(const nlohmann::json& j) {
 
 nlohmann::json to_json(const DiffConfig& c) {
   nlohmann::json j = {{"a", to_json(c.a)},
-          {"b", to_json(c.b)},
-          {"b_quant", c.b_quant},
-          {"text_file", c.text_file},
-          {"chunk", c.chunk},
-          {"max_chunks", c.max_chunks},
-          {"score_from", c.score_from},
-          {"floor", c.floor},
-          {"floor_ubatch", c.floor_ubatch},
-          {"save_residuals", c.save_residuals},
-          {"transplants", c.transplants},
-          {"components", c.components},
-          {"prefix_reuse", c.prefix_reuse}};
+                      {"b", to_json(c.b)},
+                      {"b_quant", c.b_quant},
+                      {"text_file", c.text_file},
+                      {"chunk", c.chunk},
+                      {"max_chunks", c.max_chunks},
+                      {"score_from", c.score_from},
+                      {"floor", c.floor},
+                      {"floor_ubatch", c.floor_ubatch},
+                      {"save_residuals", c.save_residuals},
+                      {"transplants", c.transplants},
+                      {"components", c.components},
+                      {"prefix_reuse", c.prefix_reuse}};
   // Only when asked for: the configuration of a run without plug-ins reads as before.
   if (!c.analyses.empty()) j["analyses"] = c.analyses;
   if (c.skip_unencodable) j["skip_unencodable"] = true;
   if (c.token_ids) j["token_ids"] = true;
+  if (c.two_contexts) j["two_contexts"] = true;
   // Files from before the sample measured the floor on every chunk and read as "all".
   if (c.floor && c.floor_chunks != "all") j["floor_chunks"] = c.floor_chunks;
   return j;
@@ -96,6 +97,7 @@ DiffConfig diff_config_from_json(const nlohmann::json& j) {
   c.components = j.value("components", false);
   c.prefix_reuse = j.value("prefix_reuse", true);
   c.skip_unencodable = j.value("skip_unencodable", false);
+  c.two_contexts = j.value("two_contexts", false);
   if (j.contains("analyses")) c.analyses = j.at("analyses").get<std::vector<std::string>>();
   return c;
 }
@@ -156,8 +158,8 @@ void validate(const DiffConfig& c) {
       std::string known;
       for (const auto& a : analysis::chunk_analyses())
         known += (known.empty() ? "" : ", ") + a->name();
-      throw InputError("--analysis '" + c.analyses[i] + "' is not an analysis (there are: " +
-                       known + ")");
+      throw InputError("--analysis '" + c.analyses[i] +
+                       "' is not an analysis (there are: " + known + ")");
     }
     for (size_t k = 0; k < i; ++k) {
       if (c.analyses[k] == c.analyses[i])

@@ -13,6 +13,7 @@
 #include "engine/server_schedule.h"
 #include "errors.h"
 #include "run/arms.h"
+#include "run/comparison.h"
 #include "run/provenance.h"
 #include "run/scoring.h"
 #include "run/text.h"
@@ -40,18 +41,25 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   if (config_.transplants || config_.components) {
     const std::string& why = config_.components ? map_.no_components : map_.no_transplants;
     if (!why.empty()) {
-      throw InputError(std::string(config_.components ? "--components" : "--transplants") +
-                       ": " + why + " (heterodyne points --model " + config_.a.model + ")");
+      throw InputError(std::string(config_.components ? "--components" : "--transplants") + ": " +
+                       why + " (heterodyne points --model " + config_.a.model + ")");
     }
     points_ = analysis::restore_points(model_a->info().n_layer, config_.components);
   }
   if (config_.save_residuals && !map_.residuals()) {
     throw InputError("--save-residuals: " + map_.no_residuals);
   }
-  model_points_ = {map_.n_layer,       map_.router,        map_.route_experts,
-                   map_.route_weights, map_.n_expert,      map_.n_expert_used,
-                   map_.router_logits, map_.no_routing,    map_.no_routing_transplant,
-                   {},                 map_.no_transplants};
+  model_points_ = {map_.n_layer,
+                   map_.router,
+                   map_.route_experts,
+                   map_.route_weights,
+                   map_.n_expert,
+                   map_.n_expert_used,
+                   map_.router_logits,
+                   map_.no_routing,
+                   map_.no_routing_transplant,
+                   {},
+                   map_.no_transplants};
   if (map_.residuals()) {
     for (int l = 0; l < map_.n_layer; ++l) model_points_.residual.push_back(residual_name(l));
   }
@@ -65,6 +73,9 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   }
   a_ = make_run(model_a, config_.a);
   b_ = make_run(model_b, config_.b);
+  // Each file's vocabulary once: the arms' weights hold one (55 MiB for a 128k vocabulary).
+  a_.arm->share_vocabulary();
+  b_.arm->share_vocabulary();
   // A server arm's passes start from tokens only: its neighbours' rows are nowhere stored.
   if (!points_.empty() && config_.prefix_reuse &&
       prefix_reuse_applies(model_a->info().architecture) && !engine::is_server_arm(config_.a) &&
@@ -75,11 +86,12 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
     reuse_b_ = std::make_unique<PrefixReuse>(*b_.arm, map_, names);
   }
   if (config_.floor && map_.floor()) {  // otherwise the run says why (capability_lines)
-    floors_ = FloorArms(config_, model_a, model_b,
-                        [this](std::shared_ptr<engine::Model> m, const engine::ArmSettings& s) {
-                          return make_run(std::move(m), s);
-                        },
-                        *a_.arm, *b_.arm);
+    floors_ = FloorArms(
+        config_, model_a, model_b,
+        [this](std::shared_ptr<engine::Model> m, const engine::ArmSettings& s) {
+          return make_run(std::move(m), s);
+        },
+        *a_.arm, *b_.arm);
   }
   for (const auto& [path, m] : models) sha256_[path] = sha256_file(path);
 }
@@ -88,19 +100,8 @@ std::vector<std::vector<int32_t>> Session::chunks_of(const std::string& text) co
   return chunk_text(a_.arm->model(), text, config_.chunk, config_.max_chunks);
 }
 
-// Runs `fn(i)` for i in [0, n) on up to `threads` threads, in contiguous blocks.
-static void parallel_for(int n, int threads, const std::function<void(int, int)>& fn) {
-  threads = std::max(1, std::min(threads, n));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) {
-    pool.emplace_back([&, t] { fn(n * t / threads, n * (t + 1) / threads); });
-  }
-  fn(0, n / threads);
-  for (auto& th : pool) th.join();
-}
-
 ArmRun Session::make_run(std::shared_ptr<engine::Model> model,
-                                  const engine::ArmSettings& settings) const {
+                         const engine::ArmSettings& settings) const {
   ArmRun r;
   if (model) r.arm = std::make_unique<engine::Arm>(std::move(model), settings, config_.chunk);
   engine::tell_rows(map_, r.hook);
@@ -162,15 +163,15 @@ analysis::Transplants Session::transplant(std::span<const int32_t> tokens, int f
 // the prefix again): at the point itself the source's rows are the start's value; at an earlier
 // start the target's own rows are, and the source's tensor is written at the point.
 std::span<const float> Session::patched_pass(bool denoise, size_t k,
-                                            std::span<const int32_t> tokens, int first_output) {
+                                             std::span<const int32_t> tokens, int first_output) {
   ArmRun& target = denoise ? b_ : a_;
   const ArmRun& source = denoise ? a_ : b_;
   PrefixReuse* reuse = denoise ? reuse_b_.get() : reuse_a_.get();
   const std::string name = graph_name(points_[k]);
   const int n = static_cast<int>(tokens.size());
-  const int s = reuse ? reuse->start_for(static_cast<int>(k), target.hook, target.logits, n,
-                                         first_output)
-                      : -1;
+  const int s =
+      reuse ? reuse->start_for(static_cast<int>(k), target.hook, target.logits, n, first_output)
+            : -1;
   if (s == static_cast<int>(k)) {
     return target.arm->run_from_view(name, source.hook.captured(name), n, nullptr, first_output);
   }
@@ -197,18 +198,8 @@ analysis::Comparison Session::compare(const ArmRun& a, const ArmRun& b,
   const int n = static_cast<int>(tokens.size());
   c.positions.resize(static_cast<size_t>(n - 1 - first_output));
   const size_t v = static_cast<size_t>(info.n_vocab);
-  const PassRows rows{a.out, b.out, v, tokens, first_output};
-  parallel_for(n - 1 - first_output, a.runner().n_threads(), [&](int lo, int hi) {
-    analysis::ScoreScratch scratch;
-    score_positions(rows, first_output + lo, first_output + hi, scratch,
-                    [&](int p, const analysis::PositionScore& s) {
-                      auto& row = c.positions[static_cast<size_t>(p - first_output)];
-                      row.pos = p;
-                      row.target = tokens[static_cast<size_t>(p + 1)];
-                      row.scored = p + 1 >= first_target;
-                      row.score = s;
-                    });
-  });
+  score_into(c, {a.out, b.out, v, tokens, first_output}, first_output, n - 1, first_output,
+             first_target, a.runner().n_threads());
   for (int l = 0; l < info.n_layer && map_.residuals(); ++l) {
     const std::string& name = residual_name(l);
     const auto& ra = a.hook.captured(name);
@@ -217,21 +208,11 @@ analysis::Comparison Session::compare(const ArmRun& a, const ArmRun& b,
     const int first_row = static_cast<int>(a.hook.first_row(name));
     for (int p = first_row; p < n; ++p) {
       const size_t off = static_cast<size_t>(p - first_row) * w;
-      const auto d = analysis::residual_diff({ra.data() + off, w}, {rb.data() + off, w});
-      // As for logits: a number that is not finite would be stored and summarized as if it
-      // meant something.
-      if (!std::isfinite(d.rel_err) || !std::isfinite(d.cosine) || !std::isfinite(d.max_abs)) {
-        throw RuntimeError(
-            "the residuals after layer " + std::to_string(l) + " at position " +
-            std::to_string(p) + " give a non-finite relative error (" +
-            std::to_string(d.rel_err) +
-            "): arm A's residual there is zero, or an arm's holds NaN or inf; the weights of '" +
-            a.runner().settings().model + "' or '" + b.runner().settings().model +
-            "' may be corrupt");
-      }
-      c.layers.push_back({l, p, d});
+      c.layers.push_back(
+          {l, p, analysis::residual_diff({ra.data() + off, w}, {rb.data() + off, w})});
     }
   }
+  check_rows_finite(c, a.runner().settings().model, b.runner().settings().model);
   return c;
 }
 
@@ -246,6 +227,10 @@ ChunkResult Session::compute(int chunk, std::span<const int32_t> tokens) {
   // The run has a floor: never a chunk of its sample without it.
   const bool floor_here = floors_.present() && (!floor_on_ || floor_on_->count(chunk));
   if (floor_here) floors_.at_chunk(chunk);
+  if (lean_applies(floor_here)) {
+    compute_lean(r, floor_here, tokens, first_output);
+    return r;
+  }
   // Only the analyses read A′'s rows after A′ is compared: otherwise B′ runs in A′'s buffers.
   const bool share = analyses_.empty();
   // A floor arm may split in its arm's context, so it runs first: its arm's logits are then

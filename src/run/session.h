@@ -1,6 +1,7 @@
 // The arms of one diff, built from its configuration: A, B and the floor arms (A and B again,
-// each split into other ubatches: a floor of A alone misses B's own split noise). Computes a chunk's full result; diff, resume and verify all use this
-// one path, which is what makes verify's bitwise comparison meaningful.
+// each split into other ubatches: a floor of A alone misses B's own split noise). Computes a
+// chunk's full result; diff, resume and verify all use this one path, which is what makes verify's
+// bitwise comparison meaningful.
 #pragma once
 #include <functional>
 #include <map>
@@ -102,15 +103,30 @@ class Session {
   std::span<const float> run_patched(ArmRun& to, engine::Hook& patch,
                                      std::span<const int32_t> tokens, int first_output);
 
+  // The default diff's chunk with one llama.cpp context alive at a time (run/session_lean.cpp).
+  bool lean_applies(bool floor_here) const;
+  void compute_lean(analysis::ChunkResult& r, bool floor_here, std::span<const int32_t> tokens,
+                    int first_output);
+  // A hook handing every residual row to `each(layer, pos, row)`, keeping none.
+  using RowFn = std::function<void(int, int, std::span<const float>)>;
+  engine::Hook watch_residuals(RowFn each) const;
+  // One arm's floor pass in its context, by piece, against the logits in lean_logits_ and the
+  // rows in lean_rows_ (that arm's own).
+  analysis::Comparison lean_floor(engine::Arm& arm, int ubatch, std::span<const int32_t> tokens,
+                                  int first_output);
+
   DiffConfig config_;
   ArmRun a_, b_;
-  FloorArms floors_;  // none without the floor
-  std::optional<std::set<int>> floor_on_;  // nullopt: every chunk
-  std::vector<analysis::RestorePoint> points_;  // empty without --transplants
+  // The lean pass's one copy of logits and one set of residual rows ([n][width] per layer).
+  std::vector<float> lean_logits_;
+  std::vector<std::vector<float>> lean_rows_;
+  FloorArms floors_;                                      // none without the floor
+  std::optional<std::set<int>> floor_on_;                 // nullopt: every chunk
+  std::vector<analysis::RestorePoint> points_;            // empty without --transplants
   std::vector<const analysis::ChunkAnalysis*> analyses_;  // the plug-ins asked for
   engine::PointMap map_;
   analysis::ModelPoints model_points_;  // map_'s points as analyses see them
-  analysis::KlReference kl_from_a_;  // A's chunk, what every patched pass is scored against
+  analysis::KlReference kl_from_a_;     // A's chunk, what every patched pass is scored against
   std::unique_ptr<PrefixReuse> reuse_a_, reuse_b_;  // with --transplants, --components
   std::function<void(int, int)> on_pass_;
   std::map<std::string, std::string> sha256_;  // model path -> file hash

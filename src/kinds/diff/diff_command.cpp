@@ -3,9 +3,9 @@
 // heterodyne diff --resume run.hdy [-f TEXT|- | --tokens IDS|-]
 #include <fmt/format.h>
 
+#include "errors.h"
 #include "kinds/command_line/analysis_flags.h"
 #include "kinds/command_line/pair_flags.h"
-#include "errors.h"
 #include "kinds/diff/diff_kind.h"
 #include "kinds/diff/diff_run.h"
 
@@ -22,8 +22,7 @@ void DiffKind::add_command(CLI::App& app, cli::Context& ctx) const {
     bool force = false, no_prefix_reuse = false;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd =
-      app.add_subcommand(std::string(name()), std::string(description()));
+  CLI::App* cmd = app.add_subcommand(std::string(name()), std::string(description()));
   add_pair_flags(*cmd, o->pair, o->cfg);
   in_group(*cmd, "Analyses", [&] {
     cmd->add_flag("--save-residuals", o->cfg.save_residuals,
@@ -36,14 +35,17 @@ void DiffKind::add_command(CLI::App& app, cli::Context& ctx) const {
     cmd->add_flag(
         "--no-prefix-reuse", o->no_prefix_reuse,
         "run every patched pass from the embeddings (for comparison; the numbers are the same)");
+    cmd->add_flag("--two-contexts", o->cfg.two_contexts,
+                  "keep both arms' llama.cpp contexts between passes, as a run with analyses "
+                  "does: less time making them, more memory (the numbers are the same)");
     add_analysis_flags(*cmd, o->analyses);
   });
   add_output_and_resume(*cmd, o->out, o->force, o->resume);
   add_shard_flag(*cmd, o->shard);
   cmd->callback([o, cmd, &ctx] {
     if (ctx.plan_only) return check_plan(std::string(kDiffKind), o->pair, o->cfg, o->resume);
-    ResumableRun r =
-        ResumableRun::of_arms(o->resume, o->out, o->pair.a, o->pair.input.given(std::string(kDiffKind)));
+    ResumableRun r = ResumableRun::of_arms(o->resume, o->out, o->pair.a,
+                                           o->pair.input.given(std::string(kDiffKind)));
     r.resume_run = [&] {
       return run::diff_resume(o->resume, ctx.command_line, progress_line,
                               o->pair.input.given(std::string(kDiffKind)));
