@@ -95,5 +95,8 @@ TEST(LeanPass, IsTheTwoContextOrderBitForBit) {
     }
     EXPECT_TRUE(diff_moves);
     EXPECT_TRUE(floor_moves);
+    // Not the two-context order compared with itself.
+    EXPECT_EQ(lean.lean_chunks(), 3);
+    EXPECT_EQ(two.lean_chunks(), 0);
   }
 }

@@ -44,7 +44,7 @@ struct DecodeInput {
   int32_t split = 0;
   // Set: each piece's logits (rows from position `pos` on, [rows][n_vocab]) handed over where
   // the arm holds them, before the next piece's decode overwrites them, and none kept (a pass
-  // compared piece by piece needs no copy of its own: run/lean_pass.h). A backend without
+  // compared piece by piece needs no copy of its own: run/session_lean.cpp). A backend without
   // pieces of its own hands the whole pass as one.
   using PieceFn = std::function<void(int32_t pos, std::span<const float> logits)>;
   PieceFn on_piece = nullptr;

@@ -16,6 +16,11 @@ void Hook::watch(const std::string& point, Watcher watcher) {
   points_[point].watcher = std::move(watcher);
 }
 
+bool Hook::watches() const {
+  return std::any_of(points_.begin(), points_.end(),
+                     [](const auto& p) { return static_cast<bool>(p.second.watcher); });
+}
+
 void Hook::overwrite(const std::string& point, int64_t row_begin, std::span<const float> rows) {
   points_[point].patches.push_back({row_begin, std::vector<float>(rows.begin(), rows.end())});
 }

@@ -36,8 +36,9 @@ class Hook {
   void capture(const std::string& point);
   // Hand `point`'s rows to `watcher` as each ubatch computes them, keeping none: `pos` is the
   // batch position of row 0 of `rows` ([n][width]), valid during the call. A run that compares
-  // a pass with another's rows as it goes needs no copy of its own (run/lean_pass.h). A watcher
-  // that throws fails the decode, as a failed capture does. Not for a decode with a layout.
+  // a pass with another's rows as it goes needs no copy of its own (run/session_lean.cpp). A
+  // watcher that throws fails the decode, as a failed capture does. Not for a decode with a layout,
+  // nor in a worker's arm (WorkerArm refuses it): the rows are read in this process.
   using Watcher = std::function<void(int64_t pos, std::span<const float> rows, int64_t width)>;
   void watch(const std::string& point, Watcher watcher);
   // The width `point`'s rows have (floats): needed only where a decode may show a 3-D point one
@@ -61,6 +62,7 @@ class Hook {
   void list_nodes(std::vector<Node>* out) { nodes_ = out; }
 
   bool empty() const { return points_.empty() && nodes_ == nullptr; }
+  bool watches() const;  // whether any point is watched (watch)
 
   // A decode of several sequences (a server arm, server_schedule.h): the rows of each ubatch in
   // graph order, each the decode's row it is (-1: another sequence's token), and the same for

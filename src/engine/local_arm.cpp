@@ -100,9 +100,15 @@ void LocalArm::open_context() {
   fatal::set_activity("");
   if (ctx_ == nullptr) {
     const std::string why = last_llama_error();
+    // Made once already (release_context): the settings were fine; memory, most likely, is not.
+    if (opened_) {
+      throw RuntimeError("llama.cpp could not make the context of '" + settings_.model + "' again" +
+                         (why.empty() ? "" : ": " + why));
+    }
     throw InputError("llama.cpp refused the settings for '" + settings_.model + "'" +
                      (why.empty() ? "" : ": " + why));
   }
+  opened_ = true;
   has_memory_ = llama_get_memory(ctx_) != nullptr;
 }
 
@@ -110,6 +116,7 @@ void LocalArm::release_context() {
   if (composer_ != nullptr || ctx_ == nullptr) return;  // a server arm's cache is its state
   llama_free(ctx_);
   ctx_ = nullptr;
+  view_ = {};  // a copy of rows out of order, as large as the logits
 }
 
 // Why this model cannot be a server arm with these settings ("" where it can).
@@ -231,7 +238,10 @@ void LocalArm::hand_piece(int32_t pos, int32_t n_rows, int32_t lo, const float* 
 std::span<const float> LocalArm::decode_into(const DecodeInput& in, Hook* hook,
                                              std::vector<float>* copy) {
   check_input(in);
-  if (ctx_ == nullptr) open_context();  // released since the last decode
+  if (ctx_ == nullptr) {  // released since the last decode: a new, empty cache
+    if (in.pos0 > 0) throw RuntimeError("a decode step needs the KV cache its prompt left");
+    open_context();
+  }
   const int32_t n = in.n, first_output = in.first_output;
   // A split pass is the tokens in pieces of `split`, one llama_decode each: the ubatches a context
   // of -ub split cuts the batch into, here in this context (Arm::run_split checked that it can).

@@ -73,7 +73,6 @@ nlohmann::json to_json(const DiffConfig& c) {
   if (!c.analyses.empty()) j["analyses"] = c.analyses;
   if (c.skip_unencodable) j["skip_unencodable"] = true;
   if (c.token_ids) j["token_ids"] = true;
-  if (c.two_contexts) j["two_contexts"] = true;
   // Files from before the sample measured the floor on every chunk and read as "all".
   if (c.floor && c.floor_chunks != "all") j["floor_chunks"] = c.floor_chunks;
   return j;
@@ -97,7 +96,6 @@ DiffConfig diff_config_from_json(const nlohmann::json& j) {
   c.components = j.value("components", false);
   c.prefix_reuse = j.value("prefix_reuse", true);
   c.skip_unencodable = j.value("skip_unencodable", false);
-  c.two_contexts = j.value("two_contexts", false);
   if (j.contains("analyses")) c.analyses = j.at("analyses").get<std::vector<std::string>>();
   return c;
 }

@@ -33,7 +33,8 @@ struct DiffConfig {
   // Stored only when set, so files of runs without it keep their config byte for byte.
   bool skip_unencodable = false;
   // Keep both arms' llama.cpp contexts between passes (run/session_lean.cpp: by default the
-  // default diff holds one at a time). The same numbers; stored only when set.
+  // default diff holds one at a time). The same numbers, so never stored: a resumed run, and
+  // parts merged, hold one whatever the first run did.
   bool two_contexts = false;
 };
 

@@ -63,6 +63,9 @@ class Session {
   // Text of every token id that `c` mentions (inputs, targets, top-k).
   std::map<int32_t, std::string> pieces_of(const analysis::ChunkResult& c) const;
 
+  // How many chunks compute() ran with one llama.cpp context at a time (run/session_lean.cpp).
+  int lean_chunks() const { return lean_chunks_; }
+
   // Which starts prefix reuse proved per arm, and where it fell back (and why).
   nlohmann::json prefix_reuse_report() const;
 
@@ -120,6 +123,7 @@ class Session {
   // The lean pass's one copy of logits and one set of residual rows ([n][width] per layer).
   std::vector<float> lean_logits_;
   std::vector<std::vector<float>> lean_rows_;
+  int lean_chunks_ = 0;
   FloorArms floors_;                                      // none without the floor
   std::optional<std::set<int>> floor_on_;                 // nullopt: every chunk
   std::vector<analysis::RestorePoint> points_;            // empty without --transplants

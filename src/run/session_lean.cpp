@@ -120,6 +120,7 @@ void Session::compute_lean(analysis::ChunkResult& r, bool floor_here,
     r.floor_b = lean_floor(*b_.arm, floors_.b().split, tokens, first_output);
   }
   b_.arm->release_context();
+  ++lean_chunks_;
 }
 
 }  // namespace hd::run

@@ -35,12 +35,14 @@ void DiffKind::add_command(CLI::App& app, cli::Context& ctx) const {
     cmd->add_flag(
         "--no-prefix-reuse", o->no_prefix_reuse,
         "run every patched pass from the embeddings (for comparison; the numbers are the same)");
-    cmd->add_flag("--two-contexts", o->cfg.two_contexts,
-                  "keep both arms' llama.cpp contexts between passes, as a run with analyses "
-                  "does: less time making them, more memory (the numbers are the same)");
     add_analysis_flags(*cmd, o->analyses);
   });
   add_output_and_resume(*cmd, o->out, o->force, o->resume);
+  in_group(*cmd, "Memory", [&] {
+    cmd->add_flag("--two-contexts", o->cfg.two_contexts,
+                  "keep both arms' llama.cpp contexts between passes, as a run with analyses "
+                  "does: less time making them, more memory (the numbers are the same)");
+  });
   add_shard_flag(*cmd, o->shard);
   cmd->callback([o, cmd, &ctx] {
     if (ctx.plan_only) return check_plan(std::string(kDiffKind), o->pair, o->cfg, o->resume);
