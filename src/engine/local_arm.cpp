@@ -121,24 +121,20 @@ void LocalArm::release_context() {
 
 // Why this model cannot be a server arm with these settings ("" where it can).
 std::string LocalArm::server_refusal() const {
-  if (!splits_batches())
-    return no_split_reason(settings_.model) + ": it has no slots to share a batch with";
+  if (!splits_batches()) return no_split_reason(settings_.model) + ": it has no slots to share a batch with";
   // llama-server runs a sliding-window model with swa_full off, where its cache cannot shift.
   if (settings_.cache_reuse > 0 && llama_model_n_swa(weights_->handle()) > 0) {
-    return "'" + settings_.model +
-           "' attends through a sliding window, and llama-server (which "
+    return "'" + settings_.model + "' attends through a sliding window, and llama-server (which "
            "keeps only the window's cells) turns --cache-reuse off for it: drop --cache-reuse";
   }
   if (settings_.cache_reuse > 0 && !llama_memory_can_shift(llama_get_memory(ctx_))) {
-    return "'" + settings_.model +
-           "' cannot shift its KV cache (llama_memory_can_shift), so "
+    return "'" + settings_.model + "' cannot shift its KV cache (llama_memory_can_shift), so "
            "llama-server turns --cache-reuse off for it: drop --cache-reuse";
   }
   const llama_model* handle = weights_->handle();
   const bool recurrent = llama_model_is_recurrent(handle) || model_is_hybrid(handle, 0);
   if (recurrent && (settings_.cache_reuse > 0 || settings_.prompt_cache == "hit")) {
-    return "'" + settings_.model +
-           "' keeps a recurrent state, which cannot drop the end of a "
+    return "'" + settings_.model + "' keeps a recurrent state, which cannot drop the end of a "
            "sequence (llama_memory_seq_rm): a prompt-cache hit or --cache-reuse cannot be taken "
            "there (--prompt-cache prefix can)";
   }
@@ -146,8 +142,7 @@ std::string LocalArm::server_refusal() const {
   // (split_equal, non-sequential with unified KV): a split server_schedule.h does not mirror,
   // so the hook could not tell the measured rows apart.
   if (settings_.slots > 1 && recurrent) {
-    return "'" + settings_.model +
-           "' keeps a recurrent state, whose batches llama.cpp splits per "
+    return "'" + settings_.model + "' keeps a recurrent state, whose batches llama.cpp splits per "
            "sequence: server arms of more than one slot are not supported for it yet "
            "(docs/server.md)";
   }

@@ -2,8 +2,8 @@
 // update loop composes its batches (server_schedule.h), one llama_decode per batch, the hook
 // told which graph rows are the measured sequence's.
 #include <algorithm>
-#include <cstring>
 #include <functional>
+#include <cstring>
 
 #include "common/fatal.h"
 #include "engine/local_arm.h"
@@ -22,9 +22,8 @@ std::vector<ServerBatch> in_views(std::vector<ServerBatch> plan, int n_batch) {
   std::vector<ServerBatch> out;
   for (auto& b : plan) {
     for (size_t i = 0; i < b.size(); i += static_cast<size_t>(n_batch)) {
-      out.emplace_back(
-          b.begin() + static_cast<ptrdiff_t>(i),
-          b.begin() + static_cast<ptrdiff_t>(std::min(b.size(), i + static_cast<size_t>(n_batch))));
+      out.emplace_back(b.begin() + static_cast<ptrdiff_t>(i),
+                       b.begin() + static_cast<ptrdiff_t>(std::min(b.size(), i + static_cast<size_t>(n_batch))));
     }
   }
   return out;
@@ -33,9 +32,8 @@ std::vector<ServerBatch> in_views(std::vector<ServerBatch> plan, int n_batch) {
 // Cells [p0, p1) of the slot dropped from the cache, as the server does before a reuse.
 void drop(llama_memory_t mem, llama_seq_id slot, llama_pos p0, llama_pos p1) {
   if (!llama_memory_seq_rm(mem, slot, p0, p1))
-    throw RuntimeError(
-        "llama.cpp could not drop positions of a sequence from its cache "
-        "(llama_memory_seq_rm)");
+    throw RuntimeError("llama.cpp could not drop positions of a sequence from its cache "
+                       "(llama_memory_seq_rm)");
 }
 
 }  // namespace
@@ -58,14 +56,11 @@ std::vector<LocalArm::Phase> LocalArm::plan_phases(const DecodeInput& in) {
   if (whole && settings_.cache_reuse > 0 && n >= 4) {
     const int32_t q = n / 4, h = n / 2, junk = settings_.cache_reuse;
     composer_->feed(in.tokens, 0, h, 0, first_output, phases[0].batches);
-    std::vector<int32_t>
-        earlier;  // the J other tokens (the text read from its middle), then the quarter
-    for (int32_t i = 0; i < junk; ++i)
-      earlier.push_back(in.tokens[static_cast<size_t>((n / 2 + i) % n)]);
+    std::vector<int32_t> earlier;  // the J other tokens (the text read from its middle), then the quarter
+    for (int32_t i = 0; i < junk; ++i) earlier.push_back(in.tokens[static_cast<size_t>((n / 2 + i) % n)]);
     earlier.insert(earlier.end(), in.tokens.begin() + q, in.tokens.begin() + h);
     Phase again{{}, [mem, slot, q] { drop(mem, slot, q, -1); }};
-    composer_->feed(earlier, 0, static_cast<int32_t>(earlier.size()), q, first_output,
-                    again.batches, 0);
+    composer_->feed(earlier, 0, static_cast<int32_t>(earlier.size()), q, first_output, again.batches, 0);
     Phase shifted{{}, [mem, slot, q, h, junk] {
                     drop(mem, slot, q, q + junk);
                     llama_memory_seq_add(mem, slot, q + junk, h + junk, -junk);
@@ -89,13 +84,11 @@ std::vector<LocalArm::Phase> LocalArm::plan_phases(const DecodeInput& in) {
 
 void LocalArm::decode_server(const DecodeInput& in, Hook* hook, std::vector<float>& logits) {
   if (!in.rows.empty() || !in.start.empty()) {
-    throw InputError("a server arm ('" + settings_.model +
-                     "' with slots or neighbours) runs from "
+    throw InputError("a server arm ('" + settings_.model + "' with slots or neighbours) runs from "
                      "tokens: its other slots have no rows to start a pass from");
   }
   const int32_t n = in.n, first_output = in.first_output;
-  if (in.tokens.size() != static_cast<size_t>(n))
-    throw RuntimeError("decode input does not match its length");
+  if (in.tokens.size() != static_cast<size_t>(n)) throw RuntimeError("decode input does not match its length");
   std::vector<Phase> phases = plan_phases(in);
   for (auto& p : phases) p.batches = in_views(std::move(p.batches), settings_.n_batch);
   if (in.pos0 == 0) llama_memory_clear(llama_get_memory(ctx_), true);
@@ -125,8 +118,7 @@ void LocalArm::decode_server(const DecodeInput& in, Hook* hook, std::vector<floa
     hook_->set_layout(std::move(layout));
     hook_->begin_decode(n, first_output, model_->info().n_layer);
   }
-  logits.resize(static_cast<size_t>(n - first_output) *
-                static_cast<size_t>(model_->info().n_vocab));
+  logits.resize(static_cast<size_t>(n - first_output) * static_cast<size_t>(model_->info().n_vocab));
   std::string failure;
   try {
     for (const auto& phase : phases) {
@@ -144,8 +136,7 @@ void LocalArm::decode_server(const DecodeInput& in, Hook* hook, std::vector<floa
   if (used != nullptr) used->end_decode();
 }
 
-void LocalArm::run_server_batch(const ServerBatch& b, int first_output,
-                                std::vector<float>& logits) {
+void LocalArm::run_server_batch(const ServerBatch& b, int first_output, std::vector<float>& logits) {
   const auto size = static_cast<int32_t>(b.size());
   llama_batch batch = llama_batch_init(size, 0, 1);
   for (int32_t i = 0; i < size; ++i) {
@@ -157,8 +148,7 @@ void LocalArm::run_server_batch(const ServerBatch& b, int first_output,
     batch.logits[i] = t.output ? 1 : 0;
   }
   batch.n_tokens = size;
-  fatal::set_activity("running '" + settings_.model + "' among " + std::to_string(settings_.slots) +
-                      " slots");
+  fatal::set_activity("running '" + settings_.model + "' among " + std::to_string(settings_.slots) + " slots");
   const int32_t rc = llama_decode(ctx_, batch);
   fatal::set_activity("");
   llama_batch_free(batch);
@@ -172,8 +162,7 @@ void LocalArm::run_server_batch(const ServerBatch& b, int first_output,
     const BatchToken& t = b[static_cast<size_t>(i)];
     if (t.measured < first_output) continue;  // a neighbour's (-1) or an unscored position
     const float* row = llama_get_logits_ith(ctx_, i);
-    if (row == nullptr)
-      throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(t.measured));
+    if (row == nullptr) throw RuntimeError("llama.cpp returned no logits for position " + std::to_string(t.measured));
     copy_logits(row, logits.data() + static_cast<size_t>(t.measured - first_output) * n_vocab,
                 n_vocab, settings_.model, t.pos);
   }

@@ -19,8 +19,8 @@ static int timeout_ms_from_env() {
   const double s = std::strtod(env, &end);
   if (end == env || *end != '\0' || !(s > 0) || s > 86400) {
     throw InputError(
-        std::string("HETERODYNE_WORKER_TIMEOUT must be seconds between 0 and 86400, not '") + env +
-        "'");
+        std::string("HETERODYNE_WORKER_TIMEOUT must be seconds between 0 and 86400, not '") +
+        env + "'");
   }
   return static_cast<int>(std::lround(s * 1000));
 }
@@ -29,8 +29,7 @@ static int timeout_ms_from_env() {
 class WorkerConnection {
  public:
   explicit WorkerConnection(const std::string& exe)
-      : exe_(exe),
-        timeout_ms_(timeout_ms_from_env()),
+      : exe_(exe), timeout_ms_(timeout_ms_from_env()),
         proc_(std::make_unique<WorkerProcess>(exe, std::vector<std::string>{})) {
     const wire::Hello hello =
         wire::decode_hello(exchange(wire::encode(wire::Hello{}), "its start", "the worker " + exe));
@@ -48,8 +47,7 @@ class WorkerConnection {
 
   // Sends `m`, waits for the answer; a death, a timeout or an Error reply becomes an exception
   // saying what `who` was doing (`during`).
-  wire::Message exchange(const wire::Message& m, const std::string& during,
-                         const std::string& who) {
+  wire::Message exchange(const wire::Message& m, const std::string& during, const std::string& who) {
     std::lock_guard lock(mutex_);
     if (dead_) throw RuntimeError(who + " is no longer running (it failed earlier)");
     std::optional<wire::Message> reply;
@@ -135,8 +133,8 @@ WorkerArm::WorkerArm(const ModelInfo& host, const ArmSettings& s, int n_ctx) {
     throw RuntimeError(who_ + " reads '" + s.model + "' as " + info.at("n_layer").dump() +
                        " layers × " + info.at("n_embd").dump() + ", vocabulary " +
                        std::to_string(n_vocab_) + "; this binary reads " +
-                       std::to_string(host.n_layer) + " × " + std::to_string(host.n_embd) + ", " +
-                       std::to_string(host.n_vocab));
+                       std::to_string(host.n_layer) + " × " + std::to_string(host.n_embd) +
+                       ", " + std::to_string(host.n_vocab));
   }
   // {"placement", "flash_attn" where llama.cpp said} from this source's worker; the placement
   // alone from a worker built before it.
@@ -173,12 +171,13 @@ void WorkerArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& lo
     const auto& e = hook->row_rule_exceptions();
     d.row_rule_exceptions.assign(e.begin(), e.end());
   }
-  const std::string during = in.pos0 > 0 ? "a decode step at position " + std::to_string(in.pos0)
-                                         : "a decode of " + std::to_string(in.n) + " tokens";
+  const std::string during = in.pos0 > 0
+                                 ? "a decode step at position " + std::to_string(in.pos0)
+                                 : "a decode of " + std::to_string(in.n) + " tokens";
   wire::Decoded r = wire::decode_decoded(conn_->exchange(wire::encode(d), during, who_));
-  const size_t want = !d.stop_after.empty() ? 0
-                                            : static_cast<size_t>(in.n - in.first_output) *
-                                                  static_cast<size_t>(n_vocab_);
+  const size_t want = !d.stop_after.empty()
+                         ? 0
+                         : static_cast<size_t>(in.n - in.first_output) * static_cast<size_t>(n_vocab_);
   if (r.logits.size() != want || (hook != nullptr && r.captured.size() != d.captures.size())) {
     throw RuntimeError(who_ + " answered " + during + " with " + std::to_string(r.logits.size()) +
                        " logits and " + std::to_string(r.captured.size()) +

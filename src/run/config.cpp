@@ -57,18 +57,18 @@ engine::ArmSettings arm_settings_from_json(const nlohmann::json& j) {
 
 nlohmann::json to_json(const DiffConfig& c) {
   nlohmann::json j = {{"a", to_json(c.a)},
-                      {"b", to_json(c.b)},
-                      {"b_quant", c.b_quant},
-                      {"text_file", c.text_file},
-                      {"chunk", c.chunk},
-                      {"max_chunks", c.max_chunks},
-                      {"score_from", c.score_from},
-                      {"floor", c.floor},
-                      {"floor_ubatch", c.floor_ubatch},
-                      {"save_residuals", c.save_residuals},
-                      {"transplants", c.transplants},
-                      {"components", c.components},
-                      {"prefix_reuse", c.prefix_reuse}};
+          {"b", to_json(c.b)},
+          {"b_quant", c.b_quant},
+          {"text_file", c.text_file},
+          {"chunk", c.chunk},
+          {"max_chunks", c.max_chunks},
+          {"score_from", c.score_from},
+          {"floor", c.floor},
+          {"floor_ubatch", c.floor_ubatch},
+          {"save_residuals", c.save_residuals},
+          {"transplants", c.transplants},
+          {"components", c.components},
+          {"prefix_reuse", c.prefix_reuse}};
   // Only when asked for: the configuration of a run without plug-ins reads as before.
   if (!c.analyses.empty()) j["analyses"] = c.analyses;
   if (c.skip_unencodable) j["skip_unencodable"] = true;
@@ -156,8 +156,8 @@ void validate(const DiffConfig& c) {
       std::string known;
       for (const auto& a : analysis::chunk_analyses())
         known += (known.empty() ? "" : ", ") + a->name();
-      throw InputError("--analysis '" + c.analyses[i] +
-                       "' is not an analysis (there are: " + known + ")");
+      throw InputError("--analysis '" + c.analyses[i] + "' is not an analysis (there are: " +
+                       known + ")");
     }
     for (size_t k = 0; k < i; ++k) {
       if (c.analyses[k] == c.analyses[i])

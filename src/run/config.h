@@ -13,7 +13,7 @@ namespace hd::run {
 struct DiffConfig {
   engine::ArmSettings a;
   engine::ArmSettings b;
-  std::string b_quant;    // when set, B's model is A's quantized to this type
+  std::string b_quant;  // when set, B's model is A's quantized to this type
   std::string text_file;  // the input: a text, or with token_ids a file of token ids
   // --tokens (run/input.h). Stored only when set, so files of text runs keep their config.
   bool token_ids = false;
@@ -25,9 +25,9 @@ struct DiffConfig {
   // The chunks the floor is measured on (analysis/floor_sample.h): "auto", "all" or a count.
   std::string floor_chunks = "auto";
   bool save_residuals = false;
-  bool transplants = false;           // denoise and noise at inp_embd and every l_out-N
-  bool components = false;            // and at every ffn_inp-N: the attention/MLP split
-  bool prefix_reuse = true;           // start patched passes at the restore point (run/prefix.h)
+  bool transplants = false;  // denoise and noise at inp_embd and every l_out-N
+  bool components = false;   // and at every ffn_inp-N: the attention/MLP split
+  bool prefix_reuse = true;  // start patched passes at the restore point (run/prefix.h)
   std::vector<std::string> analyses;  // plug-in analyses by name (analysis/plugin.h)
   // Drop the lines of the text the vocabulary cannot encode (run/text.h encodable_text).
   // Stored only when set, so files of runs without it keep their config byte for byte.

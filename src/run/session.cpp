@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "analysis/kl.h"
 #include "common/sha256.h"
@@ -41,25 +40,18 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
   if (config_.transplants || config_.components) {
     const std::string& why = config_.components ? map_.no_components : map_.no_transplants;
     if (!why.empty()) {
-      throw InputError(std::string(config_.components ? "--components" : "--transplants") + ": " +
-                       why + " (heterodyne points --model " + config_.a.model + ")");
+      throw InputError(std::string(config_.components ? "--components" : "--transplants") +
+                       ": " + why + " (heterodyne points --model " + config_.a.model + ")");
     }
     points_ = analysis::restore_points(model_a->info().n_layer, config_.components);
   }
   if (config_.save_residuals && !map_.residuals()) {
     throw InputError("--save-residuals: " + map_.no_residuals);
   }
-  model_points_ = {map_.n_layer,
-                   map_.router,
-                   map_.route_experts,
-                   map_.route_weights,
-                   map_.n_expert,
-                   map_.n_expert_used,
-                   map_.router_logits,
-                   map_.no_routing,
-                   map_.no_routing_transplant,
-                   {},
-                   map_.no_transplants};
+  model_points_ = {map_.n_layer,       map_.router,        map_.route_experts,
+                   map_.route_weights, map_.n_expert,      map_.n_expert_used,
+                   map_.router_logits, map_.no_routing,    map_.no_routing_transplant,
+                   {},                 map_.no_transplants};
   if (map_.residuals()) {
     for (int l = 0; l < map_.n_layer; ++l) model_points_.residual.push_back(residual_name(l));
   }
@@ -86,12 +78,11 @@ Session::Session(DiffConfig config) : config_(std::move(config)) {
     reuse_b_ = std::make_unique<PrefixReuse>(*b_.arm, map_, names);
   }
   if (config_.floor && map_.floor()) {  // otherwise the run says why (capability_lines)
-    floors_ = FloorArms(
-        config_, model_a, model_b,
-        [this](std::shared_ptr<engine::Model> m, const engine::ArmSettings& s) {
-          return make_run(std::move(m), s);
-        },
-        *a_.arm, *b_.arm);
+    floors_ = FloorArms(config_, model_a, model_b,
+                        [this](std::shared_ptr<engine::Model> m, const engine::ArmSettings& s) {
+                          return make_run(std::move(m), s);
+                        },
+                        *a_.arm, *b_.arm);
   }
   for (const auto& [path, m] : models) sha256_[path] = sha256_file(path);
 }
@@ -101,7 +92,7 @@ std::vector<std::vector<int32_t>> Session::chunks_of(const std::string& text) co
 }
 
 ArmRun Session::make_run(std::shared_ptr<engine::Model> model,
-                         const engine::ArmSettings& settings) const {
+                                  const engine::ArmSettings& settings) const {
   ArmRun r;
   if (model) r.arm = std::make_unique<engine::Arm>(std::move(model), settings, config_.chunk);
   engine::tell_rows(map_, r.hook);
@@ -163,15 +154,15 @@ analysis::Transplants Session::transplant(std::span<const int32_t> tokens, int f
 // the prefix again): at the point itself the source's rows are the start's value; at an earlier
 // start the target's own rows are, and the source's tensor is written at the point.
 std::span<const float> Session::patched_pass(bool denoise, size_t k,
-                                             std::span<const int32_t> tokens, int first_output) {
+                                            std::span<const int32_t> tokens, int first_output) {
   ArmRun& target = denoise ? b_ : a_;
   const ArmRun& source = denoise ? a_ : b_;
   PrefixReuse* reuse = denoise ? reuse_b_.get() : reuse_a_.get();
   const std::string name = graph_name(points_[k]);
   const int n = static_cast<int>(tokens.size());
-  const int s =
-      reuse ? reuse->start_for(static_cast<int>(k), target.hook, target.logits, n, first_output)
-            : -1;
+  const int s = reuse ? reuse->start_for(static_cast<int>(k), target.hook, target.logits, n,
+                                         first_output)
+                      : -1;
   if (s == static_cast<int>(k)) {
     return target.arm->run_from_view(name, source.hook.captured(name), n, nullptr, first_output);
   }
