@@ -204,6 +204,8 @@ TEST(CliUser, HelpFitsOneHundredColumnsListsLlamaCppsSpellingsAndLeavesTheRareFl
   EXPECT_EQ(diff.out.find("--a-ctk"), std::string::npos) << diff.out;
   EXPECT_EQ(diff.out.find("--neighbours"), std::string::npos) << diff.out;
   EXPECT_NE(diff.out.find("diff --help-all lists these too: "), std::string::npos) << diff.out;
+  // Memory is no rare choice on a large model: one context at a time, or both (docs/diff.md).
+  EXPECT_NE(diff.out.find("--two-contexts"), std::string::npos) << diff.out;
   for (const char* rare : {"--a-ctk", "--b-fa", "--neighbours", "--prompt-cache", "--shard"})
     EXPECT_NE(all.out.find(rare), std::string::npos) << rare << "\n" << all.out;
   // The flags --help shows as llama.cpp spells them work so spelled.

@@ -62,9 +62,8 @@ class LocalArm : public ArmBackend {
   // "on" or "off": what llama.cpp ran (-fa auto resolved); "" where its log did not say.
   std::string flash_attn_resolved_;
   llama_context* ctx_ = nullptr;  // null after release_context, until the next decode
-  bool has_memory_ = true;
-  bool opened_ = false;  // a context was made once: a later failure is not the settings'        //
-                         // llama_get_memory: false for a model without a KV cache
+  bool has_memory_ = true;  // llama_get_memory: false for a model without a KV cache
+  bool opened_ = false;     // a context was made once: a later failure is not the settings'
   Hook* hook_ = nullptr;
   std::unique_ptr<ServerComposer> composer_;  // a server arm's other slots; null for a plain arm
 };

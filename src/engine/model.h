@@ -48,7 +48,8 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   const ModelInfo& info() const { return info_; }
-  llama_model* handle() const { return model_; }  // vocabulary and hyperparameters only
+  // Vocabulary and hyperparameters only; the arm's whole model after share_vocabulary.
+  llama_model* handle() const { return model_; }
 
   // Reads the vocabulary from `w` (this file's weights, loaded by an arm in this process, which
   // hold it too) and frees its own vocabulary-only copy: 55 MiB for a 128k vocabulary, twice in
@@ -70,7 +71,7 @@ class Model {
  private:
   friend std::shared_ptr<Model> model_load(const std::string& path);
   Model() = default;
-  llama_model* model_ = nullptr;      // vocabulary and hyperparameters only
+  llama_model* model_ = nullptr;      // vocabulary and hyperparameters only, or weights_'s
   std::shared_ptr<Weights> weights_;  // model_'s owner after share_vocabulary
   ModelInfo info_;
 };

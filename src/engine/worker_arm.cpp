@@ -152,6 +152,8 @@ WorkerArm::WorkerArm(const ModelInfo& host, const ArmSettings& s, int n_ctx) {
 WorkerArm::~WorkerArm() { conn_->close_arm(id_); }
 
 void WorkerArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& logits) {
+  if (hook != nullptr && hook->watches())
+    throw RuntimeError("a worker's arm cannot hand its rows to a watcher in this process");
   wire::Decode d;
   d.arm = id_;
   d.n = in.n;
@@ -160,8 +162,6 @@ void WorkerArm::decode(const DecodeInput& in, Hook* hook, std::vector<float>& lo
   d.tokens.assign(in.tokens.begin(), in.tokens.end());
   d.rows.assign(in.rows.begin(), in.rows.end());
   d.start = in.start;
-  if (hook != nullptr && hook->watches())
-    throw RuntimeError("a worker's arm cannot hand its rows to a watcher in this process");
   if (hook != nullptr) {
     d.stop_after = hook->stop_point();
     d.captures = hook->captures();

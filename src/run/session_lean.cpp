@@ -1,12 +1,12 @@
 // The default diff's chunk (no analyses, transplants or saved residuals) with one llama.cpp
-// context alive at a time, for a model whose contexts and logits are large beside its weights
+// context alive at a time, which matters where contexts and logits are large beside the weights
 // (a 3B model of a 128k vocabulary at chunks of 512: 570 MiB a context, 250 MiB of logits, 170
 // MiB of residual rows): A; A's logits copied, its residual rows kept; A′ in A's context, each
 // piece compared with the copy as its llama_decode writes it, each residual row with A's as
 // llama.cpp computes it; A's context freed; B against the copy, each of A's rows compared and
 // then overwritten by B's; B's logits copied over A's; B′ in B's context against them; B's
 // context freed. One context, one copy of logits and one set of rows, where the two-context
-// order holds two, two and three. The same rows as Session::compare's, bit for bit
+// order holds two contexts, one copy (the floor's) and three sets. The same rows as Session::compare's, bit for bit
 // (tests/test_lean_pass.cpp): both go through run/comparison.h.
 #include <algorithm>
 
