@@ -18,6 +18,12 @@ using namespace hd;
 
 namespace {
 
+// Bits, not values: a KL of -0.0 against 0.0 would be a different computation.
+template <class T>
+bool same_bits(const T& x, const T& y) {
+  return std::memcmp(&x, &y, sizeof x) == 0;
+}
+
 void expect_same(const analysis::Comparison& lean, const analysis::Comparison& two,
                  const std::string& what) {
   SCOPED_TRACE(what);
@@ -28,10 +34,9 @@ void expect_same(const analysis::Comparison& lean, const analysis::Comparison& t
     ASSERT_EQ(x.pos, y.pos);
     EXPECT_EQ(x.target, y.target);
     EXPECT_EQ(x.scored, y.scored);
-    // Bits, not values: a KL of -0.0 against 0.0 would be a different computation.
-    EXPECT_EQ(std::memcmp(&x.score.kl, &y.score.kl, sizeof(double)), 0) << "pos " << x.pos;
-    EXPECT_EQ(std::memcmp(&x.score.nll_a, &y.score.nll_a, sizeof(double)), 0) << "pos " << x.pos;
-    EXPECT_EQ(std::memcmp(&x.score.nll_b, &y.score.nll_b, sizeof(double)), 0) << "pos " << x.pos;
+    EXPECT_TRUE(same_bits(x.score.kl, y.score.kl)) << "pos " << x.pos;
+    EXPECT_TRUE(same_bits(x.score.nll_a, y.score.nll_a)) << "pos " << x.pos;
+    EXPECT_TRUE(same_bits(x.score.nll_b, y.score.nll_b)) << "pos " << x.pos;
     EXPECT_EQ(x.score.top_a.id, y.score.top_a.id) << "pos " << x.pos;
     EXPECT_EQ(x.score.top_b.id, y.score.top_b.id) << "pos " << x.pos;
     EXPECT_EQ(x.score.top_a.p, y.score.top_a.p) << "pos " << x.pos;
@@ -43,8 +48,7 @@ void expect_same(const analysis::Comparison& lean, const analysis::Comparison& t
     const auto& y = two.layers[i];
     ASSERT_EQ(x.layer, y.layer);
     ASSERT_EQ(x.pos, y.pos);
-    EXPECT_EQ(std::memcmp(&x.diff, &y.diff, sizeof x.diff), 0)
-        << "layer " << x.layer << " pos " << x.pos;
+    EXPECT_TRUE(same_bits(x.diff, y.diff)) << "layer " << x.layer << " pos " << x.pos;
   }
 }
 

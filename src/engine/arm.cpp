@@ -83,10 +83,9 @@ void check_settings(const ArmSettings& s, const ModelInfo& m, int n_ctx) {
   // llama_init_from_model forces flash attention off for Grok whatever -fa says, and then
   // refuses a quantized V cache with "requires flash_attn", which reads as if -fa were off.
   if (ggml_is_quantized(tv) && m.architecture == "grok") {
-    throw InputError(
-        "llama.cpp turns flash attention off for the grok architecture, so a "
-        "quantized V cache (" +
-        s.cache_type_v + ") cannot be used with it: use an f16 V cache");
+    throw InputError("llama.cpp turns flash attention off for the grok architecture, so a "
+                     "quantized V cache (" + s.cache_type_v +
+                     ") cannot be used with it: use an f16 V cache");
   }
   if (ggml_is_quantized(tv) && s.flash_attn == "off") {
     throw InputError("a quantized V cache (" + s.cache_type_v +
@@ -171,8 +170,8 @@ DecodeInput Arm::from_input(const std::string& start, std::span<const float> row
   return {{}, rows, n_tokens, first_output, 0, start};
 }
 
-void Arm::run_from(const std::string& start, std::span<const float> rows, int n_tokens, Hook* hook,
-                   std::vector<float>& logits, int first_output) {
+void Arm::run_from(const std::string& start, std::span<const float> rows, int n_tokens,
+                   Hook* hook, std::vector<float>& logits, int first_output) {
   decode(from_input(start, rows, n_tokens, first_output), hook, logits);
 }
 

@@ -282,10 +282,9 @@ void Hook::handle_mapped(Point& p, const std::string& name, ggml_tensor* t, int6
     throw RuntimeError("graph point '" + name + "' is watched in a decode of several sequences");
   const std::vector<int32_t>& map = map_of(p.ubatches_seen++);
   if (static_cast<int64_t>(map.size()) != rows) {
-    throw RuntimeError("graph point '" + name + "' has " + std::to_string(rows) +
-                       " rows in ubatch " + std::to_string(p.ubatches_seen - 1) +
-                       ", where llama.cpp's split as " + "heterodyne reads it has " +
-                       std::to_string(map.size()) +
+    throw RuntimeError("graph point '" + name + "' has " + std::to_string(rows) + " rows in ubatch " +
+                       std::to_string(p.ubatches_seen - 1) + ", where llama.cpp's split as " +
+                       "heterodyne reads it has " + std::to_string(map.size()) +
                        ": this llama.cpp splits batches otherwise (engine/server_schedule.h)");
   }
   for (int64_t r = 0; r < rows;) {
@@ -300,9 +299,7 @@ void Hook::handle_mapped(Point& p, const std::string& name, ggml_tensor* t, int6
       const int64_t n_patch = static_cast<int64_t>(patch.rows.size()) / width;
       const int64_t lo = std::max(at, patch.row_begin);
       const int64_t hi = std::min(at + len, patch.row_begin + n_patch);
-      if (lo < hi)
-        set_rows(t, patch.rows.data() + (lo - patch.row_begin) * width, r + (lo - at), hi - lo,
-                 width);
+      if (lo < hi) set_rows(t, patch.rows.data() + (lo - patch.row_begin) * width, r + (lo - at), hi - lo, width);
     }
     if (p.keep) {
       const size_t need = static_cast<size_t>((at - p.first_row + len) * width);

@@ -56,7 +56,7 @@ class Hook {
     std::string name;
     bool readable = false;  // f32 contiguous at most 3-D, or i32 2-D: a point can be taken here
     int64_t width = 0, rows = 0;
-    int count = 1;   // nodes of this name per ubatch: more than one is no point (arctic, grok)
+    int count = 1;  // nodes of this name per ubatch: more than one is no point (arctic, grok)
     std::string op;  // the ggml op that writes it (ggml_op_desc: MUL_MAT, RMS_NORM, …)
   };
   void list_nodes(std::vector<Node>* out) { nodes_ = out; }

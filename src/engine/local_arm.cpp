@@ -50,9 +50,8 @@ LocalArm::LocalArm(std::shared_ptr<Model> model, const ArmSettings& settings, in
   if (!splits_batches() && n_ubatch_ < n_ctx_) {
     llama_free(ctx_);
     ctx_ = nullptr;
-    throw InputError(no_split_reason(settings_.model) +
-                     ": its ubatch must hold the whole chunk (-ub " + std::to_string(n_ctx_) +
-                     " or more)");
+    throw InputError(no_split_reason(settings_.model) + ": its ubatch must hold the whole chunk (-ub " +
+                     std::to_string(n_ctx_) + " or more)");
   }
 }
 
@@ -93,9 +92,9 @@ void LocalArm::open_context() {
     ctx_ = llama_init_from_model(weights_->handle(), cp);
     // -fa on and off are what ran unless llama.cpp said otherwise (Grok); auto is what it chose,
     // and stays unknown ("") where it said nothing.
-    flash_attn_resolved_ = !watch.logged().empty()          ? watch.logged()
+    flash_attn_resolved_ = !watch.logged().empty()       ? watch.logged()
                            : settings_.flash_attn != "auto" ? settings_.flash_attn
-                                                            : "";
+                                                          : "";
   }
   fatal::set_activity("");
   if (ctx_ == nullptr) {
@@ -188,8 +187,7 @@ void LocalArm::check_input(const DecodeInput& in) const {
     throw RuntimeError("first output position out of range");
   if (composer_ != nullptr) return;
   if (pos0 > 0 && !splits_batches()) {
-    throw InputError(no_split_reason(settings_.model) +
-                     ": it cannot continue a sequence (decode steps)");
+    throw InputError(no_split_reason(settings_.model) + ": it cannot continue a sequence (decode steps)");
   }
   const bool from_rows = !in.rows.empty();
   const size_t width = from_rows ? static_cast<size_t>(model_->info().n_embd) : 0;
@@ -197,14 +195,11 @@ void LocalArm::check_input(const DecodeInput& in) const {
                 : in.tokens.size() != static_cast<size_t>(n)) {
     throw RuntimeError("decode input does not match its length");
   }
-  if (!in.start.empty() && !from_rows)
-    throw RuntimeError("a pass from a graph node needs its rows");
+  if (!in.start.empty() && !from_rows) throw RuntimeError("a pass from a graph node needs its rows");
 #ifndef LLAMA_HAS_GRAPH_START
   if (!in.start.empty()) {
-    throw RuntimeError(
-        "this llama.cpp has no llama_set_graph_start (scripts/llama-graph-start.patch "
-        "is not applied to it): a pass cannot start at '" +
-        in.start + "'");
+    throw RuntimeError("this llama.cpp has no llama_set_graph_start (scripts/llama-graph-start.patch "
+                       "is not applied to it): a pass cannot start at '" + in.start + "'");
   }
 #endif
 }
@@ -213,19 +208,12 @@ void LocalArm::check_input(const DecodeInput& in) const {
 // over where llama.cpp wrote them, or from view_ where they are not in order there.
 void LocalArm::hand_piece(int32_t pos, int32_t n_rows, int32_t lo, const float* first_row,
                           bool in_order, const DecodeInput::PieceFn& fn) {
-  const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
-  const size_t n_out = static_cast<size_t>(lo + n_rows - pos);
-  if (in_order) {
-    fn(pos, {first_row, n_out * n_vocab});
+  const int32_t n_out = lo + n_rows - pos;
+  if (!in_order) {
+    fn(pos, gather(pos - lo, n_out));
     return;
   }
-  view_.resize(n_out * n_vocab);
-  for (size_t r = 0; r < n_out; ++r) {
-    std::memcpy(view_.data() + r * n_vocab,
-                llama_get_logits_ith(ctx_, pos - lo + static_cast<int32_t>(r)),
-                n_vocab * sizeof(float));
-  }
-  fn(pos, view_);
+  fn(pos, {first_row, static_cast<size_t>(n_out) * static_cast<size_t>(model_->info().n_vocab)});
 }
 
 // The decode's logits copied into `*copy`, or with a null `copy` checked where llama.cpp wrote
@@ -312,17 +300,21 @@ std::span<const float> LocalArm::end_decode(const DecodeInput& in, int32_t rc,
     throw RuntimeError("llama_decode failed (" + std::to_string(rc) + ")" +
                        (why.empty() ? "" : ": " + why));
   }
-  if (used != nullptr) used->end_decode();               // throws where the hook failed
+  if (used != nullptr) used->end_decode();  // throws where the hook failed
   if (used != nullptr && !used->stop_point().empty()) {  // the graph stopped
     if (copy != nullptr) copy->clear();
     return {};
   }
   if (rows != nullptr || n_values == 0) return {rows, n_values};  // 0: handed over by piece
+  return gather(in.first_output, in.n - in.first_output);
+}
+
+std::span<const float> LocalArm::gather(int32_t first, int32_t count) {
   const size_t n_vocab = static_cast<size_t>(model_->info().n_vocab);
-  view_.resize(n_values);
-  for (int32_t i = in.first_output; i < in.n; ++i) {
-    std::memcpy(view_.data() + static_cast<size_t>(i - in.first_output) * n_vocab,
-                llama_get_logits_ith(ctx_, i), n_vocab * sizeof(float));
+  view_.resize(static_cast<size_t>(count) * n_vocab);
+  for (int32_t r = 0; r < count; ++r) {
+    std::memcpy(view_.data() + static_cast<size_t>(r) * n_vocab,
+                llama_get_logits_ith(ctx_, first + r), n_vocab * sizeof(float));
   }
   return view_;
 }

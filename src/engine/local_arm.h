@@ -34,6 +34,8 @@ class LocalArm : public ArmBackend {
 
  private:
   void open_context();
+  // The decode's rows first..first + count - 1 of logits, copied in order into view_.
+  std::span<const float> gather(int32_t first, int32_t count);
   void hand_piece(int32_t pos, int32_t n_rows, int32_t lo, const float* first_row, bool in_order,
                   const DecodeInput::PieceFn& fn);
   void check_input(const DecodeInput& in) const;

@@ -112,12 +112,9 @@ std::shared_ptr<Weights> load_weights(const std::string& path, const Placement& 
 static std::string describe(const GgufSummary& s) {
   const double n = static_cast<double>(s.n_params);
   char size[32];
-  if (n >= 1e9)
-    std::snprintf(size, sizeof size, "%.2fB", n / 1e9);
-  else if (n >= 1e6)
-    std::snprintf(size, sizeof size, "%.1fM", n / 1e6);
-  else
-    std::snprintf(size, sizeof size, "%.1fK", n / 1e3);
+  if (n >= 1e9) std::snprintf(size, sizeof size, "%.2fB", n / 1e9);
+  else if (n >= 1e6) std::snprintf(size, sizeof size, "%.1fM", n / 1e6);
+  else std::snprintf(size, sizeof size, "%.1fK", n / 1e3);
   std::string type = s.weight_type;
   for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s.architecture + " " + size + " " + type;

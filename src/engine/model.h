@@ -96,8 +96,7 @@ class Weights {
   llama_model* model_ = nullptr;
   Placement placement_;
   std::string path_;
-  bool mapping_resident_ =
-      false;  // nothing was copied out of the file's mapping: it is the weights
+  bool mapping_resident_ = false;  // nothing was copied out of the file's mapping: it is the weights
 };
 
 // Loads the weights, or hands out the ones already loaded for the same file and placement

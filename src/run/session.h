@@ -130,7 +130,7 @@ class Session {
   std::vector<const analysis::ChunkAnalysis*> analyses_;  // the plug-ins asked for
   engine::PointMap map_;
   analysis::ModelPoints model_points_;  // map_'s points as analyses see them
-  analysis::KlReference kl_from_a_;     // A's chunk, what every patched pass is scored against
+  analysis::KlReference kl_from_a_;  // A's chunk, what every patched pass is scored against
   std::unique_ptr<PrefixReuse> reuse_a_, reuse_b_;  // with --transplants, --components
   std::function<void(int, int)> on_pass_;
   std::map<std::string, std::string> sha256_;  // model path -> file hash

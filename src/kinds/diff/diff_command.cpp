@@ -22,7 +22,8 @@ void DiffKind::add_command(CLI::App& app, cli::Context& ctx) const {
     bool force = false, no_prefix_reuse = false;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand(std::string(name()), std::string(description()));
+  CLI::App* cmd =
+      app.add_subcommand(std::string(name()), std::string(description()));
   add_pair_flags(*cmd, o->pair, o->cfg);
   in_group(*cmd, "Analyses", [&] {
     cmd->add_flag("--save-residuals", o->cfg.save_residuals,
@@ -46,8 +47,8 @@ void DiffKind::add_command(CLI::App& app, cli::Context& ctx) const {
   add_shard_flag(*cmd, o->shard);
   cmd->callback([o, cmd, &ctx] {
     if (ctx.plan_only) return check_plan(std::string(kDiffKind), o->pair, o->cfg, o->resume);
-    ResumableRun r = ResumableRun::of_arms(o->resume, o->out, o->pair.a,
-                                           o->pair.input.given(std::string(kDiffKind)));
+    ResumableRun r =
+        ResumableRun::of_arms(o->resume, o->out, o->pair.a, o->pair.input.given(std::string(kDiffKind)));
     r.resume_run = [&] {
       return run::diff_resume(o->resume, ctx.command_line, progress_line,
                               o->pair.input.given(std::string(kDiffKind)));
